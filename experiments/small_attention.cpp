@@ -1,0 +1,65 @@
+// small_attention.cpp: see small_attention.hpp.
+#include "experiments/small_attention.hpp"
+
+#include <cstdio>
+
+namespace attn {
+
+std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase>& cases,
+                                   double scale) {
+  const int batch = static_cast<int>(cases.size());
+  std::vector<double> x, wq, wk, wv;
+  for (const auto& c : cases) {
+    x.insert(x.end(), c.x.begin(), c.x.end());
+    wq.insert(wq.end(), c.w_q.begin(), c.w_q.end());
+    wk.insert(wk.end(), c.w_k.begin(), c.w_k.end());
+    wv.insert(wv.end(), c.w_v.begin(), c.w_v.end());
+  }
+  std::vector<double> q(batch * 6), k(batch * 6), v(batch * 6), s(batch * 9), w(batch * 9),
+      o(batch * 6);
+  AttentionProblem<double> p;
+  p.shape = AttentionShape{batch, 3, 2, 2, 2, false, false, scale};
+  p.x = x.data();
+  p.w_q = wq.data();
+  p.w_k = wk.data();
+  p.w_v = wv.data();
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.scores = s.data();
+  p.weights = w.data();
+  p.out = o.data();
+  b.attention_forward(p);
+  std::vector<SmallResult> r(batch);
+  for (int i = 0; i < batch; ++i) {
+    for (int j = 0; j < 6; ++j) {
+      r[i].q[j] = q[i * 6 + j];
+      r[i].k[j] = k[i * 6 + j];
+      r[i].v[j] = v[i * 6 + j];
+      r[i].out[j] = o[i * 6 + j];
+    }
+    for (int j = 0; j < 9; ++j) {
+      r[i].scores[j] = s[i * 9 + j];
+      r[i].weights[j] = w[i * 9 + j];
+    }
+  }
+  return r;
+}
+
+void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
+                     const double* m, int rows, int cols, const std::vector<std::string>& names) {
+  for (int r = 0; r < rows; ++r)
+    t.add_row({case_name, quantity, names[r], std::vector<double>(m + r * cols, m + (r + 1) * cols)});
+}
+
+std::vector<Column> matrix_columns() {
+  return {{"case"}, {"quantity"}, {"row"}, {"values", "~%.3f"}};
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace attn

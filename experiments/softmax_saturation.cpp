@@ -1,0 +1,67 @@
+// softmax_saturation.cpp: beyond the lesson, the consequence section 5 asserts. For each d_k,
+// rows of a query and `keys` keys with N(0, 1) entries: mean largest weight, mean entropy and
+// mean Frobenius norm of the softmax Jacobian, without and with the 1/sqrt(d_k) scaling.
+// Without it, the scores' std grows like sqrt(d_k): max weight -> 1, entropy -> 0 and the
+// Jacobian (which carries every gradient through softmax) -> 0.
+#include <cmath>
+
+#include "experiments/registry.hpp"
+#include "host/progress.hpp"
+#include "saturation.hpp"
+
+namespace attn {
+
+std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
+  const std::vector<std::int64_t> dks = ctx.opt.dk.value_or(
+      std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  const std::uint64_t rows = ctx.opt.samples.value_or(10000);
+  const int keys = ctx.opt.keys;
+  Table t;
+  t.name = "softmax-saturation";
+  t.title = "softmax of q.k over " + std::to_string(keys) +
+            " keys, unscaled vs / sqrt(d_k): max weight, entropy (nats), ||J||_F";
+  t.columns = {{"d_k"},
+               {"keys"},
+               {"samples"},
+               {"max_weight_unscaled", "%.4f"},
+               {"max_weight_scaled", "%.4f"},
+               {"entropy_unscaled", "%.4f"},
+               {"entropy_scaled", "%.4f"},
+               {"jacobian_norm_unscaled", "%.4f"},
+               {"jacobian_norm_scaled", "%.4f"}};
+  double total_normals = 0;
+  for (std::int64_t d : dks) total_normals += static_cast<double>(rows) * (1 + keys) * d;
+  Progress progress("softmax-saturation", total_normals, "normals", ctx.opt.quiet);
+  for (std::int64_t d : dks) {
+    const saturation::Params p{ctx.opt.seed, static_cast<std::uint32_t>(d), keys};
+    // Rows per call: about 2^22 normals of q and keys, so memory stays bounded.
+    const std::int64_t chunk =
+        std::max<std::int64_t>(1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
+    std::vector<double> stats;
+    Moments m[saturation::kStats];
+    for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk) {
+      progress.checkpoint();
+      const std::int64_t count = static_cast<std::int64_t>(std::min<std::uint64_t>(chunk, rows - r0));
+      stats.resize(static_cast<std::size_t>(count) * saturation::kStats);
+      ctx.backend.saturation_rows(p, r0, count, stats.data());
+      for (std::int64_t r = 0; r < count; ++r)
+        for (int s = 0; s < saturation::kStats; ++s) m[s].push(stats[r * saturation::kStats + s]);
+      progress.advance(static_cast<double>(count) * p.normals_per_row());
+    }
+    t.add_row({d, std::int64_t{keys}, static_cast<std::int64_t>(rows), m[0].mean, m[3].mean,
+               m[1].mean, m[4].mean, m[2].mean, m[5].mean});
+  }
+  progress.finish();
+  const double n = keys;
+  t.notes.push_back("equal scores would give max weight 1/n = " + std::to_string(1 / n).substr(0, 6) +
+                    ", entropy ln n = " + std::to_string(std::log(n)).substr(0, 6) +
+                    ", ||J||_F = sqrt(n-1)/n = " + std::to_string(std::sqrt(n - 1) / n).substr(0, 6));
+  t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, 2^31 | d_k, row)"},
+           {"seed", ctx.opt.seed},
+           {"samples", rows},
+           {"keys", keys},
+           {"backend", ctx.backend.name()}};
+  return {t};
+}
+
+}  // namespace attn

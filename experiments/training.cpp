@@ -1,0 +1,39 @@
+// training.cpp: section 4's "Deeper" table: train W_Q and W_K (W_V fixed), or all three, from
+// identity or random starts; every run reaches the target output, with different attention.
+// Identity starts do not depend on the seed and run once.
+#include "experiments/registry.hpp"
+#include "experiments/training_common.hpp"
+
+namespace attn {
+
+std::vector<Table> run_training(const RunContext& ctx) {
+  const auto configs = ctx.opt.configs.value_or(kConfigNames);
+  const SeedSet seeds = ctx.opt.seeds.value_or(SeedSet{false, 0, 0, {0, 1}});
+  Table t;
+  t.name = "training";
+  t.title = "same loss, different attention: sweet's weight on apple after training";
+  t.columns = {{"config"},           {"seed"},          {"weight_on_apple", "%.2f"},
+               {"out_x", "%.3f"},    {"out_y", "%.3f"}, {"loss", "%.4f"}};
+  for (const std::string& name : configs) {
+    const tiny::Config c = config_from_name(name);
+    std::vector<std::uint64_t> list;
+    if (config_uses_seed(c))
+      for (std::uint64_t i = 0; i < seeds.size(); ++i) list.push_back(seeds.at(i));
+    else
+      list.push_back(0);
+    std::vector<tiny::TrainResult> r(list.size());
+    ctx.backend.train_seeds(c, list.data(), static_cast<std::int64_t>(list.size()), ctx.opt.train,
+                            ctx.opt.dtype == DType::f32, r.data());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Cell seed = config_uses_seed(c) ? Cell(static_cast<std::int64_t>(list[i])) : Cell();
+      t.add_row({name, seed, r[i].weight_on_apple, r[i].out_x, r[i].out_y, r[i].loss});
+    }
+  }
+  t.notes.push_back("qk-*: W_Q and W_K trained, W_V = I; all-*: all three trained");
+  t.run = training_settings(ctx.opt);
+  t.run["seeds"] = seeds.text();
+  t.run["backend"] = ctx.backend.name();
+  return {t};
+}
+
+}  // namespace attn

@@ -1,0 +1,91 @@
+// backend.cpp: see backend.hpp.
+#include "host/backend.hpp"
+
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "quantiles.hpp"
+
+namespace attn {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+Backend Backend::select(const std::string& requested, int threads) {
+  Backend b;
+  if (threads > 0) omp_set_num_threads(threads);
+  b.threads_ = omp_get_max_threads();
+  if (requested == "cpu") return b;
+  b.gpu_ = query_gpu();
+  if (b.gpu_.present) {
+    b.kind_ = DeviceKind::cuda;
+    return b;
+  }
+  if (requested == "cuda")
+    throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
+  spdlog::info("no GPU ({}); running on the CPU with {} threads", b.gpu_.why_not, b.threads_);
+  return b;
+}
+
+std::string Backend::device_description() const {
+  if (kind_ == DeviceKind::cuda)
+    return gpu_.name + " (cc " + gpu_.compute_capability + ", driver " + gpu_.driver + ")";
+  return cpu_model() + ", " + std::to_string(threads_) + " threads";
+}
+
+void Backend::attention_forward(const AttentionProblem<double>& p) const {
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return attention_forward_cuda_host(p);
+#endif
+  attention_forward_cpu(p);
+}
+
+void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
+                           Moments* out) const {
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return dkstd::chunk_moments_cuda(p, first, count, out);
+#endif
+  dkstd::chunk_moments_cpu(p, first, count, out);
+}
+
+void Backend::saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
+                              double* out) const {
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return saturation::row_stats_cuda(p, first, rows, out);
+#endif
+  saturation::row_stats_cpu(p, first, rows, out);
+}
+
+void Backend::train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
+                          const tiny::TrainOptions& o, bool f32, tiny::TrainResult* out) const {
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) {
+    if (f32) return tiny::train_seeds_cuda<float>(c, seeds, n, o, out);
+    return tiny::train_seeds_cuda<double>(c, seeds, n, o, out);
+  }
+#endif
+  if (f32) return tiny::train_seeds_cpu<float>(c, seeds, n, o, out);
+  tiny::train_seeds_cpu<double>(c, seeds, n, o, out);
+}
+
+std::vector<double> Backend::quantiles(const std::vector<double>& values,
+                                       const std::vector<double>& probs) const {
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return quantiles_cuda(values, probs);
+#endif
+  return quantiles_cpu(values, probs);
+}
+
+}  // namespace attn

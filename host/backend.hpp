@@ -1,0 +1,54 @@
+// backend.hpp: which device runs the kernels, and one entry point per kernel family that sends
+// the call to the CUDA path or to its CPU twin. Arguments and results live in host memory;
+// the CUDA paths copy in and out. Experiments talk to this class only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attention.hpp"
+#include "cuda_device.hpp"
+#include "dkstd.hpp"
+#include "moments.hpp"
+#include "saturation.hpp"
+#include "tiny_model.hpp"
+
+namespace attn {
+
+enum class DeviceKind { cpu, cuda };
+
+class Backend {
+ public:
+  // requested: "auto" (CUDA when built with it and a device answers, else CPU with one notice on
+  // stderr), "cpu" or "cuda" (throws std::runtime_error when no GPU answers). threads: CPU
+  // threads for the OpenMP loops (0: all cores).
+  static Backend select(const std::string& requested, int threads);
+
+  DeviceKind kind() const { return kind_; }
+  const char* name() const { return kind_ == DeviceKind::cuda ? "cuda" : "cpu"; }
+  int threads() const { return threads_; }
+  const GpuInfo& gpu() const { return gpu_; }
+  // "NVIDIA H200 (cc 9.0, driver 13.0)" or "AMD EPYC, 2 threads".
+  std::string device_description() const;
+
+  void attention_forward(const AttentionProblem<double>& host_problem) const;
+  void dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
+                    Moments* out) const;
+  void saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
+                       double* out) const;
+  void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
+                   const tiny::TrainOptions& o, bool f32, tiny::TrainResult* out) const;
+  std::vector<double> quantiles(const std::vector<double>& values,
+                                const std::vector<double>& probs) const;
+
+ private:
+  DeviceKind kind_ = DeviceKind::cpu;
+  int threads_ = 1;
+  GpuInfo gpu_;
+};
+
+// The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere).
+std::string cpu_model();
+
+}  // namespace attn

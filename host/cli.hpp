@@ -1,0 +1,28 @@
+// cli.hpp: the `demo` command line (CLI11): options, validation, help with examples.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "host/options.hpp"
+
+namespace attn {
+
+struct CompareRequest {
+  std::string a, b;
+  double tolerance = 1e-9;
+};
+
+struct Cli {
+  enum class Action { run, compare, done };
+  Action action = Action::run;
+  int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
+  Options options;
+  CompareRequest compare;
+};
+
+// Parses and checks everything before any work starts. Help, --version and --list print to
+// stdout; errors print one line to stderr. Neither throws.
+Cli parse_command_line(int argc, char** argv);
+
+}  // namespace attn

@@ -1,0 +1,137 @@
+// compare.cpp: see compare.hpp.
+#include "host/compare.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+namespace attn {
+namespace {
+
+// A number from a JSON cell: numbers, and the strings "nan", "inf", "-inf" that demo writes for
+// non-finite values. Returns false for anything else.
+bool as_number(const nlohmann::json& v, double& out) {
+  if (v.is_number()) {
+    out = v.get<double>();
+    return true;
+  }
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") out = NAN;
+    else if (s == "inf") out = INFINITY;
+    else if (s == "-inf") out = -INFINITY;
+    else return false;
+    return true;
+  }
+  return false;
+}
+
+double rel_diff(double a, double b) {
+  if (a == b) return 0;  // also equal infinities
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (!std::isfinite(a) || !std::isfinite(b)) return INFINITY;
+  return std::fabs(a - b) / std::fmax(std::fabs(a), std::fabs(b));
+}
+
+void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::string& where,
+                   TableDiff& d) {
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) {
+      d.mismatch = where + ": arrays of different lengths";
+      return;
+    }
+    for (std::size_t i = 0; i < a.size(); ++i)
+      compare_cells(a[i], b[i], where + "[" + std::to_string(i) + "]", d);
+    return;
+  }
+  double x, y;
+  if (as_number(a, x) && as_number(b, y)) {
+    const double r = rel_diff(x, y);
+    if (r > d.max_rel || (std::isinf(r) && d.where.empty())) {
+      d.max_rel = r;
+      d.where = where;
+      d.a = x;
+      d.b = y;
+    }
+    return;
+  }
+  if (a != b && d.mismatch.empty()) d.mismatch = where + ": " + a.dump() + " vs " + b.dump();
+}
+
+std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) {
+  std::map<std::string, nlohmann::json> m;
+  if (doc.contains("tables"))
+    for (const auto& t : doc["tables"]) m[t.value("name", "?")] = t;
+  return m;
+}
+
+}  // namespace
+
+std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b) {
+  const auto ta = tables_by_name(a), tb = tables_by_name(b);
+  std::vector<TableDiff> out;
+  for (const auto& [name, x] : ta) {
+    TableDiff d;
+    d.table = name;
+    const auto it = tb.find(name);
+    if (it == tb.end()) {
+      d.mismatch = "only in the first file";
+      out.push_back(d);
+      continue;
+    }
+    const auto& y = it->second;
+    const auto& ra = x["rows"];
+    const auto& rb = y["rows"];
+    if (x["columns"] != y["columns"]) d.mismatch = "different columns";
+    else if (ra.size() != rb.size()) d.mismatch = "different numbers of rows";
+    else
+      for (std::size_t r = 0; r < ra.size(); ++r)
+        for (const auto& col : x["columns"]) {
+          const std::string c = col.get<std::string>();
+          compare_cells(ra[r].value(c, nlohmann::json()), rb[r].value(c, nlohmann::json()),
+                        "row " + std::to_string(r) + ", " + c, d);
+        }
+    out.push_back(d);
+  }
+  for (const auto& [name, y] : tb)
+    if (!ta.count(name)) {
+      TableDiff d;
+      d.table = name;
+      d.mismatch = "only in the second file";
+      out.push_back(d);
+    }
+  return out;
+}
+
+int run_compare(const std::string& path_a, const std::string& path_b, double tolerance) {
+  nlohmann::json a, b;
+  try {
+    std::ifstream fa(path_a), fb(path_b);
+    a = nlohmann::json::parse(fa);
+    b = nlohmann::json::parse(fb);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "demo: error: compare: cannot read JSON: %s\n", e.what());
+    return 2;
+  }
+  const auto diffs = compare_results(a, b);
+  if (diffs.empty()) {
+    std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
+    return 2;
+  }
+  bool ok = true;
+  std::printf("%-20s %-12s %-8s %s\n", "table", "max_rel_diff", "verdict", "where (first, second)");
+  for (const auto& d : diffs) {
+    const bool pass = d.mismatch.empty() && d.max_rel <= tolerance;
+    ok = ok && pass;
+    if (!d.mismatch.empty())
+      std::printf("%-20s %-12s %-8s %s\n", d.table.c_str(), "-", "DIFFERS", d.mismatch.c_str());
+    else
+      std::printf("%-20s %-12.3e %-8s %s (%.17g, %.17g)\n", d.table.c_str(), d.max_rel,
+                  pass ? "ok" : "FAIL", d.where.empty() ? "-" : d.where.c_str(), d.a, d.b);
+  }
+  std::printf("tolerance %.3g: %s\n", tolerance, ok ? "all tables agree" : "differences found");
+  return ok ? 0 : 1;
+}
+
+}  // namespace attn

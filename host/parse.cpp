@@ -1,0 +1,129 @@
+// parse.cpp: see parse.hpp.
+#include "host/parse.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+
+namespace attn {
+namespace {
+
+[[noreturn]] void bad(const std::string& option, const std::string& text, const std::string& want) {
+  throw std::invalid_argument(option + ": expected " + want + ", got '" + text + "'");
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+}  // namespace
+
+std::uint64_t parse_count(const std::string& option, const std::string& text) {
+  const std::string want = "a positive whole number such as 10000 or 1e9";
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v)) bad(option, text, want);
+  if (v < 1 || v != std::floor(v)) bad(option, text, want);
+  if (v > 9007199254740992.0) bad(option, text, "at most 2^53 (about 9e15)");
+  return static_cast<std::uint64_t>(v);
+}
+
+std::uint64_t parse_u64(const std::string& option, const std::string& text) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end)
+    bad(option, text, "a whole number from 0 to 18446744073709551615");
+  return v;
+}
+
+std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
+                       std::int64_t hi) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  const std::string want =
+      "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi)
+    bad(option, text, want);
+  return v;
+}
+
+double parse_real(const std::string& option, const std::string& text, double lo, double hi,
+                  bool lo_open) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  char range[96];
+  std::snprintf(range, sizeof range, "a finite number %s %g and <= %g", lo_open ? ">" : ">=", lo,
+                hi);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v) || v > hi ||
+      (lo_open ? v <= lo : v < lo))
+    bad(option, text, range);
+  return v;
+}
+
+std::vector<std::int64_t> parse_int_list(const std::string& option, const std::string& text,
+                                         std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> out;
+  for (const std::string& part : split(text, ',')) out.push_back(parse_int(option, part, lo, hi));
+  return out;
+}
+
+std::string SeedSet::text() const {
+  if (is_range) return std::to_string(first) + ":" + std::to_string(end);
+  std::string s;
+  for (std::size_t i = 0; i < list.size(); ++i) s += (i ? "," : "") + std::to_string(list[i]);
+  return s;
+}
+
+SeedSet parse_seed_set(const std::string& option, const std::string& text) {
+  SeedSet s;
+  const auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    s.is_range = true;
+    s.first = parse_u64(option, text.substr(0, colon));
+    s.end = parse_u64(option, text.substr(colon + 1));
+    if (s.end <= s.first) bad(option, text, "a range A:B with A < B (seeds A .. B-1)");
+    return s;
+  }
+  for (const std::string& part : split(text, ',')) s.list.push_back(parse_u64(option, part));
+  return s;
+}
+
+std::string parse_choice(const std::string& option, const std::string& text,
+                         const std::vector<std::string>& allowed) {
+  for (const auto& a : allowed)
+    if (text == a) return text;
+  std::string choices;
+  for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
+  bad(option, text, "one of " + choices);
+}
+
+std::vector<std::string> parse_name_list(const std::string& option, const std::string& text,
+                                         const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  std::string choices;
+  for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
+  for (const std::string& part : split(text, ',')) {
+    bool ok = false;
+    for (const auto& a : allowed) ok = ok || part == a;
+    if (!ok) bad(option, text, "one or more of " + choices);
+    out.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,49 @@
+// parse.hpp: strict parsing of the command line's values. Every function throws
+// std::invalid_argument with a one-line message naming the option and the bad value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+// A positive whole number, written plainly or in exponent form: "10000", "1e9", "2.5e6".
+// At most 2^53 (so that counts stay exact in double).
+std::uint64_t parse_count(const std::string& option, const std::string& text);
+
+// A non-negative integer below 2^64 ("0", "42"); no sign, no exponent.
+std::uint64_t parse_u64(const std::string& option, const std::string& text);
+
+// An integer in [lo, hi].
+std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
+                       std::int64_t hi);
+
+// A finite real in (lo, hi] when lo_open, else [lo, hi].
+double parse_real(const std::string& option, const std::string& text, double lo, double hi,
+                  bool lo_open);
+
+// Comma-separated integers, each in [lo, hi]; at least one.
+std::vector<std::int64_t> parse_int_list(const std::string& option, const std::string& text,
+                                         std::int64_t lo, std::int64_t hi);
+
+// Seeds: "A:B" (A <= s < B, A < B) or a comma list "0,1,7".
+struct SeedSet {
+  bool is_range = false;
+  std::uint64_t first = 0, end = 0;  // the range
+  std::vector<std::uint64_t> list;   // or the list
+  std::uint64_t size() const { return is_range ? end - first : list.size(); }
+  std::uint64_t at(std::uint64_t i) const { return is_range ? first + i : list[i]; }
+  std::string text() const;  // as the user would write it
+};
+SeedSet parse_seed_set(const std::string& option, const std::string& text);
+
+// Exactly one of `allowed`.
+std::string parse_choice(const std::string& option, const std::string& text,
+                         const std::vector<std::string>& allowed);
+
+// Comma-separated names, each one of `allowed`.
+std::vector<std::string> parse_name_list(const std::string& option, const std::string& text,
+                                         const std::vector<std::string>& allowed);
+
+}  // namespace attn

@@ -1,0 +1,92 @@
+// progress.cpp: see progress.hpp.
+#include "host/progress.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+
+namespace attn {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+}  // namespace
+
+void install_stop_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested_by_signal() { return g_stop.load(); }
+
+std::string human_duration(double s) {
+  char buf[32];
+  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+  return buf;
+}
+
+Progress::Progress(std::string label, double total, std::string unit, bool quiet)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      quiet_(quiet),
+      tty_(isatty(STDERR_FILENO) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+Progress::~Progress() { finish(); }
+
+double Progress::elapsed_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::advance(double units) {
+  done_ += units;
+  if (quiet_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double since_start = std::chrono::duration<double>(now - start_).count();
+  const double since_draw = std::chrono::duration<double>(now - last_draw_).count();
+  if (tty_ ? (since_start >= 1.0 && since_draw >= 0.1) : since_draw >= 10.0) {
+    last_draw_ = now;
+    draw(false);
+  }
+}
+
+void Progress::draw(bool final_line) {
+  const double t = elapsed_seconds();
+  const double rate = t > 0 ? done_ / t : 0;
+  const double pct = total_ > 0 ? 100.0 * done_ / total_ : 0;
+  const double eta = rate > 0 ? (total_ - done_) / rate : 0;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %5.1f%%  %.3g %s/s  %s %s", label_.c_str(), pct, rate,
+                unit_.c_str(), final_line ? "took" : "ETA",
+                human_duration(final_line ? t : eta).c_str());
+  if (tty_) {
+    std::fprintf(stderr, "\r\033[K%s", line);
+    std::fflush(stderr);
+    drawn_ = true;
+  } else {
+    spdlog::info("{}", line);
+  }
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (tty_ && drawn_) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace attn

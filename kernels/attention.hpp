@@ -1,0 +1,83 @@
+// attention.hpp: batched scaled dot-product attention for many small problems at once.
+//
+//   Q = X W_Q,  K = X W_K,  V = X W_V,  S = scale * Q K^T,  P = softmax_rows(S),  O = P V
+//
+// (Vaswani et al. 2017, eq. 1; the lesson's sections 2-3 and 6; scale = 1/sqrt(d_k) there.)
+// All arrays are row-major and contiguous, batch outermost:
+//   x        (batch, n, d_model)          the words, one row per word
+//   w_q, w_k (batch or 1, d_model, d_k)   1: one set of weights shared by the whole batch
+//   w_v      (batch or 1, d_model, d_v)
+//   q, k     (batch, n, d_k)   v (batch, n, d_v)
+//   scores   (batch, n, n)     scaled scores S, masked entries -inf
+//   weights  (batch, n, n)     P; rows sum to 1 (all-masked rows are zero)
+//   out      (batch, n, d_v)   O
+// With causal = true, word i sees words 0..i only (Level 15's mask), else every word.
+// Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch) and, in a
+// CUDA build, attention_forward_cuda (cuBLAS strided-batched GEMM plus a softmax kernel).
+#pragma once
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace attn {
+
+struct AttentionShape {
+  int batch = 1, n = 1, d_model = 1, d_k = 1, d_v = 1;
+  bool shared_weights = false;  // w_q, w_k, w_v hold one matrix each, used by every problem
+  bool causal = false;
+  double scale = 0;  // 0 means 1/sqrt(d_k)
+
+  double effective_scale() const { return scale != 0 ? scale : 1.0 / std::sqrt(double(d_k)); }
+
+  // Throws std::invalid_argument naming the first non-positive dimension.
+  void validate() const {
+    const struct {
+      const char* name;
+      int value;
+    } dims[] = {{"batch", batch}, {"n", n}, {"d_model", d_model}, {"d_k", d_k}, {"d_v", d_v}};
+    for (const auto& d : dims)
+      if (d.value < 1)
+        throw std::invalid_argument(std::string("attention: ") + d.name + " must be >= 1, got " +
+                                    std::to_string(d.value));
+  }
+};
+
+template <class T>
+struct AttentionProblem {
+  AttentionShape shape;
+  const T *x = nullptr, *w_q = nullptr, *w_k = nullptr, *w_v = nullptr;  // inputs
+  T *q = nullptr, *k = nullptr, *v = nullptr;                            // outputs
+  T *scores = nullptr, *weights = nullptr, *out = nullptr;
+};
+
+// CPU twin. Inputs and outputs in host memory.
+template <class T>
+void attention_forward_cpu(const AttentionProblem<T>& p);
+
+// The score step alone: scores (batch, n_q, n_k) = scale * q (batch, n_q, d) k (batch, n_k, d)^T.
+template <class T>
+void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
+                        T scale);
+
+// The row-softmax step alone, on host memory: weights = softmax(scale * scores) per row of
+// length n; with causal, row r of each n x n block sees columns 0..(r mod n).
+template <class T>
+void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bool causal);
+
+#if defined(ATTNLAB_WITH_CUDA)
+// GPU path. Every pointer in the problem is device memory. Runs on the current stream and
+// returns when the work is queued; errors throw std::runtime_error with file and line.
+template <class T>
+void attention_forward_cuda(const AttentionProblem<T>& p);
+// The same with every pointer in host memory: copies in, runs, copies every output back.
+template <class T>
+void attention_forward_cuda_host(const AttentionProblem<T>& host);
+template <class T>
+void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal);
+template <class T>
+void batched_scores_cuda(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
+                         T scale);
+#endif
+
+}  // namespace attn

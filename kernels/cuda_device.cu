@@ -1,0 +1,46 @@
+// cuda_device.cu: see cuda_device.hpp (CUDA build).
+#include <cuda_runtime.h>
+
+#include "cuda_device.hpp"
+
+namespace attn {
+namespace {
+
+std::string version_string(int v) {  // 12040 -> "12.4"
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+}  // namespace
+
+GpuInfo query_gpu() {
+  GpuInfo g;
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    g.why_not = cudaGetErrorString(e);
+    cudaGetLastError();  // clear the sticky error state
+    return g;
+  }
+  if (count < 1) {
+    g.why_not = "no CUDA device";
+    return g;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    g.why_not = "cudaGetDeviceProperties failed";
+    return g;
+  }
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  g.present = true;
+  g.name = prop.name;
+  g.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+  g.driver = version_string(driver);
+  g.runtime = version_string(runtime);
+  g.memory_gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+  g.multiprocessors = prop.multiProcessorCount;
+  return g;
+}
+
+}  // namespace attn

@@ -1,0 +1,54 @@
+// dkstd_cuda.cu: the fused dk-std sampling kernel.
+//
+// One block per chunk, one thread per lane (dkstd.hpp's layout). Each thread makes its samples'
+// q and k in registers (Philox4x32-10 + Box-Muller), takes the dot product and pushes it into
+// its own Moments; nothing per sample touches memory. The block then merges its 256 lane
+// summaries in shared memory in the same tree as merge_lanes, and thread 0 writes the chunk's
+// summary. Built with -fmad=false: every fused multiply-add is an explicit fmaf, as on the CPU.
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "cuda_check.hpp"
+#include "dkstd.hpp"
+
+namespace attn::dkstd {
+namespace {
+
+__global__ void __launch_bounds__(kLanes)
+    dkstd_chunks_kernel(Plan p, std::uint64_t first_chunk, Moments* __restrict__ out) {
+  __shared__ Moments lanes[kLanes];
+  const unsigned lane = threadIdx.x;
+  const std::uint64_t chunk = first_chunk + blockIdx.x;
+  lanes[lane] = lane_moments(p, chunk, lane);
+  __syncthreads();
+  for (unsigned stride = kLanes / 2; stride > 0; stride /= 2) {
+    if (lane < stride) lanes[lane] = merge(lanes[lane], lanes[lane + stride]);
+    __syncthreads();
+  }
+  if (lane == 0) out[blockIdx.x] = lanes[0];
+}
+
+}  // namespace
+
+void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
+  constexpr std::uint64_t kMaxBlocks = 1u << 16;  // chunks per launch
+  Moments* d_out = nullptr;
+  const std::uint64_t cap = count < kMaxBlocks ? count : kMaxBlocks;
+  ATTN_CUDA_CHECK(cudaMalloc(&d_out, cap * sizeof(Moments)));
+  try {
+    for (std::uint64_t done = 0; done < count; done += cap) {
+      const std::uint64_t n = count - done < cap ? count - done : cap;
+      dkstd_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out);
+      ATTN_CUDA_CHECK_LAUNCH();
+      ATTN_CUDA_CHECK(
+          cudaMemcpy(out + done, d_out, n * sizeof(Moments), cudaMemcpyDeviceToHost));
+    }
+  } catch (...) {
+    cudaFree(d_out);
+    throw;
+  }
+  ATTN_CUDA_CHECK(cudaFree(d_out));
+}
+
+}  // namespace attn::dkstd

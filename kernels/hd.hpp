@@ -1,0 +1,41 @@
+// hd.hpp: one spelling for "this function runs on the host and on the device".
+//
+// Every formula in kernels/ is written once, in a header function marked ATTN_HD. nvcc
+// compiles it for both sides; a plain C++ compiler sees an ordinary inline function. The CPU
+// twins therefore run the very arithmetic the CUDA kernels run (see DESIGN.md, "One piece of
+// math, two backends").
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define ATTN_HD __host__ __device__
+#define ATTN_INLINE __forceinline__
+#else
+#define ATTN_HD
+#define ATTN_INLINE inline __attribute__((always_inline))
+#endif
+
+// True while compiling device code (the second pass of nvcc).
+#if defined(__CUDA_ARCH__)
+#define ATTN_DEVICE_CODE 1
+#else
+#define ATTN_DEVICE_CODE 0
+#endif
+
+// Fully unroll the next loop (a fixed, small trip count) on both compilers.
+#if defined(__CUDACC__)
+#define ATTN_UNROLL _Pragma("unroll")
+#elif defined(__clang__)
+#define ATTN_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#define ATTN_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace attn {
+// exp and max in the argument's own precision, on host and device.
+ATTN_HD inline float exp_t(float x) { return expf(x); }
+ATTN_HD inline double exp_t(double x) { return exp(x); }
+ATTN_HD inline float max_t(float a, float b) { return fmaxf(a, b); }
+ATTN_HD inline double max_t(double a, double b) { return fmax(a, b); }
+}  // namespace attn

@@ -1,0 +1,32 @@
+// monitor.hpp: how long-running numerical code reports progress and learns it should stop,
+// without knowing about terminals or signals (host/progress.hpp implements it).
+#pragma once
+
+#include <stdexcept>
+
+namespace attn {
+
+// Thrown by a long computation that saw stop_requested(); the driver exits cleanly on it.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+
+class Monitor {
+ public:
+  virtual ~Monitor() = default;
+  // `units` more units of work are done (normals, model-steps, ...). Host thread only.
+  virtual void advance(double units) { (void)units; }
+  virtual bool stop_requested() const { return false; }
+  // Throws Interrupted when a stop was requested; call between chunks of work.
+  void checkpoint() const {
+    if (stop_requested()) throw Interrupted();
+  }
+};
+
+// A monitor that never reports and never stops (tests, short runs).
+inline Monitor& silent_monitor() {
+  static Monitor m;
+  return m;
+}
+
+}  // namespace attn

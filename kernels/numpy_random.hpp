@@ -1,0 +1,149 @@
+// numpy_random.hpp: numpy's default_rng, reproduced draw for draw, on host and device.
+//
+//   default_rng(seed) = Generator(PCG64(SeedSequence(seed)))
+//
+// SeedSequence (pool of 4 x uint32, hashmix/mix), PCG64 (128-bit LCG, XSL-RR output) and the
+// 256-layer ziggurat standard normal, as spec/NUMPY_RANDOM.md states them (checked there
+// against numpy 1.24, and in tests/test_numpy_random.cpp against numpy's own draws).
+// All arithmetic on uint32 is modulo 2^32, on unsigned __int128 modulo 2^128 (nvcc supports
+// 128-bit integers in device code since CUDA 11.5).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "hd.hpp"
+#include "ziggurat_tables.hpp"
+
+namespace attn::numpy_rng {
+
+using u128 = unsigned __int128;
+
+// SeedSequence(seed) for a non-negative integer seed below 2^64: its entropy is the seed's
+// 32-bit limbs, least significant first (seed 0 -> one word, 0). generate_state(4, uint64)
+// is what PCG64 asks of it.
+class SeedSequence {
+ public:
+  ATTN_HD explicit SeedSequence(std::uint64_t seed) {
+    const std::uint32_t entropy[2] = {static_cast<std::uint32_t>(seed),
+                                      static_cast<std::uint32_t>(seed >> 32)};
+    const int n_entropy = (seed >> 32) != 0 ? 2 : 1;
+    std::uint32_t hash = kInitA;
+    for (int i = 0; i < 4; ++i) pool_[i] = hashmix(i < n_entropy ? entropy[i] : 0u, hash);
+    for (int src = 0; src < 4; ++src)
+      for (int dst = 0; dst < 4; ++dst)
+        if (src != dst) pool_[dst] = mix(pool_[dst], hashmix(pool_[src], hash));
+    // Entropy words past the fourth would be mixed in here; a 64-bit seed has at most two.
+  }
+
+  // Fills out[0..n) with generate_state(n, uint64): word j = w32[2j] | w32[2j+1] << 32.
+  ATTN_HD void generate_state(std::uint64_t* out, int n) const {
+    std::uint32_t hash = kInitB;
+    for (int i = 0; i < 2 * n; ++i) {
+      std::uint32_t v = pool_[i % 4];
+      v ^= hash;
+      hash *= kMultB;
+      v *= hash;
+      v ^= v >> kXShift;
+      if (i % 2 == 0) out[i / 2] = v;
+      else out[i / 2] |= static_cast<std::uint64_t>(v) << 32;
+    }
+  }
+
+  ATTN_HD std::uint32_t pool(int i) const { return pool_[i]; }
+
+ private:
+  static constexpr std::uint32_t kInitA = 0x43b0d7e5u, kMultA = 0x931e8875u;
+  static constexpr std::uint32_t kInitB = 0x8b51f9ddu, kMultB = 0x58f38dedu;
+  static constexpr std::uint32_t kMixMultL = 0xca01f9ddu, kMixMultR = 0x4973f715u;
+  static constexpr int kXShift = 16;
+
+  ATTN_HD static std::uint32_t hashmix(std::uint32_t v, std::uint32_t& hash) {
+    v ^= hash;
+    hash *= kMultA;
+    v *= hash;
+    v ^= v >> kXShift;
+    return v;
+  }
+  ATTN_HD static std::uint32_t mix(std::uint32_t x, std::uint32_t y) {
+    std::uint32_t r = kMixMultL * x - kMixMultR * y;
+    return r ^ (r >> kXShift);
+  }
+
+  std::uint32_t pool_[4];
+};
+
+// PCG64: state <- state * mult + inc (mod 2^128); output XSL-RR of the new state.
+class Pcg64 {
+ public:
+  ATTN_HD explicit Pcg64(std::uint64_t seed) {
+    std::uint64_t s[4];
+    SeedSequence(seed).generate_state(s, 4);
+    const u128 initstate = (static_cast<u128>(s[0]) << 64) | s[1];
+    const u128 initseq = (static_cast<u128>(s[2]) << 64) | s[3];
+    inc_ = (initseq << 1) | 1u;
+    state_ = 0;
+    step();
+    state_ += initstate;
+    step();
+  }
+
+  ATTN_HD std::uint64_t next_uint64() {
+    step();
+    const unsigned rot = static_cast<unsigned>(state_ >> 122);
+    const std::uint64_t x = static_cast<std::uint64_t>(state_ >> 64) ^
+                            static_cast<std::uint64_t>(state_);
+    return (x >> rot) | (x << ((64u - rot) & 63u));
+  }
+
+  // numpy's next_double: the top 53 bits, times 2^-53, in [0, 1).
+  ATTN_HD double next_double() {
+    return static_cast<double>(next_uint64() >> 11) * (1.0 / 9007199254740992.0);
+  }
+
+  friend ATTN_HD bool operator==(const Pcg64& a, const Pcg64& b) {
+    return a.state_ == b.state_ && a.inc_ == b.inc_;
+  }
+
+ private:
+  ATTN_HD void step() { state_ = state_ * kMult + inc_; }
+  static constexpr u128 kMult =
+      (static_cast<u128>(0x2360ED051FC65DA4ull) << 64) | 0x4385DF649FCCF645ull;
+  u128 state_;
+  u128 inc_;
+};
+
+// numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
+// "standard_normal"). About 99% of draws return from the first comparison; the rest take the
+// wedge or the tail and may draw again. The wedge test and the tail loop use exp and log1p,
+// so a device build can differ from glibc only where those differ in the last bit.
+template <class BitGenerator>
+ATTN_HD double standard_normal(BitGenerator& g) {
+  for (;;) {
+    std::uint64_t r = g.next_uint64();
+    const int idx = static_cast<int>(r & 0xff);
+    r >>= 8;
+    const bool negative = (r & 1u) != 0;
+    const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
+    double x = static_cast<double>(rabs) * zig::w(idx);
+    if (negative) x = -x;
+    if (rabs < zig::k(idx)) return x;
+    if (idx == 0) {
+      for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
+        const double xx = -zig::kInvR * log1p(-g.next_double());
+        const double yy = -log1p(-g.next_double());
+        if (yy + yy > xx * xx) return ((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx;
+      }
+    }
+    const double fx = (zig::f(idx - 1) - zig::f(idx)) * g.next_double() + zig::f(idx);
+    if (fx < exp(-0.5 * x * x)) return x;
+  }
+}
+
+// Generator.normal(loc, scale): loc + scale * standard_normal, as numpy computes it.
+template <class BitGenerator>
+ATTN_HD double normal(BitGenerator& g, double loc = 0.0, double scale = 1.0) {
+  return loc + scale * standard_normal(g);
+}
+
+}  // namespace attn::numpy_rng

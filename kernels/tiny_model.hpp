@@ -1,0 +1,205 @@
+// tiny_model.hpp: the lesson's smallest trainable attention (section 4, "Deeper: Train W_V
+// too") and its training loop, one model per call, shared by the CUDA kernel and the CPU.
+//
+// Two words, apple = [1, 0] and sweet = [0, 1], so X = I_2 and X W = W. Parameters W_Q, W_K,
+// W_V (2x2 each, row-major). Forward for sweet only (spec/EXPERIMENTS.md, training):
+//   q = X[1] W_Q = row 1 of W_Q;   s_j = (X W_K)_j . q / sqrt(2);   a = softmax(s);
+//   out = a (X W_V) = a0 W_V[0] + a1 W_V[1];   loss = (out_x - 1)^2 + out_y^2.
+// "Weight on apple" is a0. Arithmetic follows the lesson's numpy code operation by operation
+// (division by sqrt(2), exp(s - max), e / sum), so results match it to rounding.
+//
+// Training: `steps` steps of gradient descent with rate lr. Sequential schedule (the lesson's):
+// within a step the trained matrices are visited in order W_Q, W_K, W_V; each one's gradient
+// is taken at the current parameters (already holding this step's earlier updates) and applied
+// at once. Simultaneous: all gradients at the same parameters, then all updates. Gradients are
+// numeric (central differences, step h, one element at a time, as the lesson) or analytic:
+//   dout = 2 (out - [1, 0]);  da_j = W_V[j] . dout;  ds_j = a_j (da_j - a . da)
+//   dW_Q[1][c] = sum_j ds_j W_K[j][c] / sqrt(2)   (row 0 of W_Q never reaches the loss)
+//   dW_K[j][c] = ds_j q_c / sqrt(2);   dW_V[j][c] = a_j dout_c
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "hd.hpp"
+#include "numpy_random.hpp"
+
+namespace attn::tiny {
+
+enum class Config : int { qk_identity, all_identity, all_random, qk_random };
+enum class Grad : int { numeric, analytic };
+enum class Schedule : int { sequential, simultaneous };
+
+struct TrainOptions {
+  int steps = 3000;
+  double lr = 0.5;
+  Grad grad = Grad::numeric;
+  double h = 1e-5;
+  Schedule schedule = Schedule::sequential;
+};
+
+// w[0] = W_Q, w[1] = W_K, w[2] = W_V; w[m][row][col].
+template <class T>
+struct Params {
+  T w[3][2][2];
+};
+
+template <class T>
+struct Forward {
+  T q[2], a[2], out[2];
+};
+
+// What a training run leaves: sweet's weight on apple, its output and the loss (in double
+// whatever T is).
+struct TrainResult {
+  double weight_on_apple, out_x, out_y, loss;
+};
+
+ATTN_HD inline bool trains_values(Config c) {
+  return c == Config::all_identity || c == Config::all_random;
+}
+
+template <class T>
+ATTN_HD Forward<T> forward(const Params<T>& p) {
+  const T sqrt2 = static_cast<T>(1.4142135623730951);  // np.sqrt(2.0)
+  Forward<T> f;
+  f.q[0] = p.w[0][1][0];
+  f.q[1] = p.w[0][1][1];
+  T s[2];
+  for (int j = 0; j < 2; ++j) s[j] = (p.w[1][j][0] * f.q[0] + p.w[1][j][1] * f.q[1]) / sqrt2;
+  // exp(s - max(s)): the larger score gives exp(0) = 1 exactly, so one exp suffices.
+  T e[2];
+  if (s[0] >= s[1]) {
+    e[0] = T(1);
+    e[1] = exp_t(s[1] - s[0]);
+  } else {
+    e[0] = exp_t(s[0] - s[1]);
+    e[1] = T(1);
+  }
+  const T sum = e[0] + e[1];
+  f.a[0] = e[0] / sum;
+  f.a[1] = e[1] / sum;
+  for (int c = 0; c < 2; ++c) f.out[c] = f.a[0] * p.w[2][0][c] + f.a[1] * p.w[2][1][c];
+  return f;
+}
+
+template <class T>
+ATTN_HD T loss_of(const Forward<T>& f) {
+  const T dx = f.out[0] - T(1), dy = f.out[1] - T(0);
+  return dx * dx + dy * dy;
+}
+
+template <class T>
+ATTN_HD T loss(const Params<T>& p) {
+  return loss_of(forward(p));
+}
+
+// Central-difference gradient of the loss with respect to matrix m (the lesson's loop).
+template <class T>
+ATTN_HD void numeric_grad(Params<T>& p, int m, T h, T g[2][2]) {
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 2; ++c) {
+      const T keep = p.w[m][r][c];
+      p.w[m][r][c] = keep + h;
+      const T hi = loss(p);
+      p.w[m][r][c] = keep - h;
+      const T lo = loss(p);
+      p.w[m][r][c] = keep;
+      g[r][c] = (hi - lo) / (T(2) * h);
+    }
+}
+
+// Analytic gradient with respect to matrix m (formulas in the file comment).
+template <class T>
+ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
+  const T sqrt2 = static_cast<T>(1.4142135623730951);
+  const Forward<T> f = forward(p);
+  const T dout[2] = {T(2) * (f.out[0] - T(1)), T(2) * (f.out[1] - T(0))};
+  const T da[2] = {p.w[2][0][0] * dout[0] + p.w[2][0][1] * dout[1],
+                   p.w[2][1][0] * dout[0] + p.w[2][1][1] * dout[1]};
+  const T a_da = f.a[0] * da[0] + f.a[1] * da[1];
+  const T ds[2] = {f.a[0] * (da[0] - a_da) / sqrt2, f.a[1] * (da[1] - a_da) / sqrt2};
+  for (int c = 0; c < 2; ++c) {
+    if (m == 0) {
+      g[0][c] = T(0);
+      g[1][c] = ds[0] * p.w[1][0][c] + ds[1] * p.w[1][1][c];
+    } else {
+      for (int j = 0; j < 2; ++j) g[j][c] = m == 1 ? ds[j] * f.q[c] : f.a[j] * dout[c];
+    }
+  }
+}
+
+template <class T>
+ATTN_HD void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
+  if (o.grad == Grad::numeric) numeric_grad(p, m, static_cast<T>(o.h), g);
+  else analytic_grad(p, m, g);
+}
+
+template <class T>
+ATTN_HD void apply(Params<T>& p, int m, T lr, const T g[2][2]) {
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 2; ++c) p.w[m][r][c] = p.w[m][r][c] - lr * g[r][c];
+}
+
+// Trains p in place: matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three).
+template <class T>
+ATTN_HD void train(Params<T>& p, int n_trained, const TrainOptions& o) {
+  const T lr = static_cast<T>(o.lr);
+  for (int step = 0; step < o.steps; ++step) {
+    if (o.schedule == Schedule::sequential) {
+      for (int m = 0; m < n_trained; ++m) {
+        T g[2][2];
+        grad(p, m, o, g);
+        apply(p, m, lr, g);
+      }
+    } else {
+      T g[3][2][2];
+      for (int m = 0; m < n_trained; ++m) grad(p, m, o, g[m]);
+      for (int m = 0; m < n_trained; ++m) apply(p, m, lr, g[m]);
+    }
+  }
+}
+
+// Starting parameters: identity matrices, or for the random configs numpy's
+// default_rng(seed).normal(size=(2, 2)) three times (W_Q, W_K, W_V), with W_V then set to I
+// for qk-random.
+template <class T>
+ATTN_HD Params<T> initial_params(Config c, std::uint64_t seed) {
+  Params<T> p;
+  if (c == Config::qk_identity || c == Config::all_identity) {
+    for (int m = 0; m < 3; ++m)
+      for (int r = 0; r < 2; ++r)
+        for (int col = 0; col < 2; ++col) p.w[m][r][col] = r == col ? T(1) : T(0);
+    return p;
+  }
+  numpy_rng::Pcg64 g(seed);
+  for (int m = 0; m < 3; ++m)
+    for (int r = 0; r < 2; ++r)
+      for (int col = 0; col < 2; ++col) p.w[m][r][col] = static_cast<T>(numpy_rng::normal(g));
+  if (c == Config::qk_random)
+    for (int r = 0; r < 2; ++r)
+      for (int col = 0; col < 2; ++col) p.w[2][r][col] = r == col ? T(1) : T(0);
+  return p;
+}
+
+template <class T>
+ATTN_HD TrainResult train_one(Config c, std::uint64_t seed, const TrainOptions& o) {
+  Params<T> p = initial_params<T>(c, seed);
+  train(p, trains_values(c) ? 3 : 2, o);
+  const Forward<T> f = forward(p);
+  return TrainResult{static_cast<double>(f.a[0]), static_cast<double>(f.out[0]),
+                     static_cast<double>(f.out[1]), static_cast<double>(loss_of(f))};
+}
+
+// Many seeds: out[i] = train_one(c, seeds[i], o) for i < n.
+template <class T>
+void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
+                     TrainResult* out);
+#if defined(ATTNLAB_WITH_CUDA)
+// GPU: one model per thread, the whole loop in registers, one launch. Host pointers in/out.
+template <class T>
+void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n,
+                      const TrainOptions& o, TrainResult* out);
+#endif
+
+}  // namespace attn::tiny

@@ -1,0 +1,76 @@
+// helpers.hpp: small things several tests need: running demo, asking numpy, reading test data.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace attn::test {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs a shell command line; captures stdout and stderr (stderr through a temporary file).
+inline ProcessResult run_command(const std::string& cmd) {
+  ProcessResult r;
+  char err_path[] = "/tmp/attn-test-stderr-XXXXXX";
+  const int fd = mkstemp(err_path);
+  if (fd >= 0) close(fd);
+  std::FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream e(err_path);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  r.err = ss.str();
+  std::remove(err_path);
+  return r;
+}
+
+// The demo binary of this build, with arguments.
+inline ProcessResult run_demo(const std::string& args) {
+  return run_command(std::string(ATTN_DEMO) + " " + args);
+}
+
+// True when Debian's python3 with numpy can be run (tests that ask numpy skip otherwise).
+inline bool have_numpy() {
+  static const bool ok =
+      run_command("/usr/bin/python3 -c 'import numpy' >/dev/null").exit_code == 0;
+  return ok;
+}
+
+// Runs a Python program (with numpy) and returns its stdout.
+inline std::string run_python(const std::string& program) {
+  char path[] = "/tmp/attn-test-py-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "";
+  close(fd);
+  {
+    std::ofstream f(path);
+    f << program;
+  }
+  const ProcessResult r = run_command(std::string("/usr/bin/python3 ") + path);
+  std::remove(path);
+  return r.out;
+}
+
+inline nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+inline nlohmann::json test_data(const std::string& name) {
+  return read_json(std::string(ATTN_TEST_DATA) + "/" + name);
+}
+
+}  // namespace attn::test

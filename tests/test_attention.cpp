@@ -1,0 +1,1 @@
+// test_attention.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_cli.cpp: (being written)

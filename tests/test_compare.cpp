@@ -1,0 +1,1 @@
+// test_compare.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_dkstd.cpp: (being written)

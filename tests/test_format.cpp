@@ -1,0 +1,1 @@
+// test_format.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_lesson.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_numpy_random.cpp: (being written)

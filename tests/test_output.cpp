@@ -1,0 +1,1 @@
+// test_output.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_parse.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_philox.cpp: (being written)

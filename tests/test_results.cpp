@@ -1,0 +1,1 @@
+// test_results.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_saturation.cpp: (being written)

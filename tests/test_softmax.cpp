@@ -1,0 +1,1 @@
+// test_softmax.cpp: (being written)

@@ -1,0 +1,1 @@
+// test_training.cpp: (being written)
