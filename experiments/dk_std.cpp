@@ -48,13 +48,16 @@ Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_
 
 }  // namespace
 
+bool dkstd_uses_numpy(RngChoice rng, double normals) {
+  return rng == RngChoice::numpy || (rng == RngChoice::auto_ && normals <= kAutoNumpyLimit);
+}
+
 std::vector<Table> run_dk_std(const RunContext& ctx) {
   const std::vector<std::int64_t> dks = ctx.opt.dk.value_or(std::vector<std::int64_t>{2, 64, 512});
   const std::uint64_t n = ctx.opt.samples.value_or(10000);
   const double normals = 2.0 * static_cast<double>(n) *
                          static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
-  const bool numpy = ctx.opt.rng == RngChoice::numpy ||
-                     (ctx.opt.rng == RngChoice::auto_ && normals <= kAutoNumpyLimit);
+  const bool numpy = dkstd_uses_numpy(ctx.opt.rng, normals);
 
   Table t;
   t.name = "dk-std";

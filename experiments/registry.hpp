@@ -32,6 +32,8 @@ std::vector<Table> run_weighted_average(const RunContext&);
 std::vector<Table> run_qkv(const RunContext&);
 std::vector<Table> run_knob(const RunContext&);
 std::vector<Table> run_dk_std(const RunContext&);
+// dk-std's generator choice: numpy, philox, or auto (numpy while the run needs <= 1e8 normals).
+bool dkstd_uses_numpy(RngChoice rng, double normals);
 std::vector<Table> run_training(const RunContext&);
 std::vector<Table> run_self_attention(const RunContext&);
 std::vector<Table> run_softmax_saturation(const RunContext&);

@@ -3,6 +3,7 @@
 // without scaling, with car moved to [5, 5], and with three equal words.
 #include "experiments/registry.hpp"
 #include "experiments/small_attention.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 
@@ -32,9 +33,9 @@ std::vector<Table> run_weighted_average(const RunContext& ctx) {
       "cat on itself without scaling: " + fixed(raw[0].weights[0], 2),
       "first number (x) of cat's output: " + fixed(scaled[0].out[0], 2),
       "weights[0][2] = " + fixed(w[2], 3) + ": cat (row 0) looks at car (column 2)",
-      "car = [5, 5]: car's row " + fixed(scaled[1].weights[6], 3) + ", " +
-          fixed(scaled[1].weights[7], 3) + ", " + fixed(scaled[1].weights[8], 3) +
-          ": car looks almost only at itself",
+      "car = [5, 5]: car's row " + display_real(scaled[1].weights[6], "~%.3f") + ", " +
+          display_real(scaled[1].weights[7], "~%.3f") + ", " +
+          display_real(scaled[1].weights[8], "~%.3f") + ": car looks almost only at itself",
   };
   t.run = {{"backend", ctx.backend.name()}};
   return {t};

@@ -2,6 +2,7 @@
 #include "host/cli.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -53,7 +54,7 @@ Cli parse_command_line(int argc, char** argv) {
   app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
                                         (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
 
-  std::string table = "all", device = "auto", format = "table", seed = "0", threads = "0";
+  std::string table = "all", device = "auto", format = "table", seed = "0", threads;
   bool list = false, no_plots = false;
   app.add_option("--table", table, "Table(s) to make: a name, a comma list, or all")
       ->capture_default_str();
@@ -62,7 +63,7 @@ Cli parse_command_line(int argc, char** argv) {
   app.add_option("--format", format, "table | csv | json | markdown")->capture_default_str();
   app.add_option("--seed", seed, "Seed for the random tables (dk-std, softmax-saturation)")
       ->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads (0: all cores)")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads (default: all cores)");
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR");
@@ -156,12 +157,15 @@ Cli parse_command_line(int argc, char** argv) {
            for (const auto& e : experiments()) names.push_back(e.name);
            return names;
          }())) {
+      std::vector<std::string> add;
       if (name == "all") {
         for (const auto& e : experiments())
-          if (e.in_all) o.tables.push_back(e.name);
+          if (e.in_all) add.push_back(e.name);
       } else {
-        o.tables.push_back(name);
+        add.push_back(name);
       }
+      for (const auto& a : add)  // each table once, in the order first named
+        if (std::find(o.tables.begin(), o.tables.end(), a) == o.tables.end()) o.tables.push_back(a);
     }
     o.device = parse_choice("--device", device, {"auto", "cpu", "cuda"});
     const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
@@ -170,9 +174,7 @@ Cli parse_command_line(int argc, char** argv) {
                : f == "markdown" ? Format::markdown
                                  : Format::table;
     o.seed = parse_u64("--seed", seed);
-    o.threads = static_cast<int>(parse_int("--threads", threads, 0, 4096));
-    if (threads != "0" && o.threads == 0)
-      throw std::invalid_argument("--threads: expected a whole number from 1 to 4096, got '" + threads + "'");
+    if (app.count("--threads")) o.threads = static_cast<int>(parse_int("--threads", threads, 1, 4096));
     o.plots = !no_plots;
 
     o.rnn_w = parse_real("--w", rnn_w, -1e6, 1e6, false);

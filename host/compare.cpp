@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 
 namespace attn {
 namespace {
@@ -59,10 +60,23 @@ void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::
   if (a != b && d.mismatch.empty()) d.mismatch = where + ": " + a.dump() + " vs " + b.dump();
 }
 
+// The tables of a result document, checked for the shape demo writes; throws
+// std::invalid_argument naming what is missing.
 std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) {
+  if (!doc.is_object() || !doc.contains("tables") || !doc.at("tables").is_array())
+    throw std::invalid_argument("not a demo result file (no \"tables\" array)");
   std::map<std::string, nlohmann::json> m;
-  if (doc.contains("tables"))
-    for (const auto& t : doc["tables"]) m[t.value("name", "?")] = t;
+  for (const auto& t : doc.at("tables")) {
+    if (!t.is_object() || !t.contains("name") || !t.at("name").is_string() ||
+        !t.contains("columns") || !t.at("columns").is_array() || !t.contains("rows") ||
+        !t.at("rows").is_array())
+      throw std::invalid_argument("a table lacks name, columns or rows");
+    for (const auto& c : t.at("columns"))
+      if (!c.is_string()) throw std::invalid_argument("table " + t.at("name").get<std::string>() + ": a column name is not text");
+    for (const auto& r : t.at("rows"))
+      if (!r.is_object()) throw std::invalid_argument("table " + t.at("name").get<std::string>() + ": a row is not an object");
+    m[t.at("name").get<std::string>()] = t;
+  }
   return m;
 }
 
@@ -81,16 +95,16 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
       continue;
     }
     const auto& y = it->second;
-    const auto& ra = x["rows"];
-    const auto& rb = y["rows"];
-    if (x["columns"] != y["columns"]) d.mismatch = "different columns";
+    const auto& ra = x.at("rows");
+    const auto& rb = y.at("rows");
+    if (x.at("columns") != y.at("columns")) d.mismatch = "different columns";
     else if (ra.size() != rb.size()) d.mismatch = "different numbers of rows";
     else
       for (std::size_t r = 0; r < ra.size(); ++r)
-        for (const auto& col : x["columns"]) {
+        for (const auto& col : x.at("columns")) {
           const std::string c = col.get<std::string>();
           compare_cells(ra[r].value(c, nlohmann::json()), rb[r].value(c, nlohmann::json()),
-                        "row " + std::to_string(r) + ", " + c, d);
+                        "row " + std::to_string(r) + ", column " + c, d);
         }
     out.push_back(d);
   }
@@ -105,16 +119,16 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 }
 
 int run_compare(const std::string& path_a, const std::string& path_b, double tolerance) {
-  nlohmann::json a, b;
+  std::vector<TableDiff> diffs;
   try {
     std::ifstream fa(path_a), fb(path_b);
-    a = nlohmann::json::parse(fa);
-    b = nlohmann::json::parse(fb);
+    const nlohmann::json a = nlohmann::json::parse(fa);
+    const nlohmann::json b = nlohmann::json::parse(fb);
+    diffs = compare_results(a, b);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo: error: compare: cannot read JSON: %s\n", e.what());
+    std::fprintf(stderr, "demo: error: compare: %s\n", e.what());
     return 2;
   }
-  const auto diffs = compare_results(a, b);
   if (diffs.empty()) {
     std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
     return 2;

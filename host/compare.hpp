@@ -16,6 +16,7 @@ struct TableDiff {
 };
 
 // Compares every table present in either document ({"tables": [...]} as demo writes it).
+// Throws std::invalid_argument when a document does not have that shape.
 std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b);
 
 // Prints the report to stdout; returns 0 when every table is within tolerance and matches in

@@ -41,6 +41,9 @@ std::string display_real(double v, const std::string& display) {
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt.c_str(), v);
+  // A value that rounds to zero shows as "0.000", not "-0.000".
+  if (buf[0] == '-' && std::string(buf + 1).find_first_of("123456789") == std::string::npos)
+    return buf + 1;
   return buf;
 }
 

@@ -11,7 +11,7 @@ namespace attn {
 
 enum class Format { table, csv, json, markdown };
 
-// Shortest decimal that reads back as the same double ("0.1", "1.4231747727493471", "1e-27").
+// Shortest decimal that reads back as the same double ("0.1", "0.7317287020936569", "1e-27").
 std::string round_trip(double v);
 // A real as a column displays it in the text and Markdown formats.
 std::string display_real(double v, const std::string& display);

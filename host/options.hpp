@@ -23,7 +23,7 @@ struct Options {
   std::string device = "auto";      // auto | cpu | cuda
   Format format = Format::table;
   std::uint64_t seed = 0;
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: all cores (the default); --threads takes 1 or more
   bool quiet = false, verbose = false;
   std::string out_dir;  // --out: write NAME.csv, NAME.json and figures there
   bool force = false;   // --force: replace existing files under --out

@@ -1,6 +1,8 @@
 // parse.cpp: see parse.hpp.
 #include "host/parse.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -31,13 +33,43 @@ std::vector<std::string> split(const std::string& text, char sep) {
 
 std::uint64_t parse_count(const std::string& option, const std::string& text) {
   const std::string want = "a positive whole number such as 10000 or 1e9";
-  double v = 0;
-  const char* end = text.data() + text.size();
-  const auto r = std::from_chars(text.data(), end, v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end || !std::isfinite(v)) bad(option, text, want);
-  if (v < 1 || v != std::floor(v)) bad(option, text, want);
-  if (v > 9007199254740992.0) bad(option, text, "at most 2^53 (about 9e15)");
-  return static_cast<std::uint64_t>(v);
+  // digits [. digits] [e [+] digits], read exactly: "1e9" and "2.5e6" are whole numbers,
+  // "1.5" and "1.0000000000000001" are not (no rounding through a double).
+  std::size_t i = 0;
+  std::string digits;
+  int fraction = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) digits += text[i++];
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      digits += text[i++];
+      ++fraction;
+    }
+  }
+  int exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && text[i] == '+') ++i;
+    const std::size_t start = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
+      exponent = exponent * 10 + (text[i++] - '0');
+    if (i == start) bad(option, text, want);
+  }
+  if (digits.empty() || i != text.size()) bad(option, text, want);
+  int shift = exponent - fraction;
+  while (shift < 0) {  // digits past the decimal point must be zeros
+    if (digits.back() != '0') bad(option, text, want);
+    digits.pop_back();
+    ++shift;
+    if (digits.empty()) digits = "0";
+  }
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  if (digits.size() + shift > 16) bad(option, text, "at most 2^53 (about 9e15)");
+  digits.append(static_cast<std::size_t>(shift), '0');
+  const std::uint64_t v = std::stoull(digits);
+  if (v < 1) bad(option, text, want);
+  if (v > (std::uint64_t{1} << 53)) bad(option, text, "at most 2^53 (about 9e15)");
+  return v;
 }
 
 std::uint64_t parse_u64(const std::string& option, const std::string& text) {

@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "hd.hpp"
 #include "numpy_random.hpp"
@@ -55,27 +56,32 @@ struct TrainResult {
   double weight_on_apple, out_x, out_y, loss;
 };
 
+// x as a T: the scalar itself, or (in the CPU twin's lane packs, lanes.hpp) every lane set to x.
+template <class T>
+ATTN_HD ATTN_INLINE T splat(double x) {
+  if constexpr (std::is_arithmetic_v<T>) return static_cast<T>(x);
+  else return T{} + static_cast<decltype(T{}[0])>(x);  // a lane pack: every lane
+}
+
 ATTN_HD inline bool trains_values(Config c) {
   return c == Config::all_identity || c == Config::all_random;
 }
 
+// Written so that T may also be a pack of lanes (lanes.hpp): comparisons pick with ?:, never
+// branch, and every lane does exactly what the scalar code does.
 template <class T>
 ATTN_HD Forward<T> forward(const Params<T>& p) {
-  const T sqrt2 = static_cast<T>(1.4142135623730951);  // np.sqrt(2.0)
+  const T sqrt2 = splat<T>(1.4142135623730951);  // np.sqrt(2.0)
+  const T one = splat<T>(1.0);
   Forward<T> f;
   f.q[0] = p.w[0][1][0];
   f.q[1] = p.w[0][1][1];
   T s[2];
   for (int j = 0; j < 2; ++j) s[j] = (p.w[1][j][0] * f.q[0] + p.w[1][j][1] * f.q[1]) / sqrt2;
   // exp(s - max(s)): the larger score gives exp(0) = 1 exactly, so one exp suffices.
-  T e[2];
-  if (s[0] >= s[1]) {
-    e[0] = T(1);
-    e[1] = exp_t(s[1] - s[0]);
-  } else {
-    e[0] = exp_t(s[0] - s[1]);
-    e[1] = T(1);
-  }
+  const auto first_larger = s[0] >= s[1];
+  const T ex = exp_t(first_larger ? s[1] - s[0] : s[0] - s[1]);
+  const T e[2] = {first_larger ? one : ex, first_larger ? ex : one};
   const T sum = e[0] + e[1];
   f.a[0] = e[0] / sum;
   f.a[1] = e[1] / sum;
@@ -85,7 +91,7 @@ ATTN_HD Forward<T> forward(const Params<T>& p) {
 
 template <class T>
 ATTN_HD T loss_of(const Forward<T>& f) {
-  const T dx = f.out[0] - T(1), dy = f.out[1] - T(0);
+  const T dx = f.out[0] - splat<T>(1.0), dy = f.out[1] - splat<T>(0.0);
   return dx * dx + dy * dy;
 }
 
@@ -105,23 +111,24 @@ ATTN_HD void numeric_grad(Params<T>& p, int m, T h, T g[2][2]) {
       p.w[m][r][c] = keep - h;
       const T lo = loss(p);
       p.w[m][r][c] = keep;
-      g[r][c] = (hi - lo) / (T(2) * h);
+      g[r][c] = (hi - lo) / (splat<T>(2.0) * h);
     }
 }
 
 // Analytic gradient with respect to matrix m (formulas in the file comment).
 template <class T>
 ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
-  const T sqrt2 = static_cast<T>(1.4142135623730951);
+  const T sqrt2 = splat<T>(1.4142135623730951);
+  const T two = splat<T>(2.0);
   const Forward<T> f = forward(p);
-  const T dout[2] = {T(2) * (f.out[0] - T(1)), T(2) * (f.out[1] - T(0))};
+  const T dout[2] = {two * (f.out[0] - splat<T>(1.0)), two * (f.out[1] - splat<T>(0.0))};
   const T da[2] = {p.w[2][0][0] * dout[0] + p.w[2][0][1] * dout[1],
                    p.w[2][1][0] * dout[0] + p.w[2][1][1] * dout[1]};
   const T a_da = f.a[0] * da[0] + f.a[1] * da[1];
   const T ds[2] = {f.a[0] * (da[0] - a_da) / sqrt2, f.a[1] * (da[1] - a_da) / sqrt2};
   for (int c = 0; c < 2; ++c) {
     if (m == 0) {
-      g[0][c] = T(0);
+      g[0][c] = splat<T>(0.0);
       g[1][c] = ds[0] * p.w[1][0][c] + ds[1] * p.w[1][1][c];
     } else {
       for (int j = 0; j < 2; ++j) g[j][c] = m == 1 ? ds[j] * f.q[c] : f.a[j] * dout[c];
@@ -131,7 +138,7 @@ ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
 
 template <class T>
 ATTN_HD void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
-  if (o.grad == Grad::numeric) numeric_grad(p, m, static_cast<T>(o.h), g);
+  if (o.grad == Grad::numeric) numeric_grad(p, m, splat<T>(o.h), g);
   else analytic_grad(p, m, g);
 }
 
@@ -141,23 +148,27 @@ ATTN_HD void apply(Params<T>& p, int m, T lr, const T g[2][2]) {
     for (int c = 0; c < 2; ++c) p.w[m][r][c] = p.w[m][r][c] - lr * g[r][c];
 }
 
-// Trains p in place: matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three).
+// One step of gradient descent on matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three).
+template <class T>
+ATTN_HD void train_step(Params<T>& p, int n_trained, const TrainOptions& o) {
+  const T lr = splat<T>(o.lr);
+  if (o.schedule == Schedule::sequential) {
+    for (int m = 0; m < n_trained; ++m) {
+      T g[2][2];
+      grad(p, m, o, g);
+      apply(p, m, lr, g);
+    }
+  } else {
+    T g[3][2][2];
+    for (int m = 0; m < n_trained; ++m) grad(p, m, o, g[m]);
+    for (int m = 0; m < n_trained; ++m) apply(p, m, lr, g[m]);
+  }
+}
+
+// Trains p in place for o.steps steps.
 template <class T>
 ATTN_HD void train(Params<T>& p, int n_trained, const TrainOptions& o) {
-  const T lr = static_cast<T>(o.lr);
-  for (int step = 0; step < o.steps; ++step) {
-    if (o.schedule == Schedule::sequential) {
-      for (int m = 0; m < n_trained; ++m) {
-        T g[2][2];
-        grad(p, m, o, g);
-        apply(p, m, lr, g);
-      }
-    } else {
-      T g[3][2][2];
-      for (int m = 0; m < n_trained; ++m) grad(p, m, o, g[m]);
-      for (int m = 0; m < n_trained; ++m) apply(p, m, lr, g[m]);
-    }
-  }
+  for (int step = 0; step < o.steps; ++step) train_step(p, n_trained, o);
 }
 
 // Starting parameters: identity matrices, or for the random configs numpy's

@@ -1,16 +1,32 @@
-// training_cpu.cpp: CPU twin of the training sweep: OpenMP over seeds, one model per
-// iteration, tiny_model.hpp's loop (the same code the CUDA kernel runs per thread).
+// training_cpu.cpp: CPU twin of the training sweep. OpenMP over groups of kPackLanes seeds; each
+// group trains in lockstep as one lane pack (lanes.hpp), running tiny_model.hpp's loop, the
+// same code the CUDA kernel runs per thread. Every lane gives the scalar code's bits.
+#include <algorithm>
+
 #include "cpu_clones.hpp"
+#include "lanes.hpp"
 #include "tiny_model.hpp"
 
 namespace attn::tiny {
 namespace {
 
 template <class T>
-ATTN_CPU_CLONES void train_range(Config c, const std::uint64_t* seeds, std::int64_t n,
+ATTN_CPU_CLONES void train_group(Config c, const std::uint64_t* seeds, int n,
                                  const TrainOptions& o, TrainResult* out) {
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = train_one<T>(c, seeds[i], o);
+  using P = typename PackOf<T>::type;
+  Params<P> p;
+  for (int l = 0; l < kPackLanes; ++l) {  // a short last group repeats its last seed
+    const Params<T> one = initial_params<T>(c, seeds[std::min(l, n - 1)]);
+    for (int m = 0; m < 3; ++m)
+      for (int r = 0; r < 2; ++r)
+        for (int col = 0; col < 2; ++col) p.w[m][r][col][l] = one.w[m][r][col];
+  }
+  train(p, trains_values(c) ? 3 : 2, o);
+  const Forward<P> f = forward(p);
+  const P loss = loss_of(f);
+  for (int l = 0; l < n; ++l)
+    out[l] = TrainResult{static_cast<double>(f.a[0][l]), static_cast<double>(f.out[0][l]),
+                         static_cast<double>(f.out[1][l]), static_cast<double>(loss[l])};
 }
 
 }  // namespace
@@ -18,7 +34,13 @@ ATTN_CPU_CLONES void train_range(Config c, const std::uint64_t* seeds, std::int6
 template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                      TrainResult* out) {
-  train_range<T>(c, seeds, n, o, out);
+  const std::int64_t groups = (n + kPackLanes - 1) / kPackLanes;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t first = g * kPackLanes;
+    train_group<T>(c, seeds + first, static_cast<int>(std::min<std::int64_t>(kPackLanes, n - first)),
+                   o, out + first);
+  }
 }
 
 template void train_seeds_cpu<double>(Config, const std::uint64_t*, std::int64_t,

@@ -1,1 +1,309 @@
-// test_cli.cpp: (being written)
+// test_cli.cpp: the `demo` command line, through the real binary: refusals before any work,
+// help, version and list, and machine-readable output (CSV, JSON) on a clean stdout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace attn {
+namespace {
+
+using test::ProcessResult;
+using test::run_demo;
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == '\n') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// A CSV line's fields (no quoted fields expected in these tables).
+std::vector<std::string> fields_of(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  for (char c : line) {
+    if (c == ',') {
+      f.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  f.push_back(cur);
+  return f;
+}
+
+bool is_one_line(const std::string& s) {
+  return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1 &&
+         s.size() > 1;
+}
+
+void expect_refused(const std::string& args) {
+  SCOPED_TRACE("demo " + args);
+  const ProcessResult r = run_demo(args);
+  EXPECT_NE(r.exit_code, 0) << "accepted; stdout:\n" << r.out.substr(0, 400);
+  EXPECT_LT(r.exit_code, 128) << "crashed (signal); stderr:\n" << r.err;
+  EXPECT_TRUE(is_one_line(r.err)) << "stderr is not exactly one line:\n" << r.err;
+  EXPECT_EQ(r.out, "") << "something on stdout";
+}
+
+// ---- refusals --------------------------------------------------------------------------------
+
+TEST(CliRefuses, UnknownTable) { expect_refused("--table nosuch"); }
+TEST(CliRefuses, UnknownTableInAList) { expect_refused("--table dk-std,nosuch"); }
+TEST(CliRefuses, DkZero) { expect_refused("--table dk-std --dk 0"); }
+TEST(CliRefuses, DkNegative) { expect_refused("--table dk-std --dk -3"); }
+TEST(CliRefuses, DkNotANumber) { expect_refused("--table dk-std --dk abc"); }
+TEST(CliRefuses, DkEmptyItem) { expect_refused("--table dk-std --dk 2,,3"); }
+TEST(CliRefuses, SamplesZero) { expect_refused("--table dk-std --samples 0"); }
+TEST(CliRefuses, SeedNegative) { expect_refused("--table dk-std --seed -1"); }
+TEST(CliRefuses, StepsZero) { expect_refused("--table training --steps 0"); }
+TEST(CliRefuses, LearningRateNan) { expect_refused("--table training --lr nan"); }
+// Zero threads is not a thread count; "--threads N" takes 1 to 4096 (the default, when the
+// option is not given, is all cores).
+TEST(CliRefuses, ThreadsZero) { expect_refused("--table rnn-decay --threads 0"); }
+TEST(CliRefuses, ThreadsNegative) { expect_refused("--table rnn-decay --threads -1"); }
+TEST(CliRefuses, UnknownDevice) { expect_refused("--device nosuch"); }
+TEST(CliRefuses, UnknownFormat) { expect_refused("--format xml"); }
+TEST(CliRefuses, UnknownGradient) { expect_refused("--table training --grad x"); }
+TEST(CliRefuses, UnknownFlag) { expect_refused("--bogus"); }
+TEST(CliRefuses, BackwardSeedRange) { expect_refused("--table training --seeds 7:3"); }
+TEST(CliRefuses, UnknownConfig) { expect_refused("--table training --configs nosuch"); }
+
+TEST(CliRefuses, RefusalMessagesNameTheOptionAndValue) {
+  const ProcessResult r = run_demo("--table dk-std --dk 2,abc");
+  EXPECT_NE(r.err.find("--dk"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("abc"), std::string::npos) << r.err;
+  const ProcessResult t = run_demo("--table nosuch");
+  EXPECT_NE(t.err.find("nosuch"), std::string::npos) << t.err;
+}
+
+// --device cuda without a GPU (a CPU-only build, or a CUDA build on a machine without a GPU) is
+// an error; with one it runs. Which one this is, demo's own provenance says (--device auto picks
+// CUDA exactly when a GPU answers).
+TEST(CliDevice, CudaRunsOnlyWhenAGpuAnswers) {
+  const ProcessResult probe = run_demo("--table rnn-decay --device auto --format json -q");
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  const auto doc = nlohmann::json::parse(probe.out);
+  const std::string backend = doc["provenance"]["backend"].get<std::string>();
+  ASSERT_TRUE(backend == "cpu" || backend == "cuda") << backend;
+  const ProcessResult version = run_demo("--version");
+  if (version.out.find("CPU only") != std::string::npos) {
+    EXPECT_EQ(backend, "cpu");
+  }
+
+  const ProcessResult r = run_demo("--table rnn-decay --device cuda -q");
+  if (backend == "cpu") {
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_LT(r.exit_code, 128) << r.err;
+    EXPECT_TRUE(is_one_line(r.err)) << r.err;
+    EXPECT_EQ(r.out, "");
+  } else {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("rnn-decay"), std::string::npos);
+  }
+}
+
+TEST(CliDevice, CpuAlwaysRuns) {
+  const ProcessResult r = run_demo("--table rnn-decay --device cpu --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["provenance"]["backend"], "cpu");
+}
+
+// ---- help, version, list ---------------------------------------------------------------------
+
+TEST(CliInfo, Help) {
+  const ProcessResult r = run_demo("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Examples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--table"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compare"), std::string::npos) << r.out;
+}
+
+TEST(CliInfo, Version) {
+  const ProcessResult r = run_demo("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("attnlab", 0), 0u) << r.out;
+  EXPECT_TRUE(is_one_line(r.out)) << r.out;
+}
+
+TEST(CliInfo, ListNamesEveryTable) {
+  const ProcessResult r = run_demo("--list");
+  EXPECT_EQ(r.exit_code, 0);
+  const std::vector<std::string> names = {"rnn-decay",      "weighted-average", "qkv",
+                                          "knob",           "dk-std",           "training",
+                                          "self-attention", "softmax-saturation",
+                                          "training-sweep"};
+  // Each name is the first word of a line of its own.
+  std::set<std::string> first_words;
+  for (const auto& l : lines_of(r.out)) {
+    const auto b = l.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    first_words.insert(l.substr(b, l.find(' ', b) - b));
+  }
+  for (const auto& n : names) EXPECT_TRUE(first_words.count(n)) << n << " missing from:\n" << r.out;
+}
+
+// ---- machine-readable output -----------------------------------------------------------------
+
+void expect_pure_csv(const std::string& out, std::size_t rows) {
+  const auto lines = lines_of(out);
+  ASSERT_EQ(lines.size(), rows + 1) << out;
+  const auto commas = std::count(lines[0].begin(), lines[0].end(), ',');
+  for (const auto& l : lines)
+    EXPECT_EQ(std::count(l.begin(), l.end(), ','), commas) << "not a CSV row: " << l;
+  EXPECT_EQ(out.back(), '\n');
+}
+
+TEST(CliCsv, DkStdDefault) {
+  const ProcessResult r = run_demo("--table dk-std --format csv -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("d_k,samples,std,std_scaled", 0), 0u) << lines[0];
+  expect_pure_csv(r.out, 3);
+  std::vector<std::string> dks;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto f = fields_of(lines[i]);
+    dks.push_back(f[0]);
+    EXPECT_EQ(f[1], "10000") << lines[i];  // the default sample count
+  }
+  EXPECT_EQ(dks, (std::vector<std::string>{"2", "64", "512"}));
+}
+
+TEST(CliCsv, DkStdChosenDk) {
+  const ProcessResult r = run_demo("--table dk-std --dk 2,8 --format csv -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_pure_csv(r.out, 2);
+  const auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(fields_of(lines[1])[0], "2");
+  EXPECT_EQ(fields_of(lines[2])[0], "8");
+}
+
+TEST(CliCsv, Training) {
+  const ProcessResult r = run_demo("--table training --format csv -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0].rfind("config,seed,weight_on_apple,out_x,out_y,loss", 0), 0u) << lines[0];
+  expect_pure_csv(r.out, lines.size() - 1);
+  const std::set<std::string> configs = {"qk-identity", "all-identity", "all-random", "qk-random"};
+  std::set<std::string> seen;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::string c = fields_of(lines[i])[0];
+    EXPECT_TRUE(configs.count(c)) << "unknown config in: " << lines[i];
+    seen.insert(c);
+  }
+  EXPECT_EQ(seen, configs);  // by default every config runs
+}
+
+// Logs and notices go to stderr even when not quiet: stdout stays pure CSV.
+TEST(CliCsv, StdoutIsPureCsvWithoutQuiet) {
+  for (const std::string table : {"dk-std", "rnn-decay"}) {
+    SCOPED_TRACE(table);
+    const ProcessResult r = run_demo("--table " + table + " --format csv");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto lines = lines_of(r.out);
+    ASSERT_GE(lines.size(), 2u);
+    expect_pure_csv(r.out, lines.size() - 1);
+  }
+  const ProcessResult v = run_demo("--table dk-std --format csv -v");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  expect_pure_csv(v.out, 3);
+}
+
+void expect_provenance(const nlohmann::json& p) {
+  ASSERT_TRUE(p.is_object()) << p.dump();
+  for (const char* key : {"version", "git_commit", "command_line", "backend", "start_utc"}) {
+    ASSERT_TRUE(p.contains(key)) << key << " missing from " << p.dump();
+    EXPECT_TRUE(p[key].is_string()) << key;
+    EXPECT_FALSE(p[key].get<std::string>().empty()) << key;
+  }
+  ASSERT_TRUE(p.contains("device")) << p.dump();
+  EXPECT_TRUE(p["device"].is_object());
+  ASSERT_TRUE(p.contains("wall_seconds"));
+  EXPECT_TRUE(p["wall_seconds"].is_number());
+  EXPECT_GE(p["wall_seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(std::regex_match(p["start_utc"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << p["start_utc"];
+  EXPECT_EQ(p["command_line"].get<std::string>().rfind("demo ", 0), 0u) << p["command_line"];
+  // The same version and commit as --version prints.
+  const ProcessResult v = run_demo("--version");
+  EXPECT_NE(v.out.find(p["version"].get<std::string>()), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find(p["git_commit"].get<std::string>()), std::string::npos) << v.out;
+}
+
+TEST(CliJson, DkStd) {
+  const ProcessResult r = run_demo("--table dk-std --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  expect_provenance(j["provenance"]);
+  EXPECT_NE(j["provenance"]["command_line"].get<std::string>().find("--table dk-std"),
+            std::string::npos);
+  ASSERT_TRUE(j["tables"].is_array());
+  ASSERT_EQ(j["tables"].size(), 1u);
+  const auto& t = j["tables"][0];
+  EXPECT_EQ(t["name"], "dk-std");
+  ASSERT_EQ(t["rows"].size(), 3u);
+  EXPECT_EQ(t["rows"][1]["d_k"], 64);
+  EXPECT_TRUE(t["rows"][1]["std"].is_number());
+}
+
+TEST(CliJson, TrainingAndSeveralTables) {
+  const ProcessResult r = run_demo("--table training --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;
+  expect_provenance(j["provenance"]);
+  ASSERT_EQ(j["tables"].size(), 1u);
+  EXPECT_EQ(j["tables"][0]["name"], "training");
+  for (const auto& row : j["tables"][0]["rows"]) {
+    EXPECT_TRUE(row["config"].is_string());
+    EXPECT_TRUE(row["loss"].is_number());
+  }
+
+  const ProcessResult both = run_demo("--table dk-std,training --format json -q");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  nlohmann::json b;
+  ASSERT_NO_THROW(b = nlohmann::json::parse(both.out)) << both.out;
+  ASSERT_EQ(b["tables"].size(), 2u);
+  EXPECT_EQ(b["tables"][0]["name"], "dk-std");
+  EXPECT_EQ(b["tables"][1]["name"], "training");
+  // The same tables as the runs one at a time.
+  EXPECT_EQ(b["tables"][1]["rows"], j["tables"][0]["rows"]);
+}
+
+// ---- determinism across thread counts --------------------------------------------------------
+
+TEST(CliThreads, SameBytesForOneAndTwoThreads) {
+  for (const std::string args : {"--table dk-std --rng philox --samples 200000 --format csv -q",
+                                 "--table dk-std --format csv -q"}) {
+    SCOPED_TRACE(args);
+    const ProcessResult one = run_demo("--threads 1 " + args);
+    const ProcessResult two = run_demo("--threads 2 " + args);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_FALSE(one.out.empty());
+    EXPECT_EQ(one.out, two.out);
+  }
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,89 @@
+// bench_kernels.cpp: rates of the CPU twins (Google Benchmark; the GPU kernels are timed with
+// CUDA events by bench/gpu_bench.cu).
+//   ./build/<preset>/bench/bench_kernels [--benchmark_filter=DkStd]
+// Counters: normals/s for the d_k sampler, model_steps/s for training, flop/s for attention.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "attention.hpp"
+#include "dkstd.hpp"
+#include "dkstd_numpy.hpp"
+#include "tiny_model.hpp"
+
+namespace attn {
+namespace {
+
+void DkStdPhiloxCpu(benchmark::State& state) {
+  const auto d_k = static_cast<std::uint32_t>(state.range(0));
+  const dkstd::Plan p = dkstd::make_plan(1u << 30, d_k, 0);
+  const std::uint64_t chunks = std::max<std::uint64_t>(8, (1u << 25) / (p.chunk_samples() * d_k));
+  std::vector<Moments> out(chunks);
+  for (auto _ : state) {
+    dkstd::chunk_moments_cpu(p, 0, chunks, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["normals/s"] = benchmark::Counter(
+      2.0 * d_k * p.chunk_samples() * chunks * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(DkStdPhiloxCpu)->Arg(2)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void DkStdNumpyStream(benchmark::State& state) {
+  const auto d_k = static_cast<std::uint32_t>(state.range(0));
+  const std::uint64_t n = (1u << 22) / d_k;
+  for (auto _ : state) {
+    dkstd::NumpyStream s(0);
+    benchmark::DoNotOptimize(s.next_block(n, d_k, silent_monitor()));
+  }
+  state.counters["normals/s"] =
+      benchmark::Counter(2.0 * d_k * n * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(DkStdNumpyStream)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void TrainCpu(benchmark::State& state) {
+  tiny::TrainOptions o;
+  o.grad = state.range(0) ? tiny::Grad::numeric : tiny::Grad::analytic;
+  o.steps = 3000;
+  std::vector<std::uint64_t> seeds(2048);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = i;
+  std::vector<tiny::TrainResult> out(seeds.size());
+  for (auto _ : state) {
+    tiny::train_seeds_cpu<double>(tiny::Config::all_random, seeds.data(), seeds.size(), o, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(state.range(0) ? "numeric" : "analytic");
+  state.counters["model_steps/s"] = benchmark::Counter(
+      double(seeds.size()) * o.steps * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(TrainCpu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void AttentionForwardCpu(benchmark::State& state) {
+  const AttentionShape sh{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), 64,
+                          64, 64, true, false, 0};
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> nd;
+  auto random = [&](std::size_t n) {
+    std::vector<double> v(n);
+    for (double& x : v) x = nd(rng);
+    return v;
+  };
+  const std::size_t rows = std::size_t(sh.batch) * sh.n;
+  const auto x = random(rows * 64), w = random(64 * 64);
+  std::vector<double> q(rows * 64), k(rows * 64), v(rows * 64), s(rows * sh.n), p(rows * sh.n), o(rows * 64);
+  const AttentionProblem<double> prob{sh, x.data(), w.data(), w.data(), w.data(), q.data(),
+                                      k.data(), v.data(), s.data(), p.data(), o.data()};
+  for (auto _ : state) {
+    attention_forward_cpu(prob);
+    benchmark::DoNotOptimize(o.data());
+  }
+  // 3 projections + scores + weighted sum, 2 flops per multiply-add.
+  const double flops = 2.0 * rows * 64 * 64 * 3 + 2.0 * rows * sh.n * 64 * 2;
+  state.counters["flop/s"] = benchmark::Counter(flops * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(AttentionForwardCpu)->Args({256, 32})->Args({16, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace attn
+
+BENCHMARK_MAIN();
