@@ -45,13 +45,20 @@ std::map<std::string, std::string> scripts(const Table& t) {
         << round_trip(num(r[t.column("std_ci95_high")])) << " "
         << round_trip(num(r[t.column("std_scaled")])) << "\n";
     s << "EOD\n"
-      << "set title 'std of q.k for q, k ~ N(0, I_{d_k})'\n"
+      << "set multiplot layout 1,2 title 'std of q.k, q and k with N(0, 1) entries'\n"
       << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
-      << "set key top left\nset xrange [*:*]\nset offsets graph 0.05, graph 0.05, 0, 0\n"
+      << "set key top left\nset offsets graph 0.05, graph 0.05, 0, 0\n"
+      << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"
       << "plot sqrt(x) with lines lw 2 lc rgb '#888888' title 'sqrt(d_k) (theory)', \\\n"
       << "     1 with lines dt 2 lc rgb '#888888' title '1 (theory, scaled)', \\\n"
       << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', \\\n"
-      << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n";
+      << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n"
+      << "unset logscale y\nset ylabel 'std / sqrt(d_k) - 1'\nset key top right\n"
+      << "set title 'relative error, with its 95% interval'\n"
+      << "plot 0 with lines dt 2 lc rgb '#888888' title 'theory', \\\n"
+      << "     $D using 1:($2/sqrt($1)-1):($3/sqrt($1)-1):($4/sqrt($1)-1) with yerrorbars pt 7 "
+         "lc rgb '#1f77b4' title 'measured'\n"
+      << "unset multiplot\n";
     out["dk-std"] = s.str();
   } else if (t.name == "softmax-saturation") {
     s << "$D << EOD\n";
@@ -89,12 +96,15 @@ std::map<std::string, std::string> scripts(const Table& t) {
     }
     s << "EOD\n";
     for (const auto& [name, counts] : h["counts"].items()) names.push_back(name);
-    s << "set title 'sweet''s weight on apple across seeds'\nset xlabel 'weight on apple'\n"
-      << "set ylabel 'fraction of seeds'\nset xrange [0:1]\nset yrange [0:*]\nset grid\n"
-      << "set style fill transparent solid 0.5\nset boxwidth " << 1.0 / bins << "\nplot ";
+    s << "set multiplot layout 1," << names.size()
+      << " title 'sweet''s weight on apple across seeds (20 bins on [0, 1])'\n"
+      << "set xlabel 'weight on apple'\nset ylabel 'fraction of seeds'\nset xrange [0:1]\n"
+      << "set yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth " << 1.0 / bins
+      << "\n";
     for (std::size_t i = 0; i < names.size(); ++i)
-      s << (i ? ", " : "") << "$D using 1:" << i + 2 << " with boxes title " << q(names[i]);
-    s << "\n";
+      s << "set title " << q(names[i]) << "\nplot $D using 1:" << i + 2
+        << " with boxes lc rgb '#1f77b4' notitle\n";
+    s << "unset multiplot\n";
     out["training-sweep"] = s.str();
   } else if (t.name == "weighted-average" || t.name == "qkv") {
     // Heatmaps of every 3 x 3 weight matrix in the table, one panel each.
@@ -107,7 +117,7 @@ std::map<std::string, std::string> scripts(const Table& t) {
       mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
     }
     s << "set multiplot layout 1," << mats.size() << " title " << q(t.name + ": attention weights (row looks at column)") << "\n"
-      << "set palette defined (0 '#ffffff', 1 '#08306b')\nset cbrange [0:1]\nunset colorbox\n"
+      << "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\nunset colorbox\n"
       << "set xtics ('cat' 0, 'dog' 1, 'car' 2)\nset ytics ('cat' 0, 'dog' 1, 'car' 2)\n"
       << "set yrange [2.5:-0.5]\nset xrange [-0.5:2.5]\nset size ratio 1\n";
     for (std::size_t m = 0; m < mats.size(); ++m) {
@@ -117,7 +127,7 @@ std::map<std::string, std::string> scripts(const Table& t) {
           s << j << " " << i << " " << round_trip(mats[m].second[i][j]) << "\n";
       s << "EOD\nset title " << q(mats[m].first) << "\n"
         << "plot $M" << m << " using 1:2:3 with image notitle, $M" << m
-        << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#d62728' notitle\n";
+        << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#000000' notitle\n";
     }
     s << "unset multiplot\n";
     out[t.name + "-weights"] = s.str();
@@ -160,7 +170,8 @@ std::vector<std::string> write_figures(const Table& t, const std::string& dir, b
       const std::string path = dir + "/" + stem + ext;
       refuse_existing(path, overwrite);
       const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-      const bool wide = t.name == "softmax-saturation" || t.name == "weighted-average" || t.name == "qkv";
+      const bool wide = t.name == "softmax-saturation" || t.name == "weighted-average" ||
+                        t.name == "qkv" || t.name == "dk-std" || t.name == "training-sweep";
       const std::string size = wide ? "1500,500" : "800,560";
       const std::string term = std::string(ext) == ".png"
                                    ? "set terminal pngcairo size " + size + " font 'sans,11'\n"

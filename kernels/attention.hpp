@@ -26,7 +26,7 @@ struct AttentionShape {
   int batch = 1, n = 1, d_model = 1, d_k = 1, d_v = 1;
   bool shared_weights = false;  // w_q, w_k, w_v hold one matrix each, used by every problem
   bool causal = false;
-  double scale = 0;  // 0 means 1/sqrt(d_k)
+  double scale = 0;  // > 0; 0 means 1/sqrt(d_k)
 
   double effective_scale() const { return scale != 0 ? scale : 1.0 / std::sqrt(double(d_k)); }
 
@@ -40,6 +40,8 @@ struct AttentionShape {
       if (d.value < 1)
         throw std::invalid_argument(std::string("attention: ") + d.name + " must be >= 1, got " +
                                     std::to_string(d.value));
+    if (!(scale >= 0) || std::isinf(scale))
+      throw std::invalid_argument("attention: scale must be positive (0 for 1/sqrt(d_k))");
   }
 };
 

@@ -8,6 +8,7 @@
 namespace attn {
 namespace {
 
+
 // c (rows, cols) = a (rows, inner) * b (inner, cols), row-major; i-k-j order so that the
 // innermost loop streams through b and c.
 template <class T>
@@ -25,9 +26,12 @@ void matmul(const T* a, const T* b, T* c, int rows, int inner, int cols) {
 
 }  // namespace
 
+// Threads only for work worth waking them for (about 2^16 multiply-adds or more).
+inline bool worth_threads(double work) { return work >= 65536.0; }
+
 template <class T>
 void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bool causal) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(double(rows) * n))
   for (long r = 0; r < rows; ++r) {
     const int valid = causal ? static_cast<int>(r % n) + 1 : n;
     softmax_row(scores + r * n, weights + r * n, n, scale, valid);
@@ -37,7 +41,7 @@ void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bo
 template <class T>
 void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
                         T scale) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(double(batch) * n_q * n_k * d))
   for (int b = 0; b < batch; ++b) {
     const T* qb = q + std::ptrdiff_t(b) * n_q * d;
     const T* kb = k + std::ptrdiff_t(b) * n_k * d;
@@ -58,7 +62,8 @@ void attention_forward_cpu(const AttentionProblem<T>& p) {
   const T scale = static_cast<T>(s.effective_scale());
   const std::ptrdiff_t wk_stride = s.shared_weights ? 0 : std::ptrdiff_t(s.d_model) * s.d_k;
   const std::ptrdiff_t wv_stride = s.shared_weights ? 0 : std::ptrdiff_t(s.d_model) * s.d_v;
-#pragma omp parallel for schedule(static)
+  const double work = double(s.batch) * s.n * (3.0 * s.d_model * s.d_k + 2.0 * s.n * s.d_k);
+#pragma omp parallel for schedule(static) if (worth_threads(work))
   for (int b = 0; b < s.batch; ++b) {
     const T* x = p.x + std::ptrdiff_t(b) * s.n * s.d_model;
     T* q = p.q + std::ptrdiff_t(b) * s.n * s.d_k;

@@ -49,8 +49,8 @@ void gemm_rowmajor(bool b_transposed, int m, int n, int k, T alpha, const T* a, 
   }
 }
 
-// One warp per row of n scores: max, sum of exponentials, normalize (softmax.hpp's formula
-// with the row reductions spread over the warp). weights = softmax(scale * scores).
+// One warp per row of n scores: max, sum of exponentials, normalize: softmax.hpp's formula,
+// exp(scale * (s - max s)) / sum, with the row reductions spread over the warp.
 template <class T>
 __global__ void softmax_rows_kernel(const T* __restrict__ scores, T* __restrict__ weights,
                                     long rows, int n, T scale, bool causal) {
@@ -61,16 +61,16 @@ __global__ void softmax_rows_kernel(const T* __restrict__ scores, T* __restrict_
   T* w = weights + row * n;
   const int valid = causal ? static_cast<int>(row % n) + 1 : n;
   T m = neg_infinity<T>();
-  for (int j = lane; j < valid; j += 32) m = max_t(m, scale * s[j]);
+  for (int j = lane; j < valid; j += 32) m = max_t(m, s[j]);
   for (int off = 16; off > 0; off /= 2) m = max_t(m, __shfl_xor_sync(0xffffffffu, m, off));
   if (!(m > neg_infinity<T>())) {
     for (int j = lane; j < n; j += 32) w[j] = T(0);
     return;
   }
   T sum = 0;
-  for (int j = lane; j < valid; j += 32) sum += exp_t(scale * s[j] - m);
+  for (int j = lane; j < valid; j += 32) sum += exp_t(scale * (s[j] - m));
   for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  for (int j = lane; j < n; j += 32) w[j] = j < valid ? exp_t(scale * s[j] - m) / sum : T(0);
+  for (int j = lane; j < n; j += 32) w[j] = j < valid ? exp_t(scale * (s[j] - m)) / sum : T(0);
 }
 
 // Causal mask on the scores themselves: -inf above the diagonal of every n x n block.

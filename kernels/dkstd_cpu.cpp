@@ -82,7 +82,7 @@ Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
 }  // namespace
 
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1)
   for (std::int64_t c = 0; c < static_cast<std::int64_t>(count); ++c)
     out[c] = chunk_moments(p, first + static_cast<std::uint64_t>(c));
 }

@@ -117,17 +117,34 @@ class Pcg64 {
 // "standard_normal"). About 99% of draws return from the first comparison; the rest take the
 // wedge or the tail and may draw again. The wedge test and the tail loop use exp and log1p,
 // so a device build can differ from glibc only where those differ in the last bit.
+// The rare paths live in their own (not inlined) function, so that the hot loop keeps the
+// generator's state in registers.
 template <class BitGenerator>
-ATTN_HD double standard_normal(BitGenerator& g) {
+ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x);
+
+template <class BitGenerator>
+ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
+  std::uint64_t r = g.next_uint64();
+  const int idx = static_cast<int>(r & 0xff);
+  r >>= 8;
+  // The sign bit as a factor of +-1 (exact, and -0 for 0 like numpy's -x): a random branch
+  // here would be mispredicted on every other draw.
+  const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
+  const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
+  // rabs < 2^52: converting through int64 is exact and one instruction on any x86-64.
+  const double x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
+  if (rabs < zig::k(idx)) return x;
+  return standard_normal_rare(g, idx, rabs, x);
+}
+
+template <class BitGenerator>
+#if defined(__CUDACC__)
+__noinline__
+#else
+__attribute__((noinline))
+#endif
+ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x) {
   for (;;) {
-    std::uint64_t r = g.next_uint64();
-    const int idx = static_cast<int>(r & 0xff);
-    r >>= 8;
-    const bool negative = (r & 1u) != 0;
-    const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
-    double x = static_cast<double>(rabs) * zig::w(idx);
-    if (negative) x = -x;
-    if (rabs < zig::k(idx)) return x;
     if (idx == 0) {
       for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
         const double xx = -zig::kInvR * log1p(-g.next_double());
@@ -137,6 +154,14 @@ ATTN_HD double standard_normal(BitGenerator& g) {
     }
     const double fx = (zig::f(idx - 1) - zig::f(idx)) * g.next_double() + zig::f(idx);
     if (fx < exp(-0.5 * x * x)) return x;
+    // Rejected: start again with a new draw (the fast path first).
+    std::uint64_t r = g.next_uint64();
+    idx = static_cast<int>(r & 0xff);
+    r >>= 8;
+    const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
+    rabs = (r >> 1) & 0x000fffffffffffffull;
+    x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
+    if (rabs < zig::k(idx)) return x;
   }
 }
 

@@ -14,7 +14,7 @@ void row_stats_cpu(const Params& p, std::uint64_t first, std::int64_t rows, doub
   std::vector<double> q(static_cast<std::size_t>(rows) * d), k(std::size_t(rows) * n * d);
   std::vector<double> scores(std::size_t(rows) * n), weights(scores.size());
   const std::uint32_t blocks = static_cast<std::uint32_t>((p.normals_per_row() + 3) / 4);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * blocks > 16384)
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::uint32_t b = 0; b < blocks; ++b)
       fill_block(p, first + r, b, &q[r * d], &k[std::size_t(r) * n * d]);

@@ -20,18 +20,20 @@ ATTN_HD T neg_infinity() {
 }
 
 // weights[0..n) = softmax(scale * scores[0..n)); columns >= valid are masked (weight 0).
-// Sequential (the CPU twin, and any caller with one row per thread).
+// scale > 0. Computed as exp(scale * (s_j - max s)), so no finite input overflows (a difference
+// that overflows to -inf just gives weight 0). Sequential (the CPU twin, and any caller with
+// one row per thread).
 template <class T>
 ATTN_HD void softmax_row(const T* scores, T* weights, int n, T scale, int valid) {
   T m = neg_infinity<T>();
-  for (int j = 0; j < valid; ++j) m = max_t(m, scale * scores[j]);
+  for (int j = 0; j < valid; ++j) m = max_t(m, scores[j]);
   if (!(m > neg_infinity<T>())) {  // every key masked (or an empty row): zeros
     for (int j = 0; j < n; ++j) weights[j] = T(0);
     return;
   }
   T sum = 0;
   for (int j = 0; j < valid; ++j) {
-    weights[j] = exp_t(scale * scores[j] - m);
+    weights[j] = exp_t(scale * (scores[j] - m));
     sum += weights[j];
   }
   for (int j = 0; j < valid; ++j) weights[j] /= sum;
@@ -40,22 +42,32 @@ ATTN_HD void softmax_row(const T* scores, T* weights, int n, T scale, int valid)
 
 // Statistics of one row of weights p (sum 1): the largest weight, the entropy in nats
 // (-sum p ln p, with 0 ln 0 = 0), and the Frobenius norm of the softmax Jacobian
-// J = diag(p) - p p^T, from ||J||_F^2 = sum p_i^2 - 2 sum p_i^3 + (sum p_i^2)^2.
+// J = diag(p) - p p^T: ||J||_F^2 = sum_i (p_i (1 - p_i))^2 + sum_{i != j} (p_i p_j)^2. The
+// off-diagonal sum is taken around the largest weight p_k, as 2 p_k^2 r2 + (r2^2 - r4) with
+// r2, r4 the sums of p_i^2, p_i^4 over i != k, so that a nearly one-hot row (the saturated
+// case this measures) loses no digits to cancellation.
 struct RowStats {
   double max_weight, entropy, jacobian_norm;
 };
 
 ATTN_HD inline RowStats row_stats(const double* p, int n) {
-  double mx = 0, entropy = 0, s2 = 0, s3 = 0;
+  int k = 0;
+  double entropy = 0, diag = 0;
   for (int j = 0; j < n; ++j) {
-    const double pj = p[j];
-    mx = fmax(mx, pj);
-    if (pj > 0) entropy -= pj * log(pj);
-    s2 += pj * pj;
-    s3 += pj * pj * pj;
+    if (p[j] > p[k]) k = j;
+    if (p[j] > 0) entropy -= p[j] * log(p[j]);
+    const double d = p[j] * (1.0 - p[j]);
+    diag += d * d;
   }
-  const double jf2 = s2 - 2.0 * s3 + s2 * s2;
-  return RowStats{mx, entropy, sqrt(fmax(jf2, 0.0))};
+  double r2 = 0, r4 = 0;
+  for (int j = 0; j < n; ++j) {
+    if (j == k) continue;
+    const double q2 = p[j] * p[j];
+    r2 += q2;
+    r4 += q2 * q2;
+  }
+  const double off = 2.0 * p[k] * p[k] * r2 + (r2 * r2 - r4);
+  return RowStats{n > 0 ? p[k] : 0.0, entropy, sqrt(diag + fmax(off, 0.0))};
 }
 
 }  // namespace attn

@@ -35,11 +35,16 @@ template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                      TrainResult* out) {
   const std::int64_t groups = (n + kPackLanes - 1) / kPackLanes;
-#pragma omp parallel for schedule(dynamic, 4)
+  // Threads only pay off beyond a few packs (waking a thread can cost milliseconds).
+#pragma omp parallel for schedule(dynamic, 4) if (groups > 4)
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t first = g * kPackLanes;
-    train_group<T>(c, seeds + first, static_cast<int>(std::min<std::int64_t>(kPackLanes, n - first)),
-                   o, out + first);
+    const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, n - first));
+    if (lanes * 2 >= kPackLanes) {
+      train_group<T>(c, seeds + first, lanes, o, out + first);
+    } else {  // a mostly empty pack: the scalar code, same bits, less work
+      for (int l = 0; l < lanes; ++l) out[first + l] = train_one<T>(c, seeds[first + l], o);
+    }
   }
 }
 

@@ -1,1 +1,276 @@
-// test_moments.cpp: (being written)
+// test_moments.cpp: moments.hpp (streaming and merged central moments).
+//
+// References: a two-pass computation in long double over the same doubles (mean first, then the
+// sums of (x - mean)^k), and small cases worked by hand. M2..M4 are the central moment *sums*
+// (not divided by n); variance() is M2 / n and kurtosis() is n M4 / M2^2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "helpers.hpp"
+#include "moments.hpp"
+
+namespace attn {
+namespace {
+
+struct TwoPass {
+  long double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
+  explicit TwoPass(const std::vector<double>& x) {
+    n = static_cast<long double>(x.size());
+    long double s = 0;
+    for (double v : x) s += v;
+    mean = s / n;
+    for (double v : x) {
+      const long double d = v - mean, d2 = d * d;
+      m2 += d2;
+      m3 += d2 * d;
+      m4 += d2 * d2;
+    }
+  }
+};
+
+Moments push_all(const std::vector<double>& x, std::size_t from = 0, std::size_t to = SIZE_MAX) {
+  Moments m;
+  to = std::min(to, x.size());
+  for (std::size_t i = from; i < to; ++i) m.push(x[i]);
+  return m;
+}
+
+// Skewed data with heavy-ish tails, so that M3 is far from zero and every moment matters.
+std::vector<double> skewed_sample(std::size_t n, unsigned seed, double offset = 0) {
+  std::mt19937_64 gen(seed);
+  std::exponential_distribution<double> ex(0.7);
+  std::normal_distribution<double> no(0.0, 1.0);
+  std::vector<double> x(n);
+  for (auto& v : x) v = offset + ex(gen) + 0.5 * no(gen);
+  return x;
+}
+
+bool same_bits(const Moments& a, const Moments& b) {
+  return std::memcmp(&a, &b, sizeof(Moments)) == 0;
+}
+
+void expect_rel(double got, long double want, double rel, const char* what) {
+  const double w = static_cast<double>(want);
+  EXPECT_LE(std::fabs(got - w), rel * std::fabs(w)) << what << ": got " << got << " want " << w;
+}
+
+void expect_matches_two_pass(const Moments& m, const std::vector<double>& x, double rel) {
+  const TwoPass t(x);
+  EXPECT_EQ(m.n, static_cast<double>(x.size()));
+  expect_rel(m.mean, t.mean, rel, "mean");
+  expect_rel(m.m2, t.m2, rel, "m2");
+  expect_rel(m.m3, t.m3, rel, "m3");
+  expect_rel(m.m4, t.m4, rel, "m4");
+  expect_rel(m.variance(), t.m2 / t.n, rel, "variance");
+  expect_rel(m.stddev(), std::sqrt(t.m2 / t.n), rel, "stddev");
+  expect_rel(m.kurtosis(), t.n * t.m4 / (t.m2 * t.m2), rel, "kurtosis");
+}
+
+// ---- Exact small cases ----------------------------------------------------------------------
+
+// {1, 2, 3, 4}: mean 5/2; deviations -3/2, -1/2, 1/2, 3/2; M2 = 5, M3 = 0,
+// M4 = 2 (81/16 + 1/16) = 41/4; variance 5/4; kurtosis 4 (41/4) / 25 = 1.64.
+TEST(Moments, OneTwoThreeFourByHand) {
+  Moments m;
+  for (double v : {1.0, 2.0, 3.0, 4.0}) m.push(v);
+  EXPECT_EQ(m.n, 4.0);
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  EXPECT_DOUBLE_EQ(m.m2, 5.0);
+  EXPECT_NEAR(m.m3, 0.0, 1e-15);
+  EXPECT_DOUBLE_EQ(m.m4, 10.25);
+  EXPECT_DOUBLE_EQ(m.variance(), 1.25);
+  EXPECT_DOUBLE_EQ(m.stddev(), std::sqrt(1.25));
+  EXPECT_DOUBLE_EQ(m.kurtosis(), 1.64);
+}
+
+// {0, 0, 0, 4}: mean 1; deviations -1, -1, -1, 3; M2 = 12, M3 = -3 + 27 = 24,
+// M4 = 3 + 81 = 84; variance 3; kurtosis 4 * 84 / 144 = 7/3.
+TEST(Moments, SkewedFourValuesByHand) {
+  Moments m;
+  for (double v : {0.0, 0.0, 0.0, 4.0}) m.push(v);
+  EXPECT_DOUBLE_EQ(m.mean, 1.0);
+  EXPECT_DOUBLE_EQ(m.m2, 12.0);
+  EXPECT_DOUBLE_EQ(m.m3, 24.0);
+  EXPECT_DOUBLE_EQ(m.m4, 84.0);
+  EXPECT_DOUBLE_EQ(m.variance(), 3.0);
+  EXPECT_DOUBLE_EQ(m.kurtosis(), 7.0 / 3.0);
+  // The same values in another order: the moments do not depend on it.
+  Moments r;
+  for (double v : {4.0, 0.0, 0.0, 0.0}) r.push(v);
+  EXPECT_DOUBLE_EQ(r.mean, 1.0);
+  EXPECT_DOUBLE_EQ(r.m2, 12.0);
+  EXPECT_DOUBLE_EQ(r.m3, 24.0);
+  EXPECT_DOUBLE_EQ(r.m4, 84.0);
+}
+
+// Two points a, b: mean (a+b)/2, M2 = (b-a)^2 / 2, M3 = 0, M4 = (b-a)^4 / 8, kurtosis 1.
+TEST(Moments, TwoPointsByHand) {
+  Moments m;
+  m.push(-3.0);
+  m.push(5.0);
+  EXPECT_DOUBLE_EQ(m.mean, 1.0);
+  EXPECT_DOUBLE_EQ(m.m2, 32.0);
+  EXPECT_NEAR(m.m3, 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(m.m4, 512.0);
+  EXPECT_DOUBLE_EQ(m.kurtosis(), 1.0);
+}
+
+TEST(Moments, EmptySingleAndConstant) {
+  const Moments empty;
+  EXPECT_EQ(empty.n, 0.0);
+  EXPECT_TRUE(std::isnan(empty.variance()));
+  EXPECT_TRUE(std::isnan(empty.kurtosis()));
+
+  Moments one;
+  one.push(3.75);
+  EXPECT_EQ(one.n, 1.0);
+  EXPECT_EQ(one.mean, 3.75);
+  EXPECT_EQ(one.m2, 0.0);
+  EXPECT_EQ(one.m3, 0.0);
+  EXPECT_EQ(one.m4, 0.0);
+  EXPECT_EQ(one.variance(), 0.0);
+  EXPECT_TRUE(std::isnan(one.kurtosis()));  // m2 = 0: undefined
+
+  Moments c;
+  for (int i = 0; i < 1000; ++i) c.push(-0.1);
+  EXPECT_EQ(c.mean, -0.1);
+  EXPECT_EQ(c.m2, 0.0);
+  EXPECT_EQ(c.m3, 0.0);
+  EXPECT_EQ(c.m4, 0.0);
+}
+
+// ---- Against the two-pass reference ---------------------------------------------------------
+
+TEST(Moments, PushMatchesTwoPassLongDouble) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    const auto x = skewed_sample(20000, seed);
+    expect_matches_two_pass(push_all(x), x, 1e-12);
+  }
+  // Symmetric data too (M3 small compared with M2^1.5 n^-0.5: compare it on that scale).
+  std::mt19937_64 gen(11);
+  std::normal_distribution<double> no(-2.0, 3.0);
+  std::vector<double> x(20000);
+  for (auto& v : x) v = no(gen);
+  const Moments m = push_all(x);
+  const TwoPass t(x);
+  expect_rel(m.mean, t.mean, 1e-12, "mean");
+  expect_rel(m.m2, t.m2, 1e-12, "m2");
+  expect_rel(m.m4, t.m4, 1e-12, "m4");
+  EXPECT_NEAR(m.m3, static_cast<double>(t.m3), 1e-12 * static_cast<double>(std::pow(t.m2, 1.5L)));
+}
+
+TEST(Moments, PushIntoLooseFieldsEqualsPush) {
+  const auto x = skewed_sample(1000, 5);
+  Moments a;
+  double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
+  for (double v : x) {
+    a.push(v);
+    Moments::push_into(n, mean, m2, m3, m4, v);
+  }
+  EXPECT_EQ(a.n, n);
+  EXPECT_EQ(a.mean, mean);
+  EXPECT_EQ(a.m2, m2);
+  EXPECT_EQ(a.m3, m3);
+  EXPECT_EQ(a.m4, m4);
+}
+
+// ---- merge ----------------------------------------------------------------------------------
+
+TEST(Moments, MergeOfTwoPartsMatchesPushingEverything) {
+  const auto x = skewed_sample(10000, 21);
+  // Split points: balanced, lopsided, and with one side a single value.
+  for (std::size_t split : {std::size_t(5000), std::size_t(1), std::size_t(9999),
+                            std::size_t(137), std::size_t(7000)}) {
+    const Moments a = push_all(x, 0, split), b = push_all(x, split);
+    const Moments r = merge(a, b);
+    SCOPED_TRACE(split);
+    expect_matches_two_pass(r, x, 1e-12);
+    const Moments all = push_all(x);
+    expect_rel(r.m2, all.m2, 1e-12, "merged m2 vs pushed");
+    expect_rel(r.m3, all.m3, 1e-12, "merged m3 vs pushed");
+    expect_rel(r.m4, all.m4, 1e-12, "merged m4 vs pushed");
+  }
+}
+
+// Parts with very different means and spreads: the cross terms of merge carry most of M2..M4.
+TEST(Moments, MergeOfDissimilarParts) {
+  std::vector<double> x = skewed_sample(3000, 31, -50.0);
+  const std::vector<double> y = skewed_sample(500, 32, 80.0);
+  std::vector<double> all = x;
+  all.insert(all.end(), y.begin(), y.end());
+  const Moments r = merge(push_all(x), push_all(y));
+  expect_matches_two_pass(r, all, 1e-12);
+  const Moments s = merge(push_all(y), push_all(x));  // the other order
+  expect_matches_two_pass(s, all, 1e-12);
+}
+
+// A tree of merges over 64 chunks (as lanes, blocks and shards combine) gives the moments of
+// the whole sample.
+TEST(Moments, TreeOfMergesMatchesTwoPass) {
+  const auto x = skewed_sample(64 * 173, 41);
+  std::vector<Moments> level;
+  for (int c = 0; c < 64; ++c) level.push_back(push_all(x, c * 173, (c + 1) * 173));
+  while (level.size() > 1) {
+    std::vector<Moments> next;
+    for (std::size_t i = 0; i < level.size(); i += 2) next.push_back(merge(level[i], level[i + 1]));
+    level = next;
+  }
+  expect_matches_two_pass(level[0], x, 1e-12);
+}
+
+TEST(Moments, MergeWithEmptyReturnsTheOtherExactly) {
+  const Moments a = push_all(skewed_sample(100, 51));
+  const Moments empty;
+  EXPECT_TRUE(same_bits(merge(a, empty), a));
+  EXPECT_TRUE(same_bits(merge(empty, a), a));
+  EXPECT_TRUE(same_bits(merge(empty, empty), empty));
+}
+
+TEST(Moments, MergeOfTwoSinglesIsPushingTwo) {
+  Moments a, b, both;
+  a.push(2.0);
+  b.push(7.0);
+  both.push(2.0);
+  both.push(7.0);
+  const Moments r = merge(a, b);
+  EXPECT_EQ(r.n, 2.0);
+  EXPECT_DOUBLE_EQ(r.mean, 4.5);
+  EXPECT_DOUBLE_EQ(r.m2, 12.5);  // (7 - 2)^2 / 2
+  EXPECT_NEAR(r.m3, 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(r.m4, 78.125);  // (7 - 2)^4 / 8
+  EXPECT_DOUBLE_EQ(r.m2, both.m2);
+  EXPECT_DOUBLE_EQ(r.m4, both.m4);
+}
+
+// ---- Robustness -----------------------------------------------------------------------------
+
+// 1e9 + N(0, 1): a naive sum of squares loses everything (1e18 - 1e18 with 1e2 of rounding);
+// the streaming update keeps the variance to 1e-6 relative. The reference is two-pass in long
+// double over the same doubles (each of which carries 1e9 * 2^-53 ~ 1e-7 of rounding).
+TEST(Moments, LargeOffsetKeepsVariance) {
+  std::mt19937_64 gen(61);
+  std::normal_distribution<double> no(0.0, 1.0);
+  std::vector<double> x(100000);
+  for (auto& v : x) v = 1e9 + no(gen);
+  const Moments m = push_all(x);
+  const TwoPass t(x);
+  const double var = static_cast<double>(t.m2 / t.n);
+  EXPECT_NEAR(var, 1.0, 0.02);  // the data's own variance (standard error sqrt(2/n) = 0.0045)
+  EXPECT_LE(std::fabs(m.variance() - var), 1e-6 * var);
+  // The running mean is rounded to ulp(1e9) / 2 = 6e-8 at each of the 1e5 updates (a random walk
+  // of about sqrt(1e5) * 6e-8 = 2e-5): 1e-13 relative.
+  EXPECT_LE(std::fabs(m.mean - static_cast<double>(t.mean)), 1e-13 * 1e9);
+  EXPECT_NEAR(m.kurtosis(), static_cast<double>(t.n * t.m4 / (t.m2 * t.m2)), 1e-4);
+  // Merged halves too.
+  const Moments r = merge(push_all(x, 0, 50000), push_all(x, 50000));
+  EXPECT_LE(std::fabs(r.variance() - var), 1e-6 * var);
+}
+
+}  // namespace
+}  // namespace attn
