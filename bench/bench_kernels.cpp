@@ -49,7 +49,8 @@ void TrainCpu(benchmark::State& state) {
   for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = i;
   std::vector<tiny::TrainResult> out(seeds.size());
   for (auto _ : state) {
-    tiny::train_seeds_cpu<double>(tiny::Config::all_random, seeds.data(), seeds.size(), o, out.data());
+    tiny::train_seeds_cpu<double>(tiny::Config::all_random, seeds.data(), seeds.size(), o,
+                                  out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetLabel(state.range(0) ? "numeric" : "analytic");
@@ -59,8 +60,14 @@ void TrainCpu(benchmark::State& state) {
 BENCHMARK(TrainCpu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void AttentionForwardCpu(benchmark::State& state) {
-  const AttentionShape sh{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)), 64,
-                          64, 64, true, false, 0};
+  const AttentionShape sh{static_cast<int>(state.range(0)),
+                          static_cast<int>(state.range(1)),
+                          64,
+                          64,
+                          64,
+                          true,
+                          false,
+                          0};
   std::mt19937_64 rng(1);
   std::normal_distribution<double> nd;
   auto random = [&](std::size_t n) {
@@ -70,8 +77,9 @@ void AttentionForwardCpu(benchmark::State& state) {
   };
   const std::size_t rows = std::size_t(sh.batch) * sh.n;
   const auto x = random(rows * 64), w = random(64 * 64);
-  std::vector<double> q(rows * 64), k(rows * 64), v(rows * 64), s(rows * sh.n), p(rows * sh.n), o(rows * 64);
-  const AttentionProblem<double> prob{sh, x.data(), w.data(), w.data(), w.data(), q.data(),
+  std::vector<double> q(rows * 64), k(rows * 64), v(rows * 64), s(rows * sh.n), p(rows * sh.n),
+      o(rows * 64);
+  const AttentionProblem<double> prob{sh,       x.data(), w.data(), w.data(), w.data(), q.data(),
                                       k.data(), v.data(), s.data(), p.data(), o.data()};
   for (auto _ : state) {
     attention_forward_cpu(prob);
@@ -79,9 +87,14 @@ void AttentionForwardCpu(benchmark::State& state) {
   }
   // 3 projections + scores + weighted sum, 2 flops per multiply-add.
   const double flops = 2.0 * rows * 64 * 64 * 3 + 2.0 * rows * sh.n * 64 * 2;
-  state.counters["flop/s"] = benchmark::Counter(flops * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["flop/s"] =
+      benchmark::Counter(flops * state.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(AttentionForwardCpu)->Args({256, 32})->Args({16, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(AttentionForwardCpu)
+    ->Args({256, 32})
+    ->Args({16, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace attn

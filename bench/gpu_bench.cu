@@ -77,7 +77,8 @@ double copy_peak_bytes_per_s(std::size_t bytes) {
   void *a, *b;
   ATTN_CUDA_CHECK(cudaMalloc(&a, bytes));
   ATTN_CUDA_CHECK(cudaMalloc(&b, bytes));
-  const double s = median_seconds([&] { ATTN_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 10);
+  const double s = median_seconds(
+      [&] { ATTN_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 10);
   cudaFree(a);
   cudaFree(b);
   return 2.0 * bytes / s;  // read + write
@@ -101,8 +102,13 @@ nlohmann::json attention_case(int batch, int n, int d, int repeats) {
   // written once and read once by the next step (a lower bound on traffic).
   const double flops = 2.0 * rows * d * d * 3 + 2.0 * rows * n * d * 2;
   const double bytes = sizeof(T) * (rows * d * (1 + 3 * 2 + 1) + 3.0 * rows * n + 3.0 * d * d);
-  return {{"batch", batch}, {"n", n}, {"d", d}, {"dtype", sizeof(T) == 8 ? "f64" : "f32"},
-          {"seconds", sec}, {"gflop_per_s", flops / sec / 1e9}, {"gb_per_s", bytes / sec / 1e9}};
+  return {{"batch", batch},
+          {"n", n},
+          {"d", d},
+          {"dtype", sizeof(T) == 8 ? "f64" : "f32"},
+          {"seconds", sec},
+          {"gflop_per_s", flops / sec / 1e9},
+          {"gb_per_s", bytes / sec / 1e9}};
 }
 
 }  // namespace
@@ -113,8 +119,10 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json_path = argv[++i];
   }
   const GpuInfo g = query_gpu();
   if (!g.present) {
@@ -123,8 +131,10 @@ int main(int argc, char** argv) {
   }
   nlohmann::json r;
   try {
-    r["device"] = {{"name", g.name}, {"compute_capability", g.compute_capability},
-                   {"driver", g.driver}, {"multiprocessors", g.multiprocessors}};
+    r["device"] = {{"name", g.name},
+                   {"compute_capability", g.compute_capability},
+                   {"driver", g.driver},
+                   {"multiprocessors", g.multiprocessors}};
     r["peak"] = {{"dgemm_flop_per_s", gemm_peak<double>(8192)},
                  {"sgemm_flop_per_s", gemm_peak<float>(8192)},
                  {"copy_bytes_per_s", copy_peak_bytes_per_s(std::size_t(1) << 31)}};
@@ -146,7 +156,9 @@ int main(int argc, char** argv) {
     }
     const double dk_s = median_seconds(run_dk, quick ? 1 : 3);
     const double normals = 2.0 * 512 * plan.samples;
-    r["dkstd"] = {{"d_k", 512}, {"samples", plan.samples}, {"seconds", dk_s},
+    r["dkstd"] = {{"d_k", 512},
+                  {"samples", plan.samples},
+                  {"seconds", dk_s},
                   {"normals_per_s", normals / dk_s}};
     std::printf("dk-std d_k 512: %.3e normals/s (%llu samples, %.2f s)\n", normals / dk_s,
                 static_cast<unsigned long long>(plan.samples), dk_s);
@@ -160,10 +172,15 @@ int main(int argc, char** argv) {
       tiny::TrainOptions o;
       o.grad = grad;
       const double s = median_seconds(
-          [&] { tiny::train_seeds_cuda<double>(tiny::Config::all_random, seeds.data(), seeds_n, o, out.data()); },
+          [&] {
+            tiny::train_seeds_cuda<double>(tiny::Config::all_random, seeds.data(), seeds_n, o,
+                                           out.data());
+          },
           quick ? 1 : 3);
       const char* name = grad == tiny::Grad::analytic ? "analytic" : "numeric";
-      r["training"][name] = {{"seeds", seeds_n}, {"steps", o.steps}, {"seconds", s},
+      r["training"][name] = {{"seeds", seeds_n},
+                             {"steps", o.steps},
+                             {"seconds", s},
                              {"model_steps_per_s", seeds_n * double(o.steps) / s}};
       std::printf("training %s: %.3e model-steps/s (%lld seeds, %.2f s)\n", name,
                   seeds_n * double(o.steps) / s, static_cast<long long>(seeds_n), s);
@@ -171,16 +188,21 @@ int main(int argc, char** argv) {
 
     // Batched attention forward.
     r["attention"] = nlohmann::json::array();
-    for (auto [b, n_, d] : {std::tuple{16384, 16, 64}, {4096, 64, 64}, {1024, 128, 128}, {64, 512, 64}}) {
-      for (auto c : {attention_case<float>(b, n_, d, quick ? 3 : 20), attention_case<double>(b, n_, d, quick ? 3 : 20)}) {
+    for (auto [b, n_, d] :
+         {std::tuple{16384, 16, 64}, {4096, 64, 64}, {1024, 128, 128}, {64, 512, 64}}) {
+      for (auto c : {attention_case<float>(b, n_, d, quick ? 3 : 20),
+                     attention_case<double>(b, n_, d, quick ? 3 : 20)}) {
         const double peak = c["dtype"] == "f64" ? r["peak"]["dgemm_flop_per_s"].get<double>()
                                                 : r["peak"]["sgemm_flop_per_s"].get<double>();
         c["fraction_of_gemm_peak"] = c["gflop_per_s"].get<double>() * 1e9 / peak;
-        c["fraction_of_copy_peak"] = c["gb_per_s"].get<double>() * 1e9 / r["peak"]["copy_bytes_per_s"].get<double>();
-        std::printf("attention %s B=%d n=%d d=%d: %.1f GFLOP/s (%.1f%% of GEMM peak), %.0f GB/s (%.1f%% of copy)\n",
-                    c["dtype"].get<std::string>().c_str(), b, n_, d, c["gflop_per_s"].get<double>(),
-                    100 * c["fraction_of_gemm_peak"].get<double>(), c["gb_per_s"].get<double>(),
-                    100 * c["fraction_of_copy_peak"].get<double>());
+        c["fraction_of_copy_peak"] =
+            c["gb_per_s"].get<double>() * 1e9 / r["peak"]["copy_bytes_per_s"].get<double>();
+        std::printf(
+            "attention %s B=%d n=%d d=%d: %.1f GFLOP/s (%.1f%% of GEMM peak), %.0f GB/s (%.1f%% of "
+            "copy)\n",
+            c["dtype"].get<std::string>().c_str(), b, n_, d, c["gflop_per_s"].get<double>(),
+            100 * c["fraction_of_gemm_peak"].get<double>(), c["gb_per_s"].get<double>(),
+            100 * c["fraction_of_copy_peak"].get<double>());
         r["attention"].push_back(c);
       }
     }

@@ -39,8 +39,8 @@ Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_
     const std::uint64_t count = std::min(wave, plan.chunks() - c0);
     b.dkstd_chunks(plan, c0, count, parts.data());
     for (std::uint64_t i = 0; i < count; ++i) total = merge(total, parts[i]);
-    const std::uint64_t done = std::min(samples, (c0 + count) * plan.chunk_samples()) -
-                               c0 * plan.chunk_samples();
+    const std::uint64_t done =
+        std::min(samples, (c0 + count) * plan.chunk_samples()) - c0 * plan.chunk_samples();
     monitor.advance(2.0 * static_cast<double>(done) * d_k);
   }
   return total;
@@ -55,17 +55,26 @@ bool dkstd_uses_numpy(RngChoice rng, double normals) {
 std::vector<Table> run_dk_std(const RunContext& ctx) {
   const std::vector<std::int64_t> dks = ctx.opt.dk.value_or(std::vector<std::int64_t>{2, 64, 512});
   const std::uint64_t n = ctx.opt.samples.value_or(10000);
-  const double normals = 2.0 * static_cast<double>(n) *
-                         static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
+  const double normals =
+      2.0 * static_cast<double>(n) *
+      static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
   const bool numpy = dkstd_uses_numpy(ctx.opt.rng, normals);
 
   Table t;
   t.name = "dk-std";
   t.title = "std of q.k for q, k ~ N(0, I): it grows like sqrt(d_k); dividing by sqrt(d_k) gives 1";
-  t.columns = {{"d_k"},           {"samples"},          {"std", "%.2f"},
-               {"std_scaled", "%.2f"}, {"std_ci95_low", "%.4f"}, {"std_ci95_high", "%.4f"},
-               {"theory", "%.4f"}, {"theory_scaled", "%.0f"}, {"rel_error", "%+.1e"},
-               {"kurtosis", "%.3f"}, {"kurtosis_theory", "%.3f"}, {"rng"}};
+  t.columns = {{"d_k"},
+               {"samples"},
+               {"std", "%.2f"},
+               {"std_scaled", "%.2f"},
+               {"std_ci95_low", "%.4f"},
+               {"std_ci95_high", "%.4f"},
+               {"theory", "%.4f"},
+               {"theory_scaled", "%.0f"},
+               {"rel_error", "%+.1e"},
+               {"kurtosis", "%.3f"},
+               {"kurtosis_theory", "%.3f"},
+               {"rng"}};
   Progress progress("dk-std", numpy ? 2 * normals : normals, "normals", ctx.opt.quiet);
   dkstd::NumpyStream stream(ctx.opt.seed);
   for (std::int64_t d : dks) {

@@ -16,7 +16,10 @@ std::vector<Table> run_knob(const RunContext& ctx) {
   Table t;
   t.name = "knob";
   t.title = "gradient descent on c, from c = 0 with lr = " + fixed(ctx.opt.knob_lr, 2);
-  t.columns = {{"step"}, {"c", "%.3f"}, {"weight_on_apple", "%.3f"}, {"loss", "~%.5f"},
+  t.columns = {{"step"},
+               {"c", "%.3f"},
+               {"weight_on_apple", "%.3f"},
+               {"loss", "~%.5f"},
                {"dloss_dc", "~%.5f"}};
   std::vector<std::int64_t> report = ctx.opt.knob_steps;
   std::sort(report.begin(), report.end());

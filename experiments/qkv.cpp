@@ -33,7 +33,8 @@ std::vector<Table> run_qkv(const RunContext& ctx) {
     const std::string& name = cases[c].name;
     add_matrix_rows(t, name, "K = X W_K", scaled[c].k.data(), 3, 2, kWords);
     add_matrix_rows(t, name, "scores Q K^T", raw[c].scores.data(), 3, 3, kWords);
-    t.add_row({name, "scores symmetric", "-", std::string(symmetric3(raw[c].scores) ? "yes" : "no")});
+    t.add_row(
+        {name, "scores symmetric", "-", std::string(symmetric3(raw[c].scores) ? "yes" : "no")});
     add_matrix_rows(t, name, "weights", scaled[c].weights.data(), 3, 3, kWords);
     add_matrix_rows(t, name, "output", scaled[c].out.data(), 3, 2, kWords);
   }
@@ -45,8 +46,16 @@ std::vector<Table> run_qkv(const RunContext& ctx) {
   for (int i = 0; i < n * d; ++i) x[i] = std::sin(1.0 + i);  // any words will do
   for (int i = 0; i < d; ++i) w[i * d + i] = 1;
   AttentionProblem<double> prob{AttentionShape{1, n, d, d, d, true, false, 0},
-                                x.data(), w.data(), w.data(), w.data(), q.data(), k.data(),
-                                v.data(), s.data(), p.data(), o.data()};
+                                x.data(),
+                                w.data(),
+                                w.data(),
+                                w.data(),
+                                q.data(),
+                                k.data(),
+                                v.data(),
+                                s.data(),
+                                p.data(),
+                                o.data()};
   ctx.backend.attention_forward(prob);
   t.add_row({"5 words, d_k = 4", "shape of Q K^T", "-",
              std::vector<double>{double(n), double(s.size() / n)}});

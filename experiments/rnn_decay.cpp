@@ -14,7 +14,8 @@ std::vector<Table> run_rnn_decay(const RunContext& ctx) {
   t.columns = {{"n"}, {"w"}, {"factor", "%.3g"}};
   for (std::int64_t n : ctx.opt.rnn_n)
     t.add_row({n, ctx.opt.rnn_w, std::pow(ctx.opt.rnn_w, static_cast<double>(n))});
-  t.notes.push_back("n = 3 answers the lesson's question; attention reads word 1 in one step at any distance");
+  t.notes.push_back(
+      "n = 3 answers the lesson's question; attention reads word 1 in one step at any distance");
   t.run = {{"backend", "host"}, {"w", ctx.opt.rnn_w}};
   return {t};
 }

@@ -49,7 +49,8 @@ std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase
 void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
                      const double* m, int rows, int cols, const std::vector<std::string>& names) {
   for (int r = 0; r < rows; ++r)
-    t.add_row({case_name, quantity, names[r], std::vector<double>(m + r * cols, m + (r + 1) * cols)});
+    t.add_row(
+        {case_name, quantity, names[r], std::vector<double>(m + r * cols, m + (r + 1) * cols)});
 }
 
 std::vector<Column> matrix_columns() {

@@ -25,7 +25,7 @@ struct SmallCase {
 };
 
 struct SmallResult {
-  std::array<double, 6> q, k, v, out;  // (3, 2)
+  std::array<double, 6> q, k, v, out;     // (3, 2)
   std::array<double, 9> scores, weights;  // (3, 3)
 };
 
@@ -35,7 +35,8 @@ std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase
 
 // Adds rows (case, quantity, row name, values) for an r x c row-major matrix.
 void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
-                     const double* m, int rows, int cols, const std::vector<std::string>& row_names);
+                     const double* m, int rows, int cols,
+                     const std::vector<std::string>& row_names);
 
 // The columns of the matrix tables: case, quantity, row, values.
 std::vector<Column> matrix_columns();

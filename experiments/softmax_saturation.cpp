@@ -12,8 +12,8 @@
 namespace attn {
 
 std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
-  const std::vector<std::int64_t> dks = ctx.opt.dk.value_or(
-      std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  const std::vector<std::int64_t> dks =
+      ctx.opt.dk.value_or(std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
   const std::uint64_t rows = ctx.opt.samples.value_or(10000);
   const int keys = ctx.opt.keys;
   Table t;
@@ -35,13 +35,14 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
   for (std::int64_t d : dks) {
     const saturation::Params p{ctx.opt.seed, static_cast<std::uint32_t>(d), keys};
     // Rows per call: about 2^22 normals of q and keys, so memory stays bounded.
-    const std::int64_t chunk =
-        std::max<std::int64_t>(1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
+    const std::int64_t chunk = std::max<std::int64_t>(
+        1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
     std::vector<double> stats;
     Moments m[saturation::kStats];
     for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk) {
       progress.checkpoint();
-      const std::int64_t count = static_cast<std::int64_t>(std::min<std::uint64_t>(chunk, rows - r0));
+      const std::int64_t count =
+          static_cast<std::int64_t>(std::min<std::uint64_t>(chunk, rows - r0));
       stats.resize(static_cast<std::size_t>(count) * saturation::kStats);
       ctx.backend.saturation_rows(p, r0, count, stats.data());
       for (std::int64_t r = 0; r < count; ++r)
@@ -53,9 +54,10 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
   }
   progress.finish();
   const double n = keys;
-  t.notes.push_back("equal scores would give max weight 1/n = " + std::to_string(1 / n).substr(0, 6) +
-                    ", entropy ln n = " + std::to_string(std::log(n)).substr(0, 6) +
-                    ", ||J||_F = sqrt(n-1)/n = " + std::to_string(std::sqrt(n - 1) / n).substr(0, 6));
+  t.notes.push_back(
+      "equal scores would give max weight 1/n = " + std::to_string(1 / n).substr(0, 6) +
+      ", entropy ln n = " + std::to_string(std::log(n)).substr(0, 6) +
+      ", ||J||_F = sqrt(n-1)/n = " + std::to_string(std::sqrt(n - 1) / n).substr(0, 6));
   t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, 2^31 | d_k, row)"},
            {"seed", ctx.opt.seed},
            {"samples", rows},

@@ -12,8 +12,8 @@ std::vector<Table> run_training(const RunContext& ctx) {
   Table t;
   t.name = "training";
   t.title = "same loss, different attention: sweet's weight on apple after training";
-  t.columns = {{"config"},           {"seed"},          {"weight_on_apple", "%.2f"},
-               {"out_x", "%.3f"},    {"out_y", "%.3f"}, {"loss", "%.4f"}};
+  t.columns = {{"config"},        {"seed"},          {"weight_on_apple", "%.2f"},
+               {"out_x", "%.3f"}, {"out_y", "%.3f"}, {"loss", "%.4f"}};
   for (const std::string& name : configs) {
     const tiny::Config c = config_from_name(name);
     std::vector<std::uint64_t> list;

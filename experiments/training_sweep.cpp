@@ -41,15 +41,14 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
     per_seed = std::make_unique<AtomicFile>(ctx.opt.per_seed_file, ctx.opt.force);
     per_seed->write("config,seed,weight_on_apple,out_x,out_y,loss\n");
   }
-  Progress progress("training-sweep",
-                    static_cast<double>(n) * configs.size() * ctx.opt.train.steps, "model-steps",
-                    ctx.opt.quiet);
+  Progress progress("training-sweep", static_cast<double>(n) * configs.size() * ctx.opt.train.steps,
+                    "model-steps", ctx.opt.quiet);
   Table t;
   t.name = "training-sweep";
   t.title = "sweet's weight on apple across seeds: spread when W_V trains, pinned when fixed";
-  t.columns = {{"config"},       {"seeds"},       {"mean", "%.4f"}, {"std", "%.4f"},
-               {"min", "%.4f"},  {"p05", "%.4f"}, {"p25", "%.4f"},  {"p50", "%.4f"},
-               {"p75", "%.4f"},  {"p95", "%.4f"}, {"max", "%.4f"},  {"converged", "%.4f"}};
+  t.columns = {{"config"},      {"seeds"},       {"mean", "%.4f"}, {"std", "%.4f"},
+               {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},  {"p50", "%.4f"},
+               {"p75", "%.4f"}, {"p95", "%.4f"}, {"max", "%.4f"},  {"converged", "%.4f"}};
   nlohmann::json hist = nlohmann::json::object();
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<tiny::TrainResult> results;
@@ -90,9 +89,8 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
       if (per_seed) per_seed->write(rows);
       progress.advance(static_cast<double>(m) * ctx.opt.train.steps);
     }
-    const std::vector<double> q = s.weights.empty()
-                                      ? std::vector<double>(kProbs.size(), NAN)
-                                      : ctx.backend.quantiles(s.weights, kProbs);
+    const std::vector<double> q = s.weights.empty() ? std::vector<double>(kProbs.size(), NAN)
+                                                    : ctx.backend.quantiles(s.weights, kProbs);
     t.add_row({name, static_cast<std::int64_t>(n), s.weight.mean, s.weight.stddev(), s.min, q[0],
                q[1], q[2], q[3], q[4], s.max, static_cast<double>(s.converged) / n});
     hist[name] = s.histogram;

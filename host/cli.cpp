@@ -174,7 +174,8 @@ Cli parse_command_line(int argc, char** argv) {
                : f == "markdown" ? Format::markdown
                                  : Format::table;
     o.seed = parse_u64("--seed", seed);
-    if (app.count("--threads")) o.threads = static_cast<int>(parse_int("--threads", threads, 1, 4096));
+    if (app.count("--threads"))
+      o.threads = static_cast<int>(parse_int("--threads", threads, 1, 4096));
     o.plots = !no_plots;
 
     o.rnn_w = parse_real("--w", rnn_w, -1e6, 1e6, false);

@@ -19,10 +19,14 @@ bool as_number(const nlohmann::json& v, double& out) {
   }
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    if (s == "nan") out = NAN;
-    else if (s == "inf") out = INFINITY;
-    else if (s == "-inf") out = -INFINITY;
-    else return false;
+    if (s == "nan")
+      out = NAN;
+    else if (s == "inf")
+      out = INFINITY;
+    else if (s == "-inf")
+      out = -INFINITY;
+    else
+      return false;
     return true;
   }
   return false;
@@ -72,9 +76,13 @@ std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) 
         !t.at("rows").is_array())
       throw std::invalid_argument("a table lacks name, columns or rows");
     for (const auto& c : t.at("columns"))
-      if (!c.is_string()) throw std::invalid_argument("table " + t.at("name").get<std::string>() + ": a column name is not text");
+      if (!c.is_string())
+        throw std::invalid_argument("table " + t.at("name").get<std::string>() +
+                                    ": a column name is not text");
     for (const auto& r : t.at("rows"))
-      if (!r.is_object()) throw std::invalid_argument("table " + t.at("name").get<std::string>() + ": a row is not an object");
+      if (!r.is_object())
+        throw std::invalid_argument("table " + t.at("name").get<std::string>() +
+                                    ": a row is not an object");
     m[t.at("name").get<std::string>()] = t;
   }
   return m;
@@ -97,8 +105,10 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
     const auto& y = it->second;
     const auto& ra = x.at("rows");
     const auto& rb = y.at("rows");
-    if (x.at("columns") != y.at("columns")) d.mismatch = "different columns";
-    else if (ra.size() != rb.size()) d.mismatch = "different numbers of rows";
+    if (x.at("columns") != y.at("columns"))
+      d.mismatch = "different columns";
+    else if (ra.size() != rb.size())
+      d.mismatch = "different numbers of rows";
     else
       for (std::size_t r = 0; r < ra.size(); ++r)
         for (const auto& col : x.at("columns")) {

@@ -53,10 +53,14 @@ std::string cell_text(const Cell& c, const Column& col) {
   return std::visit(
       [&](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::monostate>) return "-";
-        else if constexpr (std::is_same_v<V, std::int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<V, double>) return display_real(v, col.display);
-        else if constexpr (std::is_same_v<V, std::string>) return v;
+        if constexpr (std::is_same_v<V, std::monostate>)
+          return "-";
+        else if constexpr (std::is_same_v<V, std::int64_t>)
+          return std::to_string(v);
+        else if constexpr (std::is_same_v<V, double>)
+          return display_real(v, col.display);
+        else if constexpr (std::is_same_v<V, std::string>)
+          return v;
         else {
           std::string s = "[";
           for (std::size_t i = 0; i < v.size(); ++i)
@@ -71,9 +75,12 @@ std::string cell_csv(const Cell& c) {
   return std::visit(
       [](const auto& v) -> std::string {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::monostate>) return "";
-        else if constexpr (std::is_same_v<V, std::int64_t>) return std::to_string(v);
-        else if constexpr (std::is_same_v<V, double>) return round_trip(v);
+        if constexpr (std::is_same_v<V, std::monostate>)
+          return "";
+        else if constexpr (std::is_same_v<V, std::int64_t>)
+          return std::to_string(v);
+        else if constexpr (std::is_same_v<V, double>)
+          return round_trip(v);
         else if constexpr (std::is_same_v<V, std::string>) {
           if (v.find_first_of(",\"\n") == std::string::npos) return v;
           std::string q = "\"";
@@ -92,13 +99,15 @@ nlohmann::json cell_json(const Cell& c) {
   return std::visit(
       [](const auto& v) -> nlohmann::json {
         using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, std::monostate>) return nullptr;
+        if constexpr (std::is_same_v<V, std::monostate>)
+          return nullptr;
         else if constexpr (std::is_same_v<V, double>) {
           if (std::isfinite(v)) return v;
           return round_trip(v);  // JSON has no NaN or infinity: "nan", "inf", "-inf"
         } else if constexpr (std::is_same_v<V, std::vector<double>>) {
           nlohmann::json a = nlohmann::json::array();
-          for (double x : v) a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(round_trip(x)));
+          for (double x : v)
+            a.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(round_trip(x)));
           return a;
         } else {
           return v;
@@ -208,15 +217,18 @@ std::string render(const std::vector<Table>& tables, Format f, const nlohmann::j
     }
     case Format::csv:
       for (std::size_t i = 0; i < tables.size(); ++i) {
-        if (tables.size() > 1) out += (i ? "\n" : "") + std::string("# table: ") + tables[i].name + "\n";
+        if (tables.size() > 1)
+          out += (i ? "\n" : "") + std::string("# table: ") + tables[i].name + "\n";
         out += render_csv(tables[i]);
       }
       return out;
     case Format::markdown:
-      for (std::size_t i = 0; i < tables.size(); ++i) out += (i ? "\n" : "") + render_markdown(tables[i]);
+      for (std::size_t i = 0; i < tables.size(); ++i)
+        out += (i ? "\n" : "") + render_markdown(tables[i]);
       return out;
     case Format::table:
-      for (std::size_t i = 0; i < tables.size(); ++i) out += (i ? "\n" : "") + render_text(tables[i]);
+      for (std::size_t i = 0; i < tables.size(); ++i)
+        out += (i ? "\n" : "") + render_text(tables[i]);
       return out;
   }
   throw std::logic_error("unknown format");

@@ -26,8 +26,9 @@ using namespace attn;
 void setup_logging(const Options& o) {
   auto logger = spdlog::stderr_color_mt("demo");
   logger->set_pattern("demo: %^%v%$");
-  logger->set_level(o.quiet ? spdlog::level::warn
-                            : o.verbose ? spdlog::level::debug : spdlog::level::info);
+  logger->set_level(o.quiet     ? spdlog::level::warn
+                    : o.verbose ? spdlog::level::debug
+                                : spdlog::level::info);
   spdlog::set_default_logger(logger);
 }
 

@@ -51,7 +51,8 @@ std::map<std::string, std::string> scripts(const Table& t) {
       << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"
       << "plot sqrt(x) with lines lw 2 lc rgb '#888888' title 'sqrt(d_k) (theory)', \\\n"
       << "     1 with lines dt 2 lc rgb '#888888' title '1 (theory, scaled)', \\\n"
-      << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', \\\n"
+      << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', "
+         "\\\n"
       << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n"
       << "unset logscale y\nset ylabel 'std / sqrt(d_k) - 1'\nset key top right\n"
       << "set title 'relative error, with its 95% interval'\n"
@@ -73,11 +74,14 @@ std::map<std::string, std::string> scripts(const Table& t) {
       << "set multiplot layout 1,3 title " << q(t.title) << "\n"
       << "set logscale x 2\nset xlabel 'd_k'\nset grid\nset key bottom left\n"
       << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"
-      << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints pt 5 title 'scaled'\n"
+      << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints "
+         "pt 5 title 'scaled'\n"
       << "set ylabel 'mean entropy (nats)'\nset yrange [0:*]\nset key bottom left\n"
-      << "plot $D using 1:4 with linespoints pt 7 title 'unscaled', $D using 1:5 with linespoints pt 5 title 'scaled'\n"
+      << "plot $D using 1:4 with linespoints pt 7 title 'unscaled', $D using 1:5 with linespoints "
+         "pt 5 title 'scaled'\n"
       << "set ylabel 'mean ||J||_F of softmax'\n"
-      << "plot $D using 1:6 with linespoints pt 7 title 'unscaled', $D using 1:7 with linespoints pt 5 title 'scaled'\n"
+      << "plot $D using 1:6 with linespoints pt 7 title 'unscaled', $D using 1:7 with linespoints "
+         "pt 5 title 'scaled'\n"
       << "unset multiplot\n";
     out["softmax-saturation"] = s.str();
   } else if (t.name == "training-sweep" && t.extra.contains("histogram")) {
@@ -112,11 +116,13 @@ std::map<std::string, std::string> scripts(const Table& t) {
     for (const auto& r : t.rows) {
       const std::string quantity = text(r[1]);
       if (quantity.rfind("weights", 0) != 0) continue;
-      const std::string label = text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
+      const std::string label =
+          text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
       if (mats.empty() || mats.back().first != label) mats.push_back({label, {}});
       mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
     }
-    s << "set multiplot layout 1," << mats.size() << " title " << q(t.name + ": attention weights (row looks at column)") << "\n"
+    s << "set multiplot layout 1," << mats.size() << " title "
+      << q(t.name + ": attention weights (row looks at column)") << "\n"
       << "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\nunset colorbox\n"
       << "set xtics ('cat' 0, 'dog' 1, 'car' 2)\nset ytics ('cat' 0, 'dog' 1, 'car' 2)\n"
       << "set yrange [2.5:-0.5]\nset xrange [-0.5:2.5]\nset size ratio 1\n";

@@ -29,9 +29,12 @@ bool stop_requested_by_signal() { return g_stop.load(); }
 
 std::string human_duration(double s) {
   char buf[32];
-  if (s < 60) std::snprintf(buf, sizeof buf, "%.0fs", s);
-  else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
-  else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
   return buf;
 }
 

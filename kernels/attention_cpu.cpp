@@ -8,7 +8,6 @@
 namespace attn {
 namespace {
 
-
 // c (rows, cols) = a (rows, inner) * b (inner, cols), row-major; i-k-j order so that the
 // innermost loop streams through b and c.
 template <class T>
@@ -90,8 +89,8 @@ template void attention_forward_cpu<float>(const AttentionProblem<float>&);
 template void attention_forward_cpu<double>(const AttentionProblem<double>&);
 template void batched_scores_cpu<float>(const float*, const float*, float*, int, int, int, int,
                                         float);
-template void batched_scores_cpu<double>(const double*, const double*, double*, int, int, int,
-                                         int, double);
+template void batched_scores_cpu<double>(const double*, const double*, double*, int, int, int, int,
+                                         double);
 template void softmax_rows_cpu<float>(const float*, float*, long, int, float, bool);
 template void softmax_rows_cpu<double>(const double*, double*, long, int, double, bool);
 

@@ -39,13 +39,13 @@ void gemm_rowmajor(bool b_transposed, int m, int n, int k, T alpha, const T* a, 
   const cublasOperation_t op_b = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = b_transposed ? k : n;
   if constexpr (std::is_same_v<T, double>) {
-    ATTN_CUDA_CHECK(cublasDgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n,
-                                              m, k, &alpha, b, ldb, stride_b, a, k, stride_a,
-                                              &beta, c, n, stride_c, batch));
+    ATTN_CUDA_CHECK(cublasDgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m,
+                                              k, &alpha, b, ldb, stride_b, a, k, stride_a, &beta, c,
+                                              n, stride_c, batch));
   } else {
-    ATTN_CUDA_CHECK(cublasSgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n,
-                                              m, k, &alpha, b, ldb, stride_b, a, k, stride_a,
-                                              &beta, c, n, stride_c, batch));
+    ATTN_CUDA_CHECK(cublasSgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m,
+                                              k, &alpha, b, ldb, stride_b, a, k, stride_a, &beta, c,
+                                              n, stride_c, batch));
   }
 }
 
@@ -89,8 +89,8 @@ template <class T>
 void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal) {
   constexpr int kThreads = 256;  // 8 rows per block
   const long blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
-  softmax_rows_kernel<T><<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n,
-                                                                      scale, causal);
+  softmax_rows_kernel<T>
+      <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
   ATTN_CUDA_CHECK_LAUNCH();
 }
 
@@ -123,8 +123,7 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
   const long rows = static_cast<long>(s.batch) * s.n;
   if (s.causal) {
     const long total = rows * s.n;
-    causal_mask_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(p.scores, rows,
-                                                                                 s.n);
+    causal_mask_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(p.scores, rows, s.n);
     ATTN_CUDA_CHECK_LAUNCH();
   }
   softmax_rows_cuda<T>(p.scores, p.weights, rows, s.n, T(1), s.causal);
@@ -146,8 +145,12 @@ struct DeviceArray {
   ~DeviceArray() { cudaFree(ptr); }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
-  void upload(const T* src) { ATTN_CUDA_CHECK(cudaMemcpy(ptr, src, n * sizeof(T), cudaMemcpyHostToDevice)); }
-  void download(T* dst) const { ATTN_CUDA_CHECK(cudaMemcpy(dst, ptr, n * sizeof(T), cudaMemcpyDeviceToHost)); }
+  void upload(const T* src) {
+    ATTN_CUDA_CHECK(cudaMemcpy(ptr, src, n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  void download(T* dst) const {
+    ATTN_CUDA_CHECK(cudaMemcpy(dst, ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
+  }
 };
 
 }  // namespace
@@ -166,8 +169,8 @@ void attention_forward_cuda_host(const AttentionProblem<T>& h) {
   wq.upload(h.w_q);
   wk.upload(h.w_k);
   wv.upload(h.w_v);
-  attention_forward_cuda(AttentionProblem<T>{s, x.ptr, wq.ptr, wk.ptr, wv.ptr, q.ptr, k.ptr,
-                                             v.ptr, scores.ptr, weights.ptr, out.ptr});
+  attention_forward_cuda(AttentionProblem<T>{s, x.ptr, wq.ptr, wk.ptr, wv.ptr, q.ptr, k.ptr, v.ptr,
+                                             scores.ptr, weights.ptr, out.ptr});
   q.download(h.q);
   k.download(h.k);
   v.download(h.v);
@@ -182,8 +185,8 @@ template void attention_forward_cuda<float>(const AttentionProblem<float>&);
 template void attention_forward_cuda<double>(const AttentionProblem<double>&);
 template void batched_scores_cuda<float>(const float*, const float*, float*, int, int, int, int,
                                          float);
-template void batched_scores_cuda<double>(const double*, const double*, double*, int, int, int,
-                                          int, double);
+template void batched_scores_cuda<double>(const double*, const double*, double*, int, int, int, int,
+                                          double);
 template void softmax_rows_cuda<float>(const float*, float*, long, int, float, bool);
 template void softmax_rows_cuda<double>(const double*, double*, long, int, double, bool);
 

@@ -4,8 +4,7 @@
 // instruction; the "default" clone still computes the same bits through libm's fma, slowly.
 #pragma once
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(ATTNLAB_NO_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(ATTNLAB_NO_CLONES)
 #define ATTN_CPU_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

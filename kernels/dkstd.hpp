@@ -31,9 +31,7 @@ struct Plan {
   ATTN_HD std::uint64_t chunk_samples() const {
     return static_cast<std::uint64_t>(kLanes) * samples_per_lane;
   }
-  ATTN_HD std::uint64_t chunks() const {
-    return (samples + chunk_samples() - 1) / chunk_samples();
-  }
+  ATTN_HD std::uint64_t chunks() const { return (samples + chunk_samples() - 1) / chunk_samples(); }
 };
 
 // About 2^20 normals per chunk: enough work per GPU block, many chunks for a long run.

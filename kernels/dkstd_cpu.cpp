@@ -67,9 +67,8 @@ Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
         push_lanes(a, lane0, dots);
       } else {  // the run's last, partial group
         for (unsigned l = 0; i0 + l < end; ++l)
-          Moments::push_into(a.n[lane0 + l], a.mean[lane0 + l], a.m2[lane0 + l],
-                             a.m3[lane0 + l], a.m4[lane0 + l],
-                             static_cast<double>(sample_dot(key, p.d_k, i0 + l)));
+          Moments::push_into(a.n[lane0 + l], a.mean[lane0 + l], a.m2[lane0 + l], a.m3[lane0 + l],
+                             a.m4[lane0 + l], static_cast<double>(sample_dot(key, p.d_k, i0 + l)));
       }
     }
   }

@@ -41,8 +41,7 @@ void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count,
       const std::uint64_t n = count - done < cap ? count - done : cap;
       dkstd_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out);
       ATTN_CUDA_CHECK_LAUNCH();
-      ATTN_CUDA_CHECK(
-          cudaMemcpy(out + done, d_out, n * sizeof(Moments), cudaMemcpyDeviceToHost));
+      ATTN_CUDA_CHECK(cudaMemcpy(out + done, d_out, n * sizeof(Moments), cudaMemcpyDeviceToHost));
     }
   } catch (...) {
     cudaFree(d_out);

@@ -8,7 +8,9 @@ namespace attn::dkstd {
 Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monitor& monitor) {
   const std::uint64_t rows_per_chunk = std::max<std::uint64_t>(1, 65536 / d_k);
   const std::uint64_t chunks = (samples + rows_per_chunk - 1) / rows_per_chunk;
-  auto rows_in = [&](std::uint64_t c) { return std::min(rows_per_chunk, samples - c * rows_per_chunk); };
+  auto rows_in = [&](std::uint64_t c) {
+    return std::min(rows_per_chunk, samples - c * rows_per_chunk);
+  };
 
   numpy_rng::Pcg64 g = gen_;  // a local copy stays in registers in the hot loops
   // Pass 1: walk q's N d_k normals, recording the generator at every chunk start.

@@ -61,7 +61,7 @@ ATTN_HD ATTN_INLINE float log_positive(float x) {
   p = fma(p, f, -0x1p-1f);
   const float log1p_f = fma(f * f, p, f);
   const float ef = static_cast<float>(e);
-  constexpr float kLn2Hi = 0x1.62e4p-1f;       // ln 2 = kLn2Hi + kLn2Lo; e * kLn2Hi is
+  constexpr float kLn2Hi = 0x1.62e4p-1f;     // ln 2 = kLn2Hi + kLn2Lo; e * kLn2Hi is
   constexpr float kLn2Lo = 0x1.7f7d1cp-20f;  // exact for |e| < 2^7 (here |e| <= 33)
   return fma(ef, kLn2Hi, fma(ef, kLn2Lo, log1p_f));
 }

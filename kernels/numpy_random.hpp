@@ -45,8 +45,10 @@ class SeedSequence {
       hash *= kMultB;
       v *= hash;
       v ^= v >> kXShift;
-      if (i % 2 == 0) out[i / 2] = v;
-      else out[i / 2] |= static_cast<std::uint64_t>(v) << 32;
+      if (i % 2 == 0)
+        out[i / 2] = v;
+      else
+        out[i / 2] |= static_cast<std::uint64_t>(v) << 32;
     }
   }
 
@@ -91,8 +93,8 @@ class Pcg64 {
   ATTN_HD std::uint64_t next_uint64() {
     step();
     const unsigned rot = static_cast<unsigned>(state_ >> 122);
-    const std::uint64_t x = static_cast<std::uint64_t>(state_ >> 64) ^
-                            static_cast<std::uint64_t>(state_);
+    const std::uint64_t x =
+        static_cast<std::uint64_t>(state_ >> 64) ^ static_cast<std::uint64_t>(state_);
     return (x >> rot) | (x << ((64u - rot) & 63u));
   }
 
@@ -143,7 +145,8 @@ __noinline__
 #else
 __attribute__((noinline))
 #endif
-ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x) {
+    ATTN_HD double
+    standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x) {
   for (;;) {
     if (idx == 0) {
       for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)

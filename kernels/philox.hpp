@@ -28,17 +28,16 @@ struct Key {
   std::uint32_t v[2];
 };
 
-inline constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
+inline constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;    // round multipliers
 inline constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key schedule
 
 // Philox4x32-10: returns the four 32-bit words for counter c under key k.
 ATTN_HD ATTN_INLINE Counter philox_round(Counter c, Key k) {
   const std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * c.v[0];
   const std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * c.v[2];
-  return Counter{{static_cast<std::uint32_t>(p1 >> 32) ^ c.v[1] ^ k.v[0],
-                  static_cast<std::uint32_t>(p1),
-                  static_cast<std::uint32_t>(p0 >> 32) ^ c.v[3] ^ k.v[1],
-                  static_cast<std::uint32_t>(p0)}};
+  return Counter{
+      {static_cast<std::uint32_t>(p1 >> 32) ^ c.v[1] ^ k.v[0], static_cast<std::uint32_t>(p1),
+       static_cast<std::uint32_t>(p0 >> 32) ^ c.v[3] ^ k.v[1], static_cast<std::uint32_t>(p0)}};
 }
 
 // Philox4x32-10: returns the four 32-bit words for counter c under key k.
@@ -57,8 +56,8 @@ ATTN_HD ATTN_INLINE Counter philox4x32_10(Counter c, Key k) {
 ATTN_HD ATTN_INLINE void box_muller(std::uint32_t a, std::uint32_t b, float& n0, float& n1) {
   // u1 = (floor(a/2) + 1/2) 2^-31, in [2^-32, 1]; the signed conversion is exact to 24 bits
   // and vectorizes on CPUs without an unsigned one.
-  const float u1 = fm::fma(static_cast<float>(static_cast<std::int32_t>(a >> 1)), 0x1p-31f,
-                           0x1p-32f);
+  const float u1 =
+      fm::fma(static_cast<float>(static_cast<std::int32_t>(a >> 1)), 0x1p-31f, 0x1p-32f);
   const float r = sqrtf(-2.0f * fm::log_positive(u1));
   const std::uint32_t quadrant = b >> 30;
   const float t = static_cast<float>(static_cast<std::int32_t>(b & 0x3fffffffu) - (1 << 29)) *
@@ -82,10 +81,9 @@ ATTN_HD ATTN_INLINE Key key_from_seed(std::uint64_t seed) {
 // counter is (block, stream, item low word, item high word).
 ATTN_HD ATTN_INLINE void normals4(Key key, std::uint32_t stream, std::uint64_t item,
                                   std::uint32_t block, float out[4]) {
-  const Counter w = philox4x32_10(
-      Counter{{block, stream, static_cast<std::uint32_t>(item),
-               static_cast<std::uint32_t>(item >> 32)}},
-      key);
+  const Counter w = philox4x32_10(Counter{{block, stream, static_cast<std::uint32_t>(item),
+                                           static_cast<std::uint32_t>(item >> 32)}},
+                                  key);
   box_muller(w.v[0], w.v[1], out[0], out[1]);
   box_muller(w.v[2], w.v[3], out[2], out[3]);
 }

@@ -37,8 +37,10 @@ ATTN_HD inline void fill_block(const Params& p, std::uint64_t row, std::uint32_t
   philox::normals4(philox::key_from_seed(p.seed), kStreamTag | p.d_k, row, b, n);
   for (int s = 0; s < 4; ++s) {
     const std::uint64_t e = 4ull * b + s;
-    if (e < p.d_k) q[e] = n[s];
-    else if (e < p.normals_per_row()) k[e - p.d_k] = n[s];
+    if (e < p.d_k)
+      q[e] = n[s];
+    else if (e < p.normals_per_row())
+      k[e - p.d_k] = n[s];
   }
 }
 

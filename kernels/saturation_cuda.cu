@@ -47,8 +47,8 @@ void row_stats_cuda(const Params& p, std::uint64_t first, std::int64_t rows, dou
     ATTN_CUDA_CHECK(cudaMalloc(&weights, rows * n * sizeof(double)));
     ATTN_CUDA_CHECK(cudaMalloc(&stats, rows * kStats * sizeof(double)));
     const std::int64_t fill_threads = rows * blocks;
-    fill_kernel<<<static_cast<unsigned>((fill_threads + 255) / 256), 256>>>(p, first, rows,
-                                                                            blocks, q, k);
+    fill_kernel<<<static_cast<unsigned>((fill_threads + 255) / 256), 256>>>(p, first, rows, blocks,
+                                                                            q, k);
     ATTN_CUDA_CHECK_LAUNCH();
     batched_scores_cuda<double>(q, k, scores, static_cast<int>(rows), 1, n, d, 1.0);
     const double scales[2] = {1.0, 1.0 / std::sqrt(static_cast<double>(d))};
@@ -58,8 +58,7 @@ void row_stats_cuda(const Params& p, std::uint64_t first, std::int64_t rows, dou
                                                                        stats);
       ATTN_CUDA_CHECK_LAUNCH();
     }
-    ATTN_CUDA_CHECK(
-        cudaMemcpy(out, stats, rows * kStats * sizeof(double), cudaMemcpyDeviceToHost));
+    ATTN_CUDA_CHECK(cudaMemcpy(out, stats, rows * kStats * sizeof(double), cudaMemcpyDeviceToHost));
   } catch (...) {
     for (double* ptr : {q, k, scores, weights, stats}) cudaFree(ptr);
     throw;

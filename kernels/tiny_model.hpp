@@ -59,8 +59,10 @@ struct TrainResult {
 // x as a T: the scalar itself, or (in the CPU twin's lane packs, lanes.hpp) every lane set to x.
 template <class T>
 ATTN_HD ATTN_INLINE T splat(double x) {
-  if constexpr (std::is_arithmetic_v<T>) return static_cast<T>(x);
-  else return T{} + static_cast<decltype(T{}[0])>(x);  // a lane pack: every lane
+  if constexpr (std::is_arithmetic_v<T>)
+    return static_cast<T>(x);
+  else
+    return T{} + static_cast<decltype(T{}[0])>(x);  // a lane pack: every lane
 }
 
 ATTN_HD inline bool trains_values(Config c) {
@@ -138,8 +140,10 @@ ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
 
 template <class T>
 ATTN_HD void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
-  if (o.grad == Grad::numeric) numeric_grad(p, m, splat<T>(o.h), g);
-  else analytic_grad(p, m, g);
+  if (o.grad == Grad::numeric)
+    numeric_grad(p, m, splat<T>(o.h), g);
+  else
+    analytic_grad(p, m, g);
 }
 
 template <class T>
@@ -209,8 +213,8 @@ void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const
 #if defined(ATTNLAB_WITH_CUDA)
 // GPU: one model per thread, the whole loop in registers, one launch. Host pointers in/out.
 template <class T>
-void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n,
-                      const TrainOptions& o, TrainResult* out);
+void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
+                      TrainResult* out);
 #endif
 
 }  // namespace attn::tiny

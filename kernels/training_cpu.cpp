@@ -11,8 +11,8 @@ namespace attn::tiny {
 namespace {
 
 template <class T>
-ATTN_CPU_CLONES void train_group(Config c, const std::uint64_t* seeds, int n,
-                                 const TrainOptions& o, TrainResult* out) {
+ATTN_CPU_CLONES void train_group(Config c, const std::uint64_t* seeds, int n, const TrainOptions& o,
+                                 TrainResult* out) {
   using P = typename PackOf<T>::type;
   Params<P> p;
   for (int l = 0; l < kPackLanes; ++l) {  // a short last group repeats its last seed

@@ -20,8 +20,8 @@ __global__ void train_kernel(Config c, const std::uint64_t* __restrict__ seeds, 
 }  // namespace
 
 template <class T>
-void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n,
-                      const TrainOptions& o, TrainResult* out) {
+void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
+                      TrainResult* out) {
   if (n <= 0) return;
   std::uint64_t* d_seeds = nullptr;
   TrainResult* d_out = nullptr;

@@ -1,13 +1,13 @@
 // helpers.hpp: small things several tests need: running demo, asking numpy, reading test data.
 #pragma once
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
 namespace attn::test {
 

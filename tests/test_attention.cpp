@@ -45,15 +45,17 @@ void reference(const AttentionShape& sh, const Buffers& b, std::vector<long doub
       for (int j = 0; j < valid; ++j) {
         const long double p = std::exp(sc[j] - mx) / sum;
         weights[(std::size_t(bt) * n + i) * n + j] = p;
-        for (int c = 0; c < dv; ++c) out[(std::size_t(bt) * n + i) * dv + c] += p * proj(b.wv, dv, j, c);
+        for (int c = 0; c < dv; ++c)
+          out[(std::size_t(bt) * n + i) * dv + c] += p * proj(b.wv, dv, j, c);
       }
     }
   }
 }
 
 void run_cpu(const AttentionShape& sh, Buffers& b) {
-  AttentionProblem<double> p{sh, b.x.data(), b.wq.data(), b.wk.data(), b.wv.data(), b.q.data(),
-                             b.k.data(), b.v.data(), b.s.data(), b.p.data(), b.o.data()};
+  AttentionProblem<double> p{sh,          b.x.data(), b.wq.data(), b.wk.data(),
+                             b.wv.data(), b.q.data(), b.k.data(),  b.v.data(),
+                             b.s.data(),  b.p.data(), b.o.data()};
   attention_forward_cpu(p);
 }
 
@@ -95,7 +97,8 @@ TEST(AttentionCpu, MatchesLongDoubleReferenceOnRandomShapes) {
     double max_err = 0;
     for (std::size_t i = 0; i < out.size(); ++i)
       max_err = std::max(max_err, double(std::fabs(b.o[i] - out[i]) / (1 + std::fabs(out[i]))));
-    for (std::size_t i = 0; i < w.size(); ++i) max_err = std::max(max_err, double(std::fabs(b.p[i] - w[i])));
+    for (std::size_t i = 0; i < w.size(); ++i)
+      max_err = std::max(max_err, double(std::fabs(b.p[i] - w[i])));
     EXPECT_LT(max_err, 1e-12) << "B=" << sh.batch << " n=" << sh.n << " d_model=" << sh.d_model
                               << " d_k=" << sh.d_k << " causal=" << sh.causal;
   }
@@ -136,7 +139,7 @@ TEST(AttentionCpu, LessonWeightedAverageByHand) {
   EXPECT_NEAR(b.p[0], e0 / (e0 + e1 + e2), 1e-15);
   EXPECT_NEAR(b.p[2], e2 / (e0 + e1 + e2), 1e-15);
   EXPECT_NEAR(b.o[0], (2 * e0 + e1) / (e0 + e1 + e2), 1e-15);  // cat's x
-  EXPECT_NEAR(b.p[4], 1.0 / 3, 1e-15);                          // dog: equal scores
+  EXPECT_NEAR(b.p[4], 1.0 / 3, 1e-15);                         // dog: equal scores
 }
 
 TEST(AttentionCpu, FloatAgreesWithDoubleToFloatPrecision) {
@@ -150,7 +153,8 @@ TEST(AttentionCpu, FloatAgreesWithDoubleToFloatPrecision) {
   attention_forward_cpu(AttentionProblem<float>{sh, x.data(), wq.data(), wk.data(), wv.data(),
                                                 q.data(), k.data(), v.data(), s.data(), p.data(),
                                                 o.data()});
-  for (std::size_t i = 0; i < o.size(); ++i) EXPECT_NEAR(o[i], b.o[i], 1e-5 * (1 + std::fabs(b.o[i])));
+  for (std::size_t i = 0; i < o.size(); ++i)
+    EXPECT_NEAR(o[i], b.o[i], 1e-5 * (1 + std::fabs(b.o[i])));
 }
 
 TEST(AttentionCpu, RejectsNonPositiveShapes) {

@@ -144,10 +144,9 @@ TEST(CliInfo, Version) {
 TEST(CliInfo, ListNamesEveryTable) {
   const ProcessResult r = run_demo("--list");
   EXPECT_EQ(r.exit_code, 0);
-  const std::vector<std::string> names = {"rnn-decay",      "weighted-average", "qkv",
-                                          "knob",           "dk-std",           "training",
-                                          "self-attention", "softmax-saturation",
-                                          "training-sweep"};
+  const std::vector<std::string> names = {
+      "rnn-decay",      "weighted-average",   "qkv",           "knob", "dk-std", "training",
+      "self-attention", "softmax-saturation", "training-sweep"};
   // Each name is the first word of a line of its own.
   std::set<std::string> first_words;
   for (const auto& l : lines_of(r.out)) {

@@ -116,8 +116,8 @@ Table sample_table() {
              std::monostate{}});
   t.add_row({std::int64_t{-20}, 1.0 / 3.0, std::string("x,y"), std::vector<double>{},
              std::string("he said \"hi\"")});
-  t.add_row({std::int64_t{300}, 0.1 + 0.2, std::string("two\nlines"),
-             std::vector<double>{0.5}, std::int64_t{7}});
+  t.add_row({std::int64_t{300}, 0.1 + 0.2, std::string("two\nlines"), std::vector<double>{0.5},
+             std::int64_t{7}});
   t.notes = {"first note", "second note"};
   t.run = {{"generator", "test"}, {"seed", 3}};
   return t;
@@ -395,7 +395,8 @@ TEST(Render, MarkdownTables) {
   EXPECT_NE(md.find("| 2 | 0.50 |\n"), std::string::npos) << md;  // display "%.2f"
   EXPECT_NE(md.find("| word |\n|---|\n| x |\n"), std::string::npos) << md;
   EXPECT_NE(md.find("- alpha note"), std::string::npos) << md;
-  // Every table line starts and ends with a pipe. Header separator: right after each header, pipes and dashes only, same column count.
+  // Every table line starts and ends with a pipe. Header separator: right after each header, pipes
+  // and dashes only, same column count.
   for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
     if (lines[i].rfind("| k |", 0) == 0 || lines[i].rfind("| word |", 0) == 0) {
       const std::string& sep = lines[i + 1];

@@ -17,10 +17,10 @@
 namespace attn {
 namespace {
 
-#define REQUIRE_GPU()                                                           \
-  do {                                                                          \
-    const GpuInfo g = query_gpu();                                              \
-    if (!g.present) GTEST_SKIP() << "no GPU: " << g.why_not;                    \
+#define REQUIRE_GPU()                                        \
+  do {                                                       \
+    const GpuInfo g = query_gpu();                           \
+    if (!g.present) GTEST_SKIP() << "no GPU: " << g.why_not; \
   } while (0)
 
 template <class T>
@@ -55,9 +55,9 @@ void compare_attention(const AttentionShape& sh, double tol, std::mt19937_64& rn
     o->o.resize(o->v.size());
   }
   auto problem = [&](Out& o) {
-    return AttentionProblem<T>{sh,          x.data(),    wq.data(),   wk.data(),
-                               wv.data(),   o.q.data(),  o.k.data(),  o.v.data(),
-                               o.s.data(),  o.p.data(),  o.o.data()};
+    return AttentionProblem<T>{sh,         x.data(),   wq.data(),  wk.data(),
+                               wv.data(),  o.q.data(), o.k.data(), o.v.data(),
+                               o.s.data(), o.p.data(), o.o.data()};
   };
   attention_forward_cpu(problem(cpu));
   attention_forward_cuda_host(problem(gpu));
@@ -107,7 +107,8 @@ TEST(GpuDkStd, ChunksEqualCpuTwinBitForBit) {
     dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
     for (std::uint64_t c = 0; c < p.chunks(); ++c)
       EXPECT_EQ(std::memcmp(&cpu[c], &gpu[c], sizeof(Moments)), 0)
-          << "d_k " << d_k << " chunk " << c << ": std " << cpu[c].stddev() << " vs " << gpu[c].stddev();
+          << "d_k " << d_k << " chunk " << c << ": std " << cpu[c].stddev() << " vs "
+          << gpu[c].stddev();
   }
 }
 

@@ -147,7 +147,8 @@ TEST(LessonKnob, GradientDescentOnC) {
   for (std::size_t i = 0; i < lesson.size(); ++i) {
     const auto& r = t.rows[i];
     EXPECT_EQ(std::to_string(std::get<std::int64_t>(r[0])), lesson[i][0]);
-    const double c = std::get<double>(r[1]), p = std::get<double>(r[2]), loss = std::get<double>(r[3]);
+    const double c = std::get<double>(r[1]), p = std::get<double>(r[2]),
+                 loss = std::get<double>(r[3]);
     EXPECT_EQ(shown(c, "%.3f"), lesson[i][1]);
     EXPECT_EQ(shown(p, "%.3f"), lesson[i][2]);
     EXPECT_EQ(shown(loss, "~%.5f"), lesson[i][3]);
@@ -156,7 +157,8 @@ TEST(LessonKnob, GradientDescentOnC) {
     EXPECT_NEAR(loss, 2 * (1 - p) * (1 - p), 1e-15);
     EXPECT_NEAR(std::get<double>(r[4]), -4 * (1 - p) * p * (1 - p) / std::sqrt(2.0), 1e-15);
   }
-  EXPECT_NEAR(std::get<double>(t.rows[1][1]), 1.0 / (2 * std::sqrt(2.0)), 1e-15);  // 4 * .5 * .25 / sqrt2
+  EXPECT_NEAR(std::get<double>(t.rows[1][1]), 1.0 / (2 * std::sqrt(2.0)),
+              1e-15);  // 4 * .5 * .25 / sqrt2
 }
 
 TEST(LessonDkStd, TheLessonsStreamDigitForDigit) {

@@ -185,8 +185,8 @@ TEST(Moments, PushIntoLooseFieldsEqualsPush) {
 TEST(Moments, MergeOfTwoPartsMatchesPushingEverything) {
   const auto x = skewed_sample(10000, 21);
   // Split points: balanced, lopsided, and with one side a single value.
-  for (std::size_t split : {std::size_t(5000), std::size_t(1), std::size_t(9999),
-                            std::size_t(137), std::size_t(7000)}) {
+  for (std::size_t split : {std::size_t(5000), std::size_t(1), std::size_t(9999), std::size_t(137),
+                            std::size_t(7000)}) {
     const Moments a = push_all(x, 0, split), b = push_all(x, split);
     const Moments r = merge(a, b);
     SCOPED_TRACE(split);

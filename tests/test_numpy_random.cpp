@@ -246,7 +246,9 @@ TEST(NumpyStandardNormal, TwoHundredThousandIncludingTailMatchFreshNumpyExactly)
   constexpr int kDraws = 200000;
   const std::string out = test::run_python(
       "import numpy as np\n"
-      "x = np.random.default_rng(7).standard_normal(" + std::to_string(kDraws) + ")\n"
+      "x = np.random.default_rng(7).standard_normal(" +
+      std::to_string(kDraws) +
+      ")\n"
       "print(x.astype('<f8').tobytes().hex())\n");
   const auto t = tokens(out);
   ASSERT_EQ(t.size(), 1u);

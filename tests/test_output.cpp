@@ -126,7 +126,8 @@ TEST(AtomicFile, OverwriteReplacesAnExistingTarget) {
   {
     AtomicFile f(path, true);
     f.write("new\n");
-    EXPECT_EQ(slurp(path), "original, and longer than the new content\n") << "replaced before commit";
+    EXPECT_EQ(slurp(path), "original, and longer than the new content\n")
+        << "replaced before commit";
     f.commit();
   }
   EXPECT_EQ(slurp(path), "new\n");
@@ -266,7 +267,8 @@ TEST(DemoOut, TableNamedTwiceDoesNotFailOnItsOwnFiles) {
     EXPECT_TRUE(fs::exists(out + "/rnn-decay.json"));
   } else {
     EXPECT_EQ(r.out, "") << "refused after doing the work; stderr: " << r.err;
-    EXPECT_FALSE(fs::exists(out + "/rnn-decay.csv")) << "refused, but wrote files; stderr: " << r.err;
+    EXPECT_FALSE(fs::exists(out + "/rnn-decay.csv"))
+        << "refused, but wrote files; stderr: " << r.err;
   }
 }
 

@@ -31,7 +31,8 @@ void expect_rejected(const std::string& option, const std::string& bad,
   const std::string msg = error_of(f);
   EXPECT_NE(msg, "<no error>") << option << " accepted '" << bad << "'";
   EXPECT_EQ(msg.rfind("<wrong exception type>", 0), std::string::npos) << msg;
-  EXPECT_NE(msg.find(option), std::string::npos) << "message does not name " << option << ": " << msg;
+  EXPECT_NE(msg.find(option), std::string::npos)
+      << "message does not name " << option << ": " << msg;
   EXPECT_NE(msg.find("'" + bad + "'"), std::string::npos)
       << "message does not echo '" << bad << "': " << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
@@ -49,8 +50,8 @@ TEST(ParseCount, PlainAndExponentForms) {
 }
 
 TEST(ParseCount, RejectsWhatIsNotAPositiveWholeNumber) {
-  for (const std::string bad : {"0", "-3", "abc", "1.5", "", "nan", "inf", "-inf", "1e300",
-                                "0.5", "1e-3", "10 ", " 10", "10k", "1e", "9007199254740994"}) {
+  for (const std::string bad : {"0", "-3", "abc", "1.5", "", "nan", "inf", "-inf", "1e300", "0.5",
+                                "1e-3", "10 ", " 10", "10k", "1e", "9007199254740994"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--samples", bad, [&] { parse_count("--samples", bad); });
   }
@@ -94,8 +95,8 @@ TEST(ParseInt, InclusiveRange) {
 }
 
 TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
-  for (const std::string bad : {"0", "65537", "-1", "1.0", "1e3", "", "abc", "3x",
-                                "9223372036854775808"}) {
+  for (const std::string bad :
+       {"0", "65537", "-1", "1.0", "1e3", "", "abc", "3x", "9223372036854775808"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--keys", bad, [&] { parse_int("--keys", bad, 1, 65536); });
   }
@@ -120,8 +121,8 @@ TEST(ParseReal, OpenAndClosedLowerBound) {
 }
 
 TEST(ParseReal, RejectsNonFiniteAndNonNumbers) {
-  for (const std::string bad : {"nan", "NaN", "inf", "-inf", "infinity", "", "abc", "1.5x",
-                                "1e400", " 1"}) {
+  for (const std::string bad :
+       {"nan", "NaN", "inf", "-inf", "infinity", "", "abc", "1.5x", "1e400", " 1"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--lr", bad, [&] { parse_real("--lr", bad, 0, 1e300, true); });
   }
@@ -130,7 +131,8 @@ TEST(ParseReal, RejectsNonFiniteAndNonNumbers) {
 // ---- parse_int_list --------------------------------------------------------------------------
 
 TEST(ParseIntList, CommaList) {
-  EXPECT_EQ(parse_int_list("--dk", "2,64,512", 1, 1 << 20), (std::vector<std::int64_t>{2, 64, 512}));
+  EXPECT_EQ(parse_int_list("--dk", "2,64,512", 1, 1 << 20),
+            (std::vector<std::int64_t>{2, 64, 512}));
   EXPECT_EQ(parse_int_list("--dk", "7", 1, 1 << 20), (std::vector<std::int64_t>{7}));
   EXPECT_EQ(parse_int_list("--n", "0,1,2,3", 0, 10), (std::vector<std::int64_t>{0, 1, 2, 3}));
 }
@@ -223,14 +225,15 @@ TEST(ParseNameList, CommaListOfAllowedNames) {
             (std::vector<std::string>{"all-random", "qk-random"}));
   EXPECT_EQ(parse_name_list("--configs", "qk-identity", allowed),
             (std::vector<std::string>{"qk-identity"}));
-  for (const std::string bad : {"nosuch", "qk-random,nosuch", "", "qk-random,", ",qk-random",
-                                "qk-random,,all-random"}) {
+  for (const std::string bad :
+       {"nosuch", "qk-random,nosuch", "", "qk-random,", ",qk-random", "qk-random,,all-random"}) {
     SCOPED_TRACE("'" + bad + "'");
     const std::string msg = error_of([&] { parse_name_list("--configs", bad, allowed); });
     EXPECT_NE(msg, "<no error>") << "accepted '" << bad << "'";
     EXPECT_NE(msg.find("--configs"), std::string::npos) << msg;
   }
-  const std::string msg = error_of([&] { parse_name_list("--configs", "qk-random,nosuch", allowed); });
+  const std::string msg =
+      error_of([&] { parse_name_list("--configs", "qk-random,nosuch", allowed); });
   EXPECT_NE(msg.find("nosuch"), std::string::npos) << msg;
 }
 

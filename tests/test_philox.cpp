@@ -90,8 +90,8 @@ TEST(Philox, MatchesRandom123OnRandomCountersAndKeys) {
   r123::Philox4x32 ref;
   for (int trial = 0; trial < 200000; ++trial) {
     const std::uint64_t a = gen(), b = gen(), k = gen();
-    const Counter c{{std::uint32_t(a), std::uint32_t(a >> 32), std::uint32_t(b),
-                     std::uint32_t(b >> 32)}};
+    const Counter c{
+        {std::uint32_t(a), std::uint32_t(a >> 32), std::uint32_t(b), std::uint32_t(b >> 32)}};
     const Key key{{std::uint32_t(k), std::uint32_t(k >> 32)}};
     const Counter out = philox::philox4x32_10(c, key);
     const r123::Philox4x32::ctr_type rc = {{c.v[0], c.v[1], c.v[2], c.v[3]}};
@@ -106,8 +106,8 @@ TEST(Philox, SingleRoundMatchesRandom123) {
   std::mt19937_64 gen(7);
   for (int trial = 0; trial < 20000; ++trial) {
     const std::uint64_t a = gen(), b = gen(), k = gen();
-    const Counter c{{std::uint32_t(a), std::uint32_t(a >> 32), std::uint32_t(b),
-                     std::uint32_t(b >> 32)}};
+    const Counter c{
+        {std::uint32_t(a), std::uint32_t(a >> 32), std::uint32_t(b), std::uint32_t(b >> 32)}};
     const Key key{{std::uint32_t(k), std::uint32_t(k >> 32)}};
     const Counter out = philox::philox_round(c, key);
     const philox4x32_ctr_t rc = {{c.v[0], c.v[1], c.v[2], c.v[3]}};
@@ -123,7 +123,8 @@ TEST(Philox, Normals4UsesTheDocumentedCounterLayout) {
   r123::Philox4x32 ref;
   for (int trial = 0; trial < 5000; ++trial) {
     const std::uint64_t seed = gen(), item = gen();
-    const auto stream = static_cast<std::uint32_t>(gen()), block = static_cast<std::uint32_t>(gen());
+    const auto stream = static_cast<std::uint32_t>(gen()),
+               block = static_cast<std::uint32_t>(gen());
     float got[4];
     philox::normals4(philox::key_from_seed(seed), stream, item, block, got);
     const r123::Philox4x32::ctr_type rc = {
@@ -156,8 +157,10 @@ struct UlpCheck {
   float worst_at = 0;
   void add(float x, double approx, double exact) {
     double err;
-    if (exact == 0) err = approx == 0 ? 0 : std::numeric_limits<double>::infinity();
-    else err = std::fabs(approx - exact) / float_ulp(exact);
+    if (exact == 0)
+      err = approx == 0 ? 0 : std::numeric_limits<double>::infinity();
+    else
+      err = std::fabs(approx - exact) / float_ulp(exact);
     if (err > worst) {
       worst = err;
       worst_at = x;
@@ -249,8 +252,8 @@ TEST(BoxMuller, MatchesExactPolarFormula) {
     philox::box_muller(a, b, n0, n1);
     const long double u1 = (static_cast<long double>(a >> 1) + 0.5L) * 0x1p-31L;
     const long double r = std::sqrt(-2.0L * std::log(u1));
-    const long double theta = 2 * static_cast<long double>(kPi) * b * 0x1p-32L -
-                              static_cast<long double>(kPi) / 4;
+    const long double theta =
+        2 * static_cast<long double>(kPi) * b * 0x1p-32L - static_cast<long double>(kPi) / 4;
     const double e0 = static_cast<double>(r * std::cos(theta));
     const double e1 = static_cast<double>(r * std::sin(theta));
     const double rd = static_cast<double>(r);
@@ -265,8 +268,8 @@ TEST(BoxMuller, MatchesExactPolarFormula) {
   }
   // Every quadrant and its edges.
   for (std::uint32_t q = 0; q < 4; ++q)
-    for (std::uint32_t b : {q << 30, (q << 30) | 1u, (q << 30) | 0x1fffffffu, (q << 30) | 0x20000000u,
-                            (q << 30) | 0x3fffffffu})
+    for (std::uint32_t b : {q << 30, (q << 30) | 1u, (q << 30) | 0x1fffffffu,
+                            (q << 30) | 0x20000000u, (q << 30) | 0x3fffffffu})
       check(0x12345678u, b);
 }
 
@@ -334,8 +337,7 @@ TEST(BoxMuller, MomentsOfTwoMillionNormals) {
   // Central: variance, skewness, kurtosis (standard errors sqrt(2/n), sqrt(6/n), sqrt(24/n)).
   const double var = m2 - m1 * m1;
   const double skew = (m3 - 3 * m1 * m2 + 2 * m1 * m1 * m1) / std::pow(var, 1.5);
-  const double kurt =
-      (m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1 * m1 * m1 * m1) / (var * var);
+  const double kurt = (m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1 * m1 * m1 * m1) / (var * var);
   EXPECT_NEAR(var, 1.0, 5 * std::sqrt(2.0 / n));
   EXPECT_NEAR(skew, 0.0, 5 * std::sqrt(6.0 / n));
   EXPECT_NEAR(kurt, 3.0, 5 * std::sqrt(24.0 / n));

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "helpers.hpp"
@@ -26,13 +26,13 @@ std::vector<T> softmax(const std::vector<T>& s, T scale = T(1), int valid = -1) 
 }
 
 // softmax(scale * s[0..valid)) in long double, the textbook way (max subtracted).
-std::vector<long double> reference_softmax(const std::vector<double>& s, double scale,
-                                           int valid) {
+std::vector<long double> reference_softmax(const std::vector<double>& s, double scale, int valid) {
   long double m = -INFINITY;
   for (int j = 0; j < valid; ++j) m = std::fmax(m, static_cast<long double>(scale) * s[j]);
   std::vector<long double> p(s.size(), 0.0L);
   long double sum = 0;
-  for (int j = 0; j < valid; ++j) sum += p[j] = std::exp(static_cast<long double>(scale) * s[j] - m);
+  for (int j = 0; j < valid; ++j)
+    sum += p[j] = std::exp(static_cast<long double>(scale) * s[j] - m);
   for (int j = 0; j < valid; ++j) p[j] /= sum;
   return p;
 }
@@ -177,8 +177,7 @@ TEST(SoftmaxRow, RandomRowsMatchLongDoubleReference) {
     std::vector<double> sfd(sf.begin(), sf.end());
     const auto wf = softmax(sf, static_cast<float>(scale));
     const auto wantf = reference_softmax(sfd, static_cast<float>(scale), n);
-    for (int j = 0; j < n; ++j)
-      EXPECT_NEAR(wf[j], static_cast<double>(wantf[j]), 4e-6) << trial;
+    for (int j = 0; j < n; ++j) EXPECT_NEAR(wf[j], static_cast<double>(wantf[j]), 4e-6) << trial;
   }
 }
 
@@ -251,7 +250,8 @@ TEST(RowStats, NearlyOneHotStaysSmallAndFinite) {
   EXPECT_LE(s.jacobian_norm, 2e-9 + 3e-8);
   EXPECT_EQ(s.max_weight, 1.0 - 1e-9);
   long double ent = 0;
-  for (int j = 0; j < 2; ++j) ent -= static_cast<long double>(p[j]) * std::log(static_cast<long double>(p[j]));
+  for (int j = 0; j < 2; ++j)
+    ent -= static_cast<long double>(p[j]) * std::log(static_cast<long double>(p[j]));
   EXPECT_NEAR(s.entropy, static_cast<double>(ent), 1e-21);  // ~2.2e-8, to a few ulps
 }
 
@@ -270,7 +270,8 @@ TEST(RowStats, ClosedFormJacobianNormMatchesExplicitMatrix) {
     double mx = 0;
     for (int i = 0; i < n; ++i) {
       mx = std::max(mx, p[i]);
-      if (p[i] > 0) ent -= static_cast<long double>(p[i]) * std::log(static_cast<long double>(p[i]));
+      if (p[i] > 0)
+        ent -= static_cast<long double>(p[i]) * std::log(static_cast<long double>(p[i]));
       for (int j = 0; j < n; ++j) {
         const long double jij = (i == j ? static_cast<long double>(p[i]) : 0.0L) -
                                 static_cast<long double>(p[i]) * p[j];

@@ -53,8 +53,8 @@ TEST(TrainingLesson, NumericGradientsReproduceTheTable) {
 // "The analytic gradient on the same schedule agrees to about 1e-6" and gives the same table.
 TEST(TrainingLesson, AnalyticGradientsAgreeWithNumeric) {
   const TrainOptions num;
-  for (Config c : {Config::qk_identity, Config::all_identity, Config::all_random,
-                   Config::qk_random})
+  for (Config c :
+       {Config::qk_identity, Config::all_identity, Config::all_random, Config::qk_random})
     for (std::uint64_t seed : {0, 1}) {
       const auto a = train_cpu(c, seed, analytic());
       const auto n = train_cpu(c, seed, num);
@@ -150,7 +150,8 @@ TEST(TrainingNumpy, SeedsBeyondTheLessonMatchNumpy) {
     const auto& want = run["result"];
     const double got[4] = {r.weight_on_apple, r.out_x, r.out_y, r.loss};
     for (int i = 0; i < 3; ++i)  // weight, out_x, out_y
-      EXPECT_NEAR(got[i], want[i].get<double>(), 1e-9 * std::fmax(1.0, std::fabs(want[i].get<double>())))
+      EXPECT_NEAR(got[i], want[i].get<double>(),
+                  1e-9 * std::fmax(1.0, std::fabs(want[i].get<double>())))
           << run.dump();
     // The loss is tiny (1e-20 .. 1e-5): compare where it is meaningful.
     if (want[3].get<double>() > 1e-12) {
@@ -170,9 +171,9 @@ TEST(TrainingNumpy, LiveOracleForRandomSeeds) {
   std::mt19937_64 rng(rd());
   for (int i = 0; i < 2; ++i) {
     const std::uint64_t seed = rng() % 1000000000;
-    const auto out = test::run_command("/usr/bin/python3 " + std::string(ATTN_SOURCE_DIR) +
-                                       "/tests/oracle/lesson_numpy.py train all-random " +
-                                       std::to_string(seed));
+    const auto out =
+        test::run_command("/usr/bin/python3 " + std::string(ATTN_SOURCE_DIR) +
+                          "/tests/oracle/lesson_numpy.py train all-random " + std::to_string(seed));
     ASSERT_EQ(out.exit_code, 0) << out.err;
     std::istringstream in(out.out);
     double w, x, y, loss;
