@@ -89,8 +89,9 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
       if (per_seed) per_seed->write(rows);
       progress.advance(static_cast<double>(m) * ctx.opt.train.steps);
     }
-    const std::vector<double> q = s.weights.empty() ? std::vector<double>(kProbs.size(), NAN)
-                                                    : ctx.backend.quantiles(s.weights, kProbs);
+    const std::vector<double> q = s.weights.empty()
+                                      ? std::vector<double>(kProbs.size(), NAN)
+                                      : ctx.backend.quantiles(std::move(s.weights), kProbs);
     t.add_row({name, static_cast<std::int64_t>(n), s.weight.mean, s.weight.stddev(), s.min, q[0],
                q[1], q[2], q[3], q[4], s.max, static_cast<double>(s.converged) / n});
     hist[name] = s.histogram;

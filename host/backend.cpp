@@ -80,12 +80,12 @@ void Backend::train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64
   tiny::train_seeds_cpu<double>(c, seeds, n, o, out);
 }
 
-std::vector<double> Backend::quantiles(const std::vector<double>& values,
+std::vector<double> Backend::quantiles(std::vector<double> values,
                                        const std::vector<double>& probs) const {
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return quantiles_cuda(values, probs);
 #endif
-  return quantiles_cpu(values, probs);
+  return quantiles_cpu(std::move(values), probs);
 }
 
 }  // namespace attn

@@ -39,8 +39,8 @@ class Backend {
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
                    const tiny::TrainOptions& o, bool f32, tiny::TrainResult* out) const;
-  std::vector<double> quantiles(const std::vector<double>& values,
-                                const std::vector<double>& probs) const;
+  // Sorts `values` (moved in: a sweep's weights can be large) and returns the quantiles.
+  std::vector<double> quantiles(std::vector<double> values, const std::vector<double>& probs) const;
 
  private:
   DeviceKind kind_ = DeviceKind::cpu;

@@ -28,7 +28,7 @@ Moments scalar_chunk(const dkstd::Plan& p, std::uint64_t chunk) {
 
 TEST(DkStdSampler, SimdTwinEqualsScalarLanesBitForBit) {
   // Odd and even d_k, d_k above and below the lane width, and a partial last chunk.
-  for (std::uint32_t d_k : {1u, 2u, 3u, 7u, 64u, 513u}) {
+  for (std::uint32_t d_k : {1u, 2u, 3u, 7u, 64u, 513u, 4096u}) {
     const dkstd::Plan p = dkstd::make_plan(3 * 256 + 37, d_k, 12345);
     std::vector<Moments> simd(p.chunks());
     dkstd::chunk_moments_cpu(p, 0, p.chunks(), simd.data());
