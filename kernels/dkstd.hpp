@@ -32,6 +32,11 @@ struct Plan {
     return static_cast<std::uint64_t>(kLanes) * samples_per_lane;
   }
   ATTN_HD std::uint64_t chunks() const { return (samples + chunk_samples() - 1) / chunk_samples(); }
+  // Chunk c covers samples [chunk_first(c), chunk_end(c)).
+  ATTN_HD std::uint64_t chunk_first(std::uint64_t c) const { return c * chunk_samples(); }
+  ATTN_HD std::uint64_t chunk_end(std::uint64_t c) const {
+    return chunk_first(c) + chunk_samples() < samples ? chunk_first(c) + chunk_samples() : samples;
+  }
 };
 
 // About 2^20 normals per chunk: enough work per GPU block, many chunks for a long run.
@@ -63,9 +68,7 @@ ATTN_HD ATTN_INLINE float sample_dot(philox::Key key, std::uint32_t d_k, std::ui
 // Lane `lane` of chunk `chunk`: its samples, pushed in order.
 ATTN_HD inline Moments lane_moments(const Plan& p, std::uint64_t chunk, unsigned lane) {
   const philox::Key key = philox::key_from_seed(p.seed);
-  const std::uint64_t first = chunk * p.chunk_samples();
-  const std::uint64_t end =
-      first + p.chunk_samples() < p.samples ? first + p.chunk_samples() : p.samples;
+  const std::uint64_t first = p.chunk_first(chunk), end = p.chunk_end(chunk);
   Moments m;
   for (std::uint32_t s = 0; s < p.samples_per_lane; ++s) {
     const std::uint64_t i = first + lane + static_cast<std::uint64_t>(kLanes) * s;

@@ -53,9 +53,7 @@ ATTN_CPU_CLONES void push_lanes(LaneArrays& a, unsigned lane0, const float* dots
 
 Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
   const philox::Key key = philox::key_from_seed(p.seed);
-  const std::uint64_t first = chunk * p.chunk_samples();
-  const std::uint64_t end =
-      first + p.chunk_samples() < p.samples ? first + p.chunk_samples() : p.samples;
+  const std::uint64_t first = p.chunk_first(chunk), end = p.chunk_end(chunk);
   LaneArrays a;
   for (std::uint32_t s = 0; s < p.samples_per_lane; ++s) {
     for (unsigned lane0 = 0; lane0 < kLanes; lane0 += kW) {

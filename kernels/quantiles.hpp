@@ -3,6 +3,7 @@
 // x[floor h]) on the sorted values.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -16,9 +17,21 @@ std::vector<double> quantiles_cuda(const std::vector<double>& values,
                                    const std::vector<double>& probs);
 #endif
 
-// Type-7 interpolation between the two order statistics that bracket (n - 1) p.
-inline double linear_quantile(double lower, double upper, double frac) {
-  return lower + frac * (upper - lower);
+// Quantiles of a sorted sample of n values, read through sorted_at(i) (host memory or the
+// device): type 7, interpolating between the order statistics that bracket (n - 1) p.
+template <class SortedAt>
+std::vector<double> quantiles_of_sorted(std::size_t n, const std::vector<double>& probs,
+                                        SortedAt sorted_at) {
+  std::vector<double> out;
+  for (double p : probs) {
+    const double h = (static_cast<double>(n) - 1) * p;
+    const double lo_h = std::floor(h);
+    const std::size_t lo = static_cast<std::size_t>(lo_h);
+    const std::size_t hi = lo + 1 < n ? lo + 1 : n - 1;
+    const double lower = sorted_at(lo);
+    out.push_back(lower + (h - lo_h) * (sorted_at(hi) - lower));
+  }
+  return out;
 }
 
 }  // namespace attn

@@ -2,12 +2,17 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace attn::test {
 
@@ -63,6 +68,45 @@ inline std::string run_python(const std::string& program) {
   std::remove(path);
   return r.out;
 }
+
+// The lines of s, without their newlines (a last line without one counts too).
+inline std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == '\n') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+// A fresh directory, removed with its contents when the test ends.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = std::filesystem::temp_directory_path() /
+           ("attn-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return file(name);
+  }
+};
 
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);

@@ -16,20 +16,7 @@ namespace {
 using test::ProcessResult;
 using test::run_demo;
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == '\n') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
+using test::lines_of;
 
 // A CSV line's fields (no quoted fields expected in these tables).
 std::vector<std::string> fields_of(const std::string& line) {

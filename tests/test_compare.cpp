@@ -21,26 +21,7 @@ using nlohmann::json;
 using test::ProcessResult;
 using test::run_demo;
 
-// A fresh directory, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("attn-test-compare-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
+using test::TempDir;
 
 json doc() {
   return json::parse(R"({

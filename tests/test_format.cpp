@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers.hpp"
 #include "host/format.hpp"
 
 namespace attn {
@@ -22,20 +23,7 @@ namespace {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == '\n') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
+using test::lines_of;
 
 // An independent RFC 4180 reader: records of fields; quoted fields may hold commas, doubled
 // quotes and line breaks.

@@ -24,21 +24,7 @@ namespace fs = std::filesystem;
 using test::ProcessResult;
 using test::run_demo;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("attn-test-output-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
