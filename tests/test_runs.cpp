@@ -1,4 +1,5 @@
-// test_runs.cpp: long runs as a user meets them: progress on a terminal, quiet in pipes, and
+// test_runs.cpp (test_slow, ctest label `slow`, left out of the sanitizer run): long runs as a
+// user meets them: progress on a terminal, quiet in pipes, and
 // Ctrl-C that stops cleanly (exit 130, no result files, no temporary files left behind).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -45,10 +46,12 @@ TEST(LongRuns, CtrlCStopsCleanlyWithoutResults) {
 }
 
 TEST(LongRuns, ProgressOnATerminalOnly) {
-  // `script` gives demo a pseudo-terminal on stderr; the run takes a few seconds.
+  // `script` gives demo a pseudo-terminal on stderr. One thread and 4e9 normals: several seconds
+  // on any CPU, so the progress line (shown after about a second) must appear.
   if (test::run_command("command -v script >/dev/null").exit_code != 0)
     GTEST_SKIP() << "no script(1)";
-  const std::string args = " --table dk-std --rng philox --dk 512 --samples 4e6 --format csv";
+  const std::string args =
+      " --device cpu --threads 1 --table dk-std --rng philox --dk 512 --samples 4e6 --format csv";
   const auto tty =
       test::run_command("script -qec '" + std::string(ATTN_DEMO) + args + "' /dev/null");
   ASSERT_EQ(tty.exit_code, 0) << tty.err;
@@ -60,9 +63,16 @@ TEST(LongRuns, ProgressOnATerminalOnly) {
   const auto quiet =
       test::run_command("script -qec '" + std::string(ATTN_DEMO) + args + " -q' /dev/null");
   EXPECT_EQ(quiet.out.find("ETA"), std::string::npos);
-  // Off a terminal (a pipe), a short run logs nothing but the notice.
+  // Off a terminal (a pipe): no redrawn line, and at most one log line per 10 seconds.
+  const auto start = std::chrono::steady_clock::now();
   const auto pipe = test::run_demo(args);
-  EXPECT_EQ(pipe.err.find("ETA"), std::string::npos) << pipe.err;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(pipe.exit_code, 0);
+  EXPECT_EQ(pipe.err.find("\r"), std::string::npos) << pipe.err;
+  int lines = 0;
+  for (const auto& line : test::lines_of(pipe.err)) lines += line.find("ETA") != std::string::npos;
+  EXPECT_LE(lines, static_cast<int>(seconds / 10.0)) << pipe.err;
 }
 
 }  // namespace
