@@ -103,7 +103,7 @@ std::vector<Table> run_dk_std(const RunContext& ctx) {
   t.notes.push_back("std_ci95: 95% interval for the std (delta method, no normality assumed)");
   t.run["seed"] = ctx.opt.seed;
   t.run["samples"] = n;
-  t.run["normals"] = normals;
+  t.run["normals"] = static_cast<std::uint64_t>(normals);
   return {t};
 }
 
