@@ -120,6 +120,34 @@ Cli parse_command_line(int argc, char** argv) {
   cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
       ->capture_default_str();
 
+  // What --help shows in place of CLI11's generic TEXT.
+  const std::pair<const char*, const char*> kinds[] = {{"--table", "NAMES"},
+                                                       {"--device", "DEVICE"},
+                                                       {"--format", "FORMAT"},
+                                                       {"--seed", "N"},
+                                                       {"--threads", "N"},
+                                                       {"--out", "DIR"},
+                                                       {"--w", "X"},
+                                                       {"--n", "LIST"},
+                                                       {"--knob-lr", "X"},
+                                                       {"--knob-steps", "LIST"},
+                                                       {"--dk", "LIST"},
+                                                       {"--samples", "N"},
+                                                       {"--rng", "RNG"},
+                                                       {"--keys", "N"},
+                                                       {"--configs", "LIST"},
+                                                       {"--seeds", "SEEDS"},
+                                                       {"--steps", "N"},
+                                                       {"--lr", "X"},
+                                                       {"--grad", "GRAD"},
+                                                       {"--h", "X"},
+                                                       {"--schedule", "SCHEDULE"},
+                                                       {"--dtype", "DTYPE"},
+                                                       {"--converged-below", "X"},
+                                                       {"--per-seed", "FILE"}};
+  for (const auto& [name, kind] : kinds) app.get_option(name)->type_name(kind);
+  cmp->get_option("--tolerance")->type_name("X");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
