@@ -60,11 +60,13 @@ double gemm_peak(int n) {
   const double s = median_seconds(
       [&] {
         if constexpr (sizeof(T) == 8)
-          ATTN_CUDA_CHECK(cublasDgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n,
-                                      n, &one, a, n, b, n, &zero, c, n));
+          ATTN_CUDA_CHECK(cuda_detail::cublas().dgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N,
+                                                      CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero,
+                                                      c, n));
         else
-          ATTN_CUDA_CHECK(cublasSgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N, CUBLAS_OP_N, n, n,
-                                      n, &one, a, n, b, n, &zero, c, n));
+          ATTN_CUDA_CHECK(cuda_detail::cublas().sgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N,
+                                                      CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero,
+                                                      c, n));
       },
       5);
   cudaFree(a);

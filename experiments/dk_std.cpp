@@ -13,6 +13,8 @@
 #include "experiments/registry.hpp"
 #include "host/progress.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace attn {
 namespace {
 
@@ -59,6 +61,11 @@ std::vector<Table> run_dk_std(const RunContext& ctx) {
       2.0 * static_cast<double>(n) *
       static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
   const bool numpy = dkstd_uses_numpy(ctx.opt.rng, normals);
+  if (numpy && normals > 1e9)  // 3 normals generated per 2 used, about 2.4 ns each, one core
+    spdlog::warn(
+        "warning: --rng numpy draws its {:.3g} normals from one sequential stream: "
+        "about {:.0f} minutes; --rng philox runs in parallel",
+        normals, normals * 1.5 * 2.4e-9 / 60);
 
   Table t;
   t.name = "dk-std";

@@ -19,6 +19,7 @@ struct Cli {
   int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
   Options options;
   CompareRequest compare;
+  std::vector<std::string> warnings;  // e.g. options that none of the chosen tables uses
 };
 
 // Parses and checks everything before any work starts. Help, --version and --list print to

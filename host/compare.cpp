@@ -130,13 +130,22 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 
 int run_compare(const std::string& path_a, const std::string& path_b, double tolerance) {
   std::vector<TableDiff> diffs;
+  nlohmann::json docs[2];
+  const std::string paths[2] = {path_a, path_b};
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream in(paths[i]);
+    docs[i] = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (docs[i].is_discarded()) {
+      std::fprintf(stderr, "demo: error: compare: %s is not JSON (expected demo's --format json)\n",
+                   paths[i].c_str());
+      return 2;
+    }
+  }
   try {
-    std::ifstream fa(path_a), fb(path_b);
-    const nlohmann::json a = nlohmann::json::parse(fa);
-    const nlohmann::json b = nlohmann::json::parse(fb);
-    diffs = compare_results(a, b);
+    diffs = compare_results(docs[0], docs[1]);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo: error: compare: %s\n", e.what());
+    std::fprintf(stderr, "demo: error: compare: %s vs %s: %s\n", path_a.c_str(), path_b.c_str(),
+                 e.what());
     return 2;
   }
   if (diffs.empty()) {

@@ -32,10 +32,19 @@ void setup_logging(const Options& o) {
   spdlog::set_default_logger(logger);
 }
 
-// Every file --out would write, refused up front if one exists (unless --force).
-void check_outputs(const Options& o) {
-  if (o.out_dir.empty()) return;
-  std::filesystem::create_directories(o.out_dir);
+// Every file --out would write, refused up front if one exists (unless --force). Returns
+// whether it created the directory (so that a failed run can remove it again).
+bool check_outputs(const Options& o) {
+  if (!o.per_seed_file.empty()) {
+    refuse_existing(o.per_seed_file, o.force);
+    const auto dir = std::filesystem::path(o.per_seed_file).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir))
+      throw std::runtime_error("--per-seed " + o.per_seed_file + ": no directory " + dir.string());
+  }
+  if (o.out_dir.empty()) return false;
+  std::error_code ec;
+  const bool created = std::filesystem::create_directories(o.out_dir, ec);
+  if (ec) throw std::runtime_error("--out " + o.out_dir + ": cannot create it: " + ec.message());
   for (const std::string& name : o.tables) {
     for (const char* ext : {".csv", ".json"})
       refuse_existing(o.out_dir + "/" + name + ext, o.force);
@@ -44,7 +53,13 @@ void check_outputs(const Options& o) {
     if (o.plots)
       for (const auto& f : figure_names(probe)) refuse_existing(o.out_dir + "/" + f, o.force);
   }
-  if (!o.per_seed_file.empty()) refuse_existing(o.per_seed_file, o.force);
+  return created;
+}
+
+// Removes the --out directory again when this run created it and wrote nothing there.
+void remove_if_created_and_empty(const Options& o, bool created) {
+  std::error_code ec;
+  if (created && std::filesystem::is_empty(o.out_dir, ec)) std::filesystem::remove(o.out_dir, ec);
 }
 
 void write_outputs(const Options& o, const std::vector<Table>& tables,
@@ -63,13 +78,13 @@ void write_outputs(const Options& o, const std::vector<Table>& tables,
   spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
 }
 
-int run(const Options& o) {
+int run(const Options& o, bool& created_out_dir) {
   Provenance prov;
   prov.command_line = o.command_line;
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
+  created_out_dir = check_outputs(o);
   const Backend backend = Backend::select(o.device, o.threads);
-  check_outputs(o);
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
   const RunContext ctx{o, backend};
@@ -92,13 +107,17 @@ int main(int argc, char** argv) {
   if (cli.action == Cli::Action::compare)
     return run_compare(cli.compare.a, cli.compare.b, cli.compare.tolerance);
   setup_logging(cli.options);
+  for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
   install_stop_handler();
+  bool created_out_dir = false;
   try {
-    return run(cli.options);
+    return run(cli.options, created_out_dir);
   } catch (const Interrupted&) {
+    remove_if_created_and_empty(cli.options, created_out_dir);
     std::fprintf(stderr, "\ndemo: interrupted; no results written\n");
     return 130;
   } catch (const std::exception& e) {
+    remove_if_created_and_empty(cli.options, created_out_dir);
     std::fprintf(stderr, "demo: error: %s\n", e.what());
     return 1;
   }

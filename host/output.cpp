@@ -19,7 +19,7 @@ AtomicFile::AtomicFile(std::string path, bool overwrite)
     : path_(std::move(path)), tmp_(path_ + ".tmp-" + std::to_string(getpid())) {
   refuse_existing(path_, overwrite);
   f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+  if (!f_) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -31,7 +31,7 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(const std::string& data) {
   if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
-    throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
+    throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
 }
 
 void AtomicFile::commit() {

@@ -152,7 +152,7 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
   for (const std::string& part : split(text, ',')) {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || part == a;
-    if (!ok) bad(option, text, "one or more of " + choices);
+    if (!ok) bad(option, part, "one or more of " + choices);
     out.push_back(part);
   }
   return out;

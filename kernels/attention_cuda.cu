@@ -17,7 +17,7 @@ namespace cuda_detail {
 cublasHandle_t cublas_handle() {
   thread_local cublasHandle_t handle = [] {
     cublasHandle_t h;
-    ATTN_CUDA_CHECK(cublasCreate(&h));
+    ATTN_CUDA_CHECK(cublas().create(&h));
     return h;
   }();
   return handle;
@@ -39,13 +39,13 @@ void gemm_rowmajor(bool b_transposed, int m, int n, int k, T alpha, const T* a, 
   const cublasOperation_t op_b = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = b_transposed ? k : n;
   if constexpr (std::is_same_v<T, double>) {
-    ATTN_CUDA_CHECK(cublasDgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m,
-                                              k, &alpha, b, ldb, stride_b, a, k, stride_a, &beta, c,
-                                              n, stride_c, batch));
+    ATTN_CUDA_CHECK(cuda_detail::cublas().dgemm_strided_batched(
+        cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, stride_b, a, k,
+        stride_a, &beta, c, n, stride_c, batch));
   } else {
-    ATTN_CUDA_CHECK(cublasSgemmStridedBatched(cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m,
-                                              k, &alpha, b, ldb, stride_b, a, k, stride_a, &beta, c,
-                                              n, stride_c, batch));
+    ATTN_CUDA_CHECK(cuda_detail::cublas().sgemm_strided_batched(
+        cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, stride_b, a, k,
+        stride_a, &beta, c, n, stride_c, batch));
   }
 }
 

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cublas_loader.hpp"
+
 namespace attn::cuda_detail {
 
 [[noreturn]] inline void fail(const std::string& what, const char* file, int line) {
@@ -18,7 +20,7 @@ inline void check(cudaError_t e, const char* file, int line) {
 }
 inline void check(cublasStatus_t s, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    fail(std::string("cuBLAS error: ") + cublasGetStatusString(s), file, line);
+    fail(std::string("cuBLAS error: ") + cublas().status_string(s), file, line);
 }
 
 // The calling thread's cuBLAS handle, created on first use.

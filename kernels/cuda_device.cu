@@ -1,6 +1,8 @@
 // cuda_device.cu: see cuda_device.hpp (CUDA build).
 #include <cuda_runtime.h>
 
+#include <fstream>
+
 #include "cuda_device.hpp"
 
 namespace attn {
@@ -17,7 +19,12 @@ GpuInfo query_gpu() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    g.why_not = cudaGetErrorString(e);
+    // Without the kernel driver the runtime reports an "insufficient" driver; say what it is.
+    const bool driver = std::ifstream("/proc/driver/nvidia/version").good();
+    g.why_not = e == cudaErrorInsufficientDriver && !driver ? "no NVIDIA driver"
+                : e == cudaErrorInsufficientDriver
+                    ? "the NVIDIA driver is older than this build's CUDA runtime"
+                    : cudaGetErrorString(e);
     cudaGetLastError();  // clear the sticky error state
     return g;
   }

@@ -11,9 +11,11 @@
 #if defined(__CUDACC__)
 #define ATTN_HD __host__ __device__
 #define ATTN_INLINE __forceinline__
+#define ATTN_NOINLINE __noinline__
 #else
 #define ATTN_HD
 #define ATTN_INLINE inline __attribute__((always_inline))
+#define ATTN_NOINLINE __attribute__((noinline))
 #endif
 
 // True while compiling device code (the second pass of nvcc).

@@ -121,32 +121,10 @@ class Pcg64 {
 // so a device build can differ from glibc only where those differ in the last bit.
 // The rare paths live in their own (not inlined) function, so that the hot loop keeps the
 // generator's state in registers.
+// The wedge, the tail, and redraws after a rejection (about 1% of calls).
 template <class BitGenerator>
-ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x);
-
-template <class BitGenerator>
-ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
-  std::uint64_t r = g.next_uint64();
-  const int idx = static_cast<int>(r & 0xff);
-  r >>= 8;
-  // The sign bit as a factor of +-1 (exact, and -0 for 0 like numpy's -x): a random branch
-  // here would be mispredicted on every other draw.
-  const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
-  const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
-  // rabs < 2^52: converting through int64 is exact and one instruction on any x86-64.
-  const double x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
-  if (rabs < zig::k(idx)) return x;
-  return standard_normal_rare(g, idx, rabs, x);
-}
-
-template <class BitGenerator>
-#if defined(__CUDACC__)
-__noinline__
-#else
-__attribute__((noinline))
-#endif
-    ATTN_HD double
-    standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs, double x) {
+ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
+                                                  double x) {
   for (;;) {
     if (idx == 0) {
       for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
@@ -166,6 +144,21 @@ __attribute__((noinline))
     x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
     if (rabs < zig::k(idx)) return x;
   }
+}
+
+template <class BitGenerator>
+ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
+  std::uint64_t r = g.next_uint64();
+  const int idx = static_cast<int>(r & 0xff);
+  r >>= 8;
+  // The sign bit as a factor of +-1 (exact, and -0 for 0 like numpy's -x): a random branch
+  // here would be mispredicted on every other draw.
+  const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
+  const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
+  // rabs < 2^52: converting through int64 is exact and one instruction on any x86-64.
+  const double x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
+  if (rabs < zig::k(idx)) return x;
+  return standard_normal_rare(g, idx, rabs, x);
 }
 
 // Generator.normal(loc, scale): loc + scale * standard_normal, as numpy computes it.

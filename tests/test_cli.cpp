@@ -293,3 +293,35 @@ TEST(CliThreads, SameBytesForOneAndTwoThreads) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// Options that none of the chosen tables reads are named in one warning; the run still works.
+TEST(CliWarnings, UnusedOptionsAreNamed) {
+  test::TempDir dir;
+  const auto r =
+      test::run_demo("--table dk-std --format csv -q --per-seed " + dir.file("x.csv") + " --w 0.9");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--per-seed has no effect"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--w has no effect"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.csv")));
+  EXPECT_EQ(r.out.rfind("d_k,samples,std,std_scaled", 0), 0u);
+  // Options the tables do read draw no warning.
+  const auto ok = test::run_demo("--table dk-std --dk 2 --samples 100 --format csv -q");
+  EXPECT_EQ(ok.err.find("no effect"), std::string::npos) << ok.err;
+}
+
+// Output locations are checked before any work: one line, nothing else on stderr.
+TEST(CliRefuses, UnwritableOutputsBeforeAnyWork) {
+  for (const char* args : {"--table rnn-decay --out /proc/attn-forbidden/x",
+                           "--table training-sweep --per-seed /nonexistent-dir/runs.csv"}) {
+    const auto r = test::run_demo(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_EQ(test::lines_of(r.err).size(), 1u) << args << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace attn
