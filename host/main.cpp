@@ -48,10 +48,8 @@ bool check_outputs(const Options& o) {
   for (const std::string& name : o.tables) {
     for (const char* ext : {".csv", ".json"})
       refuse_existing(o.out_dir + "/" + name + ext, o.force);
-    Table probe;
-    probe.name = name;
     if (o.plots)
-      for (const auto& f : figure_names(probe)) refuse_existing(o.out_dir + "/" + f, o.force);
+      for (const auto& f : figure_names(name)) refuse_existing(o.out_dir + "/" + f, o.force);
   }
   return created;
 }

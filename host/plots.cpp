@@ -156,15 +156,14 @@ bool gnuplot_available() {
   return ok;
 }
 
-std::vector<std::string> figure_names(const Table& t) {
-  // Figures depend on the table's name; the probe table in main has no rows, so list by name.
+std::vector<std::string> figure_names(const std::string& table_name) {
   static const std::map<std::string, std::string> stems = {
       {"dk-std", "dk-std"},
       {"softmax-saturation", "softmax-saturation"},
       {"training-sweep", "training-sweep"},
       {"weighted-average", "weighted-average-weights"},
       {"qkv", "qkv-weights"}};
-  const auto it = stems.find(t.name);
+  const auto it = stems.find(table_name);
   if (it == stems.end()) return {};
   return {it->second + ".png", it->second + ".svg"};
 }

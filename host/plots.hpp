@@ -8,8 +8,8 @@
 
 namespace attn {
 
-// The figure files (without directory) that write_figures would make for table t.
-std::vector<std::string> figure_names(const Table& t);
+// The figure files (without directory) that write_figures makes for the table of that name.
+std::vector<std::string> figure_names(const std::string& table_name);
 
 // Draws t's figures into dir (atomically, like every result file). Returns the paths written;
 // an empty list when t has no figure. Throws std::runtime_error when gnuplot is missing or

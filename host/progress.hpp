@@ -31,7 +31,6 @@ class Progress : public Monitor {
   // Clears the terminal line; called by the destructor too.
   void finish();
 
-  double done() const { return done_; }
   double elapsed_seconds() const;
 
  private:

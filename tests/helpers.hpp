@@ -69,6 +69,18 @@ inline std::string run_python(const std::string& program) {
   return r.out;
 }
 
+// The fields of text between separators (an empty text is one empty field).
+inline std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : text) {
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
 // The lines of s, without their newlines (a last line without one counts too).
 inline std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

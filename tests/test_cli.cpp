@@ -19,20 +19,7 @@ using test::run_demo;
 using test::lines_of;
 
 // A CSV line's fields (no quoted fields expected in these tables).
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> f;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      f.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  f.push_back(cur);
-  return f;
-}
+std::vector<std::string> fields_of(const std::string& line) { return test::split(line, ','); }
 
 bool is_one_line(const std::string& s) {
   return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1 &&

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "dkstd.hpp"
+#include "dkstd_numpy.hpp"
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
 
@@ -137,6 +138,20 @@ TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
   }
   EXPECT_GE(covered, 360);
   EXPECT_LE(covered, 396);
+}
+
+// Progress counts what the table uses, 2 N d_k normals per d_k, so a run ends at 100%.
+TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
+  struct Counter : Monitor {
+    double units = 0;
+    void advance(double u) override { units += u; }
+  } counter;
+  dkstd::NumpyStream stream(0);
+  for (std::uint32_t d_k : {3u, 200u}) {
+    counter.units = 0;
+    (void)stream.next_block(1000, d_k, counter);
+    EXPECT_DOUBLE_EQ(counter.units, 2.0 * 1000 * d_k) << d_k;
+  }
 }
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.
