@@ -7,10 +7,14 @@
 // Philox (kernels/dkstd.hpp, on the backend's device). auto: numpy up to 1e8 normals.
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
+#include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
+#include "host/format.hpp"
+#include "host/plots.hpp"
 #include "host/progress.hpp"
 
 #include <spdlog/spdlog.h>
@@ -33,7 +37,7 @@ void confidence_interval(const Moments& m, double& lo, double& hi) {
 Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_k,
                        std::uint64_t seed, Monitor& monitor) {
   const dkstd::Plan plan = dkstd::make_plan(samples, d_k, seed);
-  const std::uint64_t wave = b.kind() == DeviceKind::cuda ? 65536 : 64;
+  const std::uint64_t wave = b.dkstd_chunks_per_call();
   std::vector<Moments> parts(static_cast<std::size_t>(std::min(wave, plan.chunks())));
   Moments total;
   for (std::uint64_t c0 = 0; c0 < plan.chunks(); c0 += wave) {
@@ -48,19 +52,43 @@ Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_
   return total;
 }
 
-}  // namespace
-
-bool dkstd_uses_numpy(RngChoice rng, double normals) {
-  return rng == RngChoice::numpy || (rng == RngChoice::auto_ && normals <= kAutoNumpyLimit);
+// The figure: std against d_k with sqrt(d_k), and the relative error with its interval.
+std::string figure_script(const Table& t) {
+  using plot::num;
+  std::ostringstream s;
+  s << "$D << EOD\n";
+  for (const auto& r : t.rows)
+    s << num(r[t.column("d_k")]) << " " << round_trip(num(r[t.column("std")])) << " "
+      << round_trip(num(r[t.column("std_ci95_low")])) << " "
+      << round_trip(num(r[t.column("std_ci95_high")])) << " "
+      << round_trip(num(r[t.column("std_scaled")])) << "\n";
+  s << "EOD\n"
+    << "set multiplot layout 1,2 title 'std of q.k, q and k with N(0, 1) entries'\n"
+    << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
+    << "set key top left\nset offsets graph 0.05, graph 0.05, 0, 0\n"
+    << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"
+    << "plot sqrt(x) with lines lw 2 lc rgb '#888888' title 'sqrt(d_k) (theory)', \\\n"
+    << "     1 with lines dt 2 lc rgb '#888888' title '1 (theory, scaled)', \\\n"
+    << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', "
+       "\\\n"
+    << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n"
+    << "unset logscale y\nset ylabel 'std / sqrt(d_k) - 1'\nset key top right\n"
+    << "set title 'relative error, with its 95% interval'\n"
+    << "plot 0 with lines dt 2 lc rgb '#888888' title 'theory', \\\n"
+    << "     $D using 1:($2/sqrt($1)-1):($3/sqrt($1)-1):($4/sqrt($1)-1) with yerrorbars pt 7 "
+       "lc rgb '#1f77b4' title 'measured'\n"
+    << "unset multiplot\n";
+  return s.str();
 }
 
-std::vector<Table> run_dk_std(const RunContext& ctx) {
-  const std::vector<std::int64_t> dks = ctx.opt.dk.value_or(std::vector<std::int64_t>{2, 64, 512});
-  const std::uint64_t n = ctx.opt.samples.value_or(10000);
+std::vector<Table> run(const RunContext& ctx) {
+  const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
+  const std::uint64_t n = ctx.get<std::uint64_t>("--samples");
+  const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
   const double normals =
       2.0 * static_cast<double>(n) *
       static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
-  const bool numpy = dkstd_uses_numpy(ctx.opt.rng, normals);
+  const bool numpy = dkstd_uses_numpy(ctx.get<std::string>("--rng"), normals);
   if (numpy && normals > 1e9)  // 3 normals generated per 2 used, about 2.4 ns each, one core
     spdlog::warn(
         "warning: --rng numpy draws its {:.3g} normals from one sequential stream: "
@@ -84,11 +112,11 @@ std::vector<Table> run_dk_std(const RunContext& ctx) {
                {"rng"}};
   // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
   Progress progress("dk-std", normals, "normals", ctx.opt.quiet);
-  dkstd::NumpyStream stream(ctx.opt.seed);
+  dkstd::NumpyStream stream(seed);
   for (std::int64_t d : dks) {
     const auto d_k = static_cast<std::uint32_t>(d);
     const Moments m = numpy ? stream.next_block(n, d_k, progress)
-                            : philox_moments(ctx.backend, n, d_k, ctx.opt.seed, progress);
+                            : philox_moments(ctx.backend, n, d_k, seed, progress);
     const double sd = m.stddev(), root = std::sqrt(static_cast<double>(d_k));
     double lo, hi;
     confidence_interval(m, lo, hi);
@@ -97,22 +125,47 @@ std::vector<Table> run_dk_std(const RunContext& ctx) {
   }
   progress.finish();
   if (numpy) {
-    t.notes.push_back("rng numpy: one numpy default_rng(" + std::to_string(ctx.opt.seed) +
+    t.notes.push_back("rng numpy: one numpy default_rng(" + std::to_string(seed) +
                       ") stream, q then k for each d_k in turn (the lesson's draws, exactly)");
     t.run = {{"generator", "numpy default_rng (SeedSequence, PCG64, 256-layer ziggurat)"},
-             {"backend", "cpu"},
-             {"why_cpu", "numpy's stream is sequential; it runs on the host in every build"}};
+             {"why_host", "numpy's stream is sequential; it runs on the host in every build"}};
   } else {
-    t.notes.push_back("rng philox: Philox4x32-10 keyed by seed " + std::to_string(ctx.opt.seed) +
+    t.notes.push_back("rng philox: Philox4x32-10 keyed by seed " + std::to_string(seed) +
                       ", counter (block, d_k, sample); float32 Box-Muller normals");
-    t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, d_k, sample)"},
-             {"backend", ctx.backend.name()}};
+    t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, d_k, sample)"}};
   }
   t.notes.push_back("std_ci95: 95% interval for the std (delta method, no normality assumed)");
-  t.run["seed"] = ctx.opt.seed;
+  t.run["seed"] = seed;
   t.run["samples"] = n;
   t.run["normals"] = static_cast<std::uint64_t>(normals);
   return {t};
+}
+
+}  // namespace
+
+bool dkstd_uses_numpy(const std::string& rng, double normals) {
+  return rng == "numpy" || (rng == "auto" && normals <= kAutoNumpyLimit);
+}
+
+const Experiment& dk_std_experiment() {
+  static const Experiment e{
+      "dk-std",
+      "std of q.k grows like sqrt(d_k); scaling restores 1 (section 5)",
+      true,
+      Runs::backend,
+      {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 20),
+       param::count("--samples", "10000", "Samples per d_k, e.g. 10000 or 1e9"),
+       param::choice("--rng", "auto",
+                     "numpy (the lesson's stream), philox (counter-based), or auto (numpy up to "
+                     "1e8 normals)",
+                     {"auto", "numpy", "philox"}),
+       param::u64("--seed", "0", "Seed of the generator")},
+      {{"dk-std", true, figure_script}},
+      {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy stream",
+       "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a GPU, about 10 "
+       "minutes on 2 CPU cores)"},
+      run};
+  return e;
 }
 
 }  // namespace attn

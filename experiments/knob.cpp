@@ -10,18 +10,21 @@
 
 namespace attn {
 
-std::vector<Table> run_knob(const RunContext& ctx) {
+namespace {
+
+std::vector<Table> run(const RunContext& ctx) {
+  const double lr = ctx.get<double>("--knob-lr");
   tiny::Params<double> p{};
   for (int m = 1; m < 3; ++m) p.w[m][0][0] = p.w[m][1][1] = 1.0;  // W_K = W_V = I, W_Q = 0
   Table t;
   t.name = "knob";
-  t.title = "gradient descent on c, from c = 0 with lr = " + fixed(ctx.opt.knob_lr, 2);
+  t.title = "gradient descent on c, from c = 0 with lr = " + fixed(lr, 2);
   t.columns = {{"step"},
                {"c", "%.3f"},
                {"weight_on_apple", "%.3f"},
                {"loss", "~%.5f"},
                {"dloss_dc", "~%.5f"}};
-  std::vector<std::int64_t> report = ctx.opt.knob_steps;
+  std::vector<std::int64_t> report = ctx.get<std::vector<std::int64_t>>("--knob-steps");
   std::sort(report.begin(), report.end());
   const std::int64_t last = report.back();
   const double weight_at_zero = tiny::forward(p).a[0];
@@ -36,7 +39,7 @@ std::vector<Table> run_knob(const RunContext& ctx) {
       t.add_row({step, p.w[0][1][0], f.a[0], tiny::loss_of(f), g[1][0]});
       ++next;
     }
-    p.w[0][1][0] -= ctx.opt.knob_lr * g[1][0];
+    p.w[0][1][0] -= lr * g[1][0];
     const double step_size = p.w[0][1][0] - previous_c;
     growing_slower = growing_slower && step_size > 0 && step_size <= previous_step_size;
     previous_step_size = step_size;
@@ -45,8 +48,24 @@ std::vector<Table> run_knob(const RunContext& ctx) {
   t.notes = {"at c = 0 sweet's weight on apple is " + fixed(weight_at_zero, 3),
              std::string("c grows at every step, each step smaller than the last: ") +
                  (growing_slower ? "yes" : "no") + " (softmax reaches 1 only at infinity)"};
-  t.run = {{"backend", "host"}, {"lr", ctx.opt.knob_lr}};
+  t.run = {{"lr", lr}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& knob_experiment() {
+  static const Experiment e{
+      "knob",
+      "gradient descent on the one knob c (section 4)",
+      true,
+      Runs::host,
+      {param::real("--knob-lr", "1.0", "Learning rate for c", 0, 1e6, true),
+       param::int_list("--knob-steps", "0,1,10,100,1000", "Steps to report", 0, 100000000)},
+      {},
+      {},
+      run};
+  return e;
 }
 
 }  // namespace attn

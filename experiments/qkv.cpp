@@ -13,9 +13,7 @@ bool symmetric3(const std::array<double, 9>& s) {
   return s[1] == s[3] && s[2] == s[6] && s[5] == s[7];
 }
 
-}  // namespace
-
-std::vector<Table> run_qkv(const RunContext& ctx) {
+std::vector<Table> run(const RunContext& ctx) {
   const auto I = kIdentity2;
   const Mat22 swap = {0, 1, 1, 0}, one_way = {0, 0, 1, 0}, keep_x = {1, 0, 0, 0};
   const std::vector<SmallCase> cases = {{"identity", kCatDogCar, I, I, I},
@@ -69,8 +67,16 @@ std::vector<Table> run_qkv(const RunContext& ctx) {
           ", cat looking at car = " + fixed(raw[2].scores[2], 0),
       std::string("V keeps only x: weights identical to W_V = I: ") + (same ? "yes" : "no"),
   };
-  t.run = {{"backend", ctx.backend.name()}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& qkv_experiment() {
+  static const Experiment e{
+      "qkv", "swapped and one-way keys, V keeps only x (section 3)", true, Runs::backend,
+      {},    {{"qkv-weights", true, weight_heatmaps_script}},        {},   run};
+  return e;
 }
 
 }  // namespace attn

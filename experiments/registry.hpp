@@ -1,4 +1,9 @@
-// registry.hpp: the experiments `demo --table` knows, one file each in experiments/.
+// registry.hpp: what a table is, and the list of tables `demo --table` knows.
+//
+// A table is one file in experiments/ that defines one Experiment: its name, what it reads (its
+// Params, with defaults and help, declared once), what it draws (its Figures), where it runs,
+// and the function that computes it. Adding a table is that file plus one line in
+// registry.cpp (docs/ADDING_A_TABLE.md walks through an example).
 #pragma once
 
 #include <string>
@@ -6,37 +11,48 @@
 
 #include "host/backend.hpp"
 #include "host/options.hpp"
+#include "host/plots.hpp"
+#include "host/settings.hpp"
 #include "host/table.hpp"
 
 namespace attn {
 
 struct RunContext {
-  const Options& opt;
-  const Backend& backend;
+  const Options& opt;        // the run's global options (format, quiet, --out, --force, ...)
+  const Settings& settings;  // this table's own values (its Params), parsed and checked
+  const Backend& backend;    // where kernels run; every kernel call goes through it
+  template <class T>
+  const T& get(const std::string& flag) const {
+    return settings.get<T>(flag);
+  }
 };
 
+// Where a table's numbers are computed: on the host alone (plain arithmetic), or by kernels
+// on the run's backend (CPU twin or GPU). The table's provenance names the one that ran.
+enum class Runs { host, backend };
+
 struct Experiment {
-  std::string name;     // what --table takes
+  std::string name;     // what --table takes; the file stem under --out
   std::string summary;  // one line for --list
   bool in_all;          // part of --table all (the lesson's own tables)
+  Runs runs;
+  std::vector<Param> params;
+  std::vector<Figure> figures;
+  std::vector<std::string> examples;  // --help lines: "demo --table NAME ...   what it does"
   std::vector<Table> (*run)(const RunContext&);
 };
 
+// Every table, in the order of --table all and --list.
 const std::vector<Experiment>& experiments();
 // nullptr when no experiment has that name.
 const Experiment* find_experiment(const std::string& name);
 
-// The experiments' entry points (one per file).
-std::vector<Table> run_rnn_decay(const RunContext&);
-std::vector<Table> run_weighted_average(const RunContext&);
-std::vector<Table> run_qkv(const RunContext&);
-std::vector<Table> run_knob(const RunContext&);
-std::vector<Table> run_dk_std(const RunContext&);
-// dk-std's generator choice: numpy, philox, or auto (numpy while the run needs <= 1e8 normals).
-bool dkstd_uses_numpy(RngChoice rng, double normals);
-std::vector<Table> run_training(const RunContext&);
-std::vector<Table> run_self_attention(const RunContext&);
-std::vector<Table> run_softmax_saturation(const RunContext&);
-std::vector<Table> run_training_sweep(const RunContext&);
+// Runs one table with the flags in `given` (flag -> text, as on the command line; flags the
+// table does not declare are ignored) over its defaults, and records in each table's provenance the
+// backend that computed it. This is what demo does per table; tests call it too. Throws what
+// Settings::parse and the table throw.
+std::vector<Table> run_experiment(const Experiment& e, const Options& opt,
+                                  const std::map<std::string, std::string>& given,
+                                  const Backend& backend);
 
 }  // namespace attn

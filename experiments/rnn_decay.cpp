@@ -6,18 +6,37 @@
 
 namespace attn {
 
-std::vector<Table> run_rnn_decay(const RunContext& ctx) {
+namespace {
+
+std::vector<Table> run(const RunContext& ctx) {
+  const double w = ctx.get<double>("--w");
   Table t;
   t.name = "rnn-decay";
   t.title = "the first word's effect after n later words is multiplied by w^n (w = " +
-            std::to_string(ctx.opt.rnn_w).substr(0, 6) + ")";
+            std::to_string(w).substr(0, 6) + ")";
   t.columns = {{"n"}, {"w"}, {"factor", "%.3g"}};
-  for (std::int64_t n : ctx.opt.rnn_n)
-    t.add_row({n, ctx.opt.rnn_w, std::pow(ctx.opt.rnn_w, static_cast<double>(n))});
+  for (std::int64_t n : ctx.get<std::vector<std::int64_t>>("--n"))
+    t.add_row({n, w, std::pow(w, static_cast<double>(n))});
   t.notes.push_back(
       "n = 3 answers the lesson's question; attention reads word 1 in one step at any distance");
-  t.run = {{"backend", "host"}, {"w", ctx.opt.rnn_w}};
+  t.run = {{"w", w}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& rnn_decay_experiment() {
+  static const Experiment e{
+      "rnn-decay",
+      "an RNN's first word fades as w^n (section 1)",
+      true,
+      Runs::host,
+      {param::real("--w", "0.5", "RNN weight w", -1e6, 1e6, false),
+       param::int_list("--n", "1,2,3,5,10,50", "Numbers of later words", 0, 100000)},
+      {},
+      {},
+      run};
+  return e;
 }
 
 }  // namespace attn

@@ -5,7 +5,9 @@
 
 namespace attn {
 
-std::vector<Table> run_self_attention(const RunContext& ctx) {
+namespace {
+
+std::vector<Table> run(const RunContext& ctx) {
   const auto I = kIdentity2;
   const Mat22 swap = {0, 1, 1, 0}, keep_x = {1, 0, 0, 0};
   const std::vector<SmallCase> cases = {{"all identity", kCatDogCar, I, I, I},
@@ -18,8 +20,21 @@ std::vector<Table> run_self_attention(const RunContext& ctx) {
   t.columns = matrix_columns();
   for (std::size_t c = 0; c < cases.size(); ++c)
     add_matrix_rows(t, cases[c].name, "output", r[c].out.data(), 3, 2, kWords);
-  t.run = {{"backend", ctx.backend.name()}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& self_attention_experiment() {
+  static const Experiment e{"self-attention",
+                            "one attention head end to end (section 6)",
+                            true,
+                            Runs::backend,
+                            {},
+                            {},
+                            {},
+                            run};
+  return e;
 }
 
 }  // namespace attn

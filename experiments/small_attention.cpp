@@ -2,6 +2,10 @@
 #include "experiments/small_attention.hpp"
 
 #include <cstdio>
+#include <sstream>
+
+#include "host/format.hpp"
+#include "host/plots.hpp"
 
 namespace attn {
 
@@ -61,6 +65,36 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::string weight_heatmaps_script(const Table& t) {
+  using plot::quote;
+  using plot::text;
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> mats;
+  for (const auto& r : t.rows) {
+    const std::string quantity = text(r[1]);
+    if (quantity.rfind("weights", 0) != 0) continue;
+    const std::string label = text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
+    if (mats.empty() || mats.back().first != label) mats.push_back({label, {}});
+    mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
+  }
+  std::ostringstream s;
+  s << "set multiplot layout 1," << mats.size() << " title "
+    << quote(t.name + ": attention weights (row looks at column)") << "\n"
+    << "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\nunset colorbox\n"
+    << "set xtics ('cat' 0, 'dog' 1, 'car' 2)\nset ytics ('cat' 0, 'dog' 1, 'car' 2)\n"
+    << "set yrange [2.5:-0.5]\nset xrange [-0.5:2.5]\nset size ratio 1\n";
+  for (std::size_t m = 0; m < mats.size(); ++m) {
+    s << "$M" << m << " << EOD\n";
+    for (std::size_t i = 0; i < mats[m].second.size(); ++i)
+      for (std::size_t j = 0; j < mats[m].second[i].size(); ++j)
+        s << j << " " << i << " " << round_trip(mats[m].second[i][j]) << "\n";
+    s << "EOD\nset title " << quote(mats[m].first) << "\n"
+      << "plot $M" << m << " using 1:2:3 with image notitle, $M" << m
+      << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#000000' notitle\n";
+  }
+  s << "unset multiplot\n";
+  return s.str();
 }
 
 }  // namespace attn

@@ -41,6 +41,10 @@ void add_matrix_rows(Table& t, const std::string& case_name, const std::string& 
 // The columns of the matrix tables: case, quantity, row, values.
 std::vector<Column> matrix_columns();
 
+// The figure of the weighted-average and qkv tables: a heatmap panel of every 3 x 3 weight
+// matrix in the table (rows "weights..." of matrix_columns()), row looks at column.
+std::string weight_heatmaps_script(const Table& t);
+
 // "0.77" style, for notes: value rounded to `decimals` places.
 std::string fixed(double v, int decimals);
 

@@ -4,18 +4,51 @@
 // Without it, the scores' std grows like sqrt(d_k): max weight -> 1, entropy -> 0 and the
 // Jacobian (which carries every gradient through softmax) -> 0.
 #include <cmath>
+#include <sstream>
 
 #include "experiments/registry.hpp"
+#include "host/format.hpp"
+#include "host/plots.hpp"
 #include "host/progress.hpp"
 #include "saturation.hpp"
 
 namespace attn {
 
-std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
-  const std::vector<std::int64_t> dks =
-      ctx.opt.dk.value_or(std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-  const std::uint64_t rows = ctx.opt.samples.value_or(10000);
-  const int keys = ctx.opt.keys;
+namespace {
+
+// The figure: the three measures against d_k, unscaled and scaled.
+std::string figure_script(const Table& t) {
+  using plot::num;
+  std::ostringstream s;
+  s << "$D << EOD\n";
+  for (const auto& r : t.rows) {
+    s << num(r[0]);
+    for (const char* c : {"max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
+                          "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
+      s << " " << round_trip(num(r[t.column(c)]));
+    s << "\n";
+  }
+  s << "EOD\n"
+    << "set multiplot layout 1,3 title " << plot::quote(t.title) << "\n"
+    << "set logscale x 2\nset xlabel 'd_k'\nset grid\nset key bottom left\n"
+    << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"
+    << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints "
+       "pt 5 title 'scaled'\n"
+    << "set ylabel 'mean entropy (nats)'\nset yrange [0:*]\nset key bottom left\n"
+    << "plot $D using 1:4 with linespoints pt 7 title 'unscaled', $D using 1:5 with linespoints "
+       "pt 5 title 'scaled'\n"
+    << "set ylabel 'mean ||J||_F of softmax'\n"
+    << "plot $D using 1:6 with linespoints pt 7 title 'unscaled', $D using 1:7 with linespoints "
+       "pt 5 title 'scaled'\n"
+    << "unset multiplot\n";
+  return s.str();
+}
+
+std::vector<Table> run(const RunContext& ctx) {
+  const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
+  const std::uint64_t rows = ctx.get<std::uint64_t>("--samples");
+  const int keys = static_cast<int>(ctx.get<std::int64_t>("--keys"));
+  const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
   Table t;
   t.name = "softmax-saturation";
   t.title = "softmax of q.k over " + std::to_string(keys) +
@@ -33,7 +66,7 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
   for (std::int64_t d : dks) total_normals += static_cast<double>(rows) * (1 + keys) * d;
   Progress progress("softmax-saturation", total_normals, "normals", ctx.opt.quiet);
   for (std::int64_t d : dks) {
-    const saturation::Params p{ctx.opt.seed, static_cast<std::uint32_t>(d), keys};
+    const saturation::Params p{seed, static_cast<std::uint32_t>(d), keys};
     // Rows per call: about 2^22 normals of q and keys, so memory stays bounded.
     const std::int64_t chunk = std::max<std::int64_t>(
         1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
@@ -59,11 +92,28 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
       ", entropy ln n = " + std::to_string(std::log(n)).substr(0, 6) +
       ", ||J||_F = sqrt(n-1)/n = " + std::to_string(std::sqrt(n - 1) / n).substr(0, 6));
   t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, 2^31 | d_k, row)"},
-           {"seed", ctx.opt.seed},
+           {"seed", seed},
            {"samples", rows},
-           {"keys", keys},
-           {"backend", ctx.backend.name()}};
+           {"keys", keys}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& softmax_saturation_experiment() {
+  static const Experiment e{
+      "softmax-saturation",
+      "max weight, entropy, Jacobian norm vs d_k, scaled or not (beyond)",
+      false,
+      Runs::backend,
+      {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1, 1 << 20),
+       param::count("--samples", "10000", "Rows (one query and its keys) per d_k"),
+       param::integer("--keys", "3", "Keys per row", 1, 65536),
+       param::u64("--seed", "0", "Seed of the generator")},
+      {{"softmax-saturation", true, figure_script}},
+      {"demo --table softmax-saturation --keys 8"},
+      run};
+  return e;
 }
 
 }  // namespace attn

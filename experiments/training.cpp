@@ -6,9 +6,11 @@
 
 namespace attn {
 
-std::vector<Table> run_training(const RunContext& ctx) {
-  const auto configs = ctx.opt.configs.value_or(kConfigNames);
-  const SeedSet seeds = ctx.opt.seeds.value_or(SeedSet{false, 0, 0, {0, 1}});
+namespace {
+
+std::vector<Table> run(const RunContext& ctx) {
+  const auto& configs = ctx.get<std::vector<std::string>>("--configs");
+  const auto& seeds = ctx.get<SeedSet>("--seeds");
   Table t;
   t.name = "training";
   t.title = "same loss, different attention: sweet's weight on apple after training";
@@ -22,18 +24,31 @@ std::vector<Table> run_training(const RunContext& ctx) {
     else
       list.push_back(0);
     std::vector<tiny::TrainResult> r(list.size());
-    ctx.backend.train_seeds(c, list.data(), static_cast<std::int64_t>(list.size()), ctx.opt.train,
-                            ctx.opt.dtype == DType::f32, r.data());
+    ctx.backend.train_seeds(c, list.data(), static_cast<std::int64_t>(list.size()),
+                            train_options(ctx.settings), precision(ctx.settings), r.data());
     for (std::size_t i = 0; i < list.size(); ++i) {
       const Cell seed = config_uses_seed(c) ? Cell(static_cast<std::int64_t>(list[i])) : Cell();
       t.add_row({name, seed, r[i].weight_on_apple, r[i].out_x, r[i].out_y, r[i].loss});
     }
   }
   t.notes.push_back("qk-*: W_Q and W_K trained, W_V = I; all-*: all three trained");
-  t.run = training_settings(ctx.opt);
+  t.run = training_settings(ctx.settings);
   t.run["seeds"] = seeds.text();
-  t.run["backend"] = ctx.backend.name();
   return {t};
+}
+
+}  // namespace
+
+const Experiment& training_experiment() {
+  static const Experiment e{"training",
+                            "train W_Q, W_K, W_V: same loss, different attention (section 4)",
+                            true,
+                            Runs::backend,
+                            training_params("qk-identity,all-identity,all-random,qk-random", "0,1"),
+                            {},
+                            {"demo --table training --grad analytic --format csv"},
+                            run};
+  return e;
 }
 
 }  // namespace attn

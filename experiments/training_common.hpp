@@ -1,10 +1,14 @@
-// training_common.hpp: names and settings shared by the training table and the training sweep.
+// training_common.hpp: what the training table and the training sweep share: the configs,
+// the training flags (declared once here, with each table's own defaults for --configs and
+// --seeds) and their values.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "host/options.hpp"
+#include "host/backend.hpp"
+#include "host/settings.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -13,7 +17,13 @@ inline const std::vector<std::string> kConfigNames = {"qk-identity", "all-identi
                                                       "qk-random"};
 tiny::Config config_from_name(const std::string& name);  // a name from kConfigNames
 bool config_uses_seed(tiny::Config c);
+
+// The flags both training tables read; configs and seeds are the table's defaults.
+std::vector<Param> training_params(const std::string& configs, const std::string& seeds);
+// Their values.
+tiny::TrainOptions train_options(const Settings& s);
+Precision precision(const Settings& s);
 // The run's training settings as JSON, for provenance.
-nlohmann::json training_settings(const Options& opt);
+nlohmann::json training_settings(const Settings& s);
 
 }  // namespace attn

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "experiments/registry.hpp"
 #include "experiments/training_common.hpp"
 #include "host/output.hpp"
+#include "host/plots.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -27,21 +29,51 @@ struct Summary {
   std::vector<double> weights;
 };
 
-}  // namespace
+// The figure: a histogram of the weight on apple per config, one panel each.
+std::string histogram_script(const Table& t) {
+  if (!t.extra.contains("histogram")) return "";
+  const auto& h = t.extra["histogram"];
+  const int bins = h["bins"].get<int>();
+  std::vector<std::string> names;
+  std::ostringstream s;
+  s << "$D << EOD\n";
+  for (int b = 0; b < bins; ++b) {
+    s << (b + 0.5) / bins;
+    for (const auto& [name, counts] : h["counts"].items()) {
+      double total = 0;
+      for (const auto& c : counts) total += c.get<double>();
+      s << " " << (total > 0 ? counts[b].get<double>() / total : 0.0);
+    }
+    s << "\n";
+  }
+  s << "EOD\n";
+  for (const auto& [name, counts] : h["counts"].items()) names.push_back(name);
+  s << "set multiplot layout 1," << names.size()
+    << " title 'sweet''s weight on apple across seeds (20 bins on [0, 1])'\n"
+    << "set xlabel 'weight on apple'\nset ylabel 'fraction of seeds'\nset xrange [0:1]\n"
+    << "set yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth " << 1.0 / bins << "\n";
+  for (std::size_t i = 0; i < names.size(); ++i)
+    s << "set title " << plot::quote(names[i]) << "\nplot $D using 1:" << i + 2
+      << " with boxes lc rgb '#1f77b4' notitle\n";
+  s << "unset multiplot\n";
+  return s.str();
+}
 
-std::vector<Table> run_training_sweep(const RunContext& ctx) {
-  const auto configs =
-      ctx.opt.configs.value_or(std::vector<std::string>{"all-random", "qk-random"});
-  const SeedSet seeds = ctx.opt.seeds.value_or(SeedSet{true, 0, 100000, {}});
+std::vector<Table> run(const RunContext& ctx) {
+  const auto& configs = ctx.get<std::vector<std::string>>("--configs");
+  const auto& seeds = ctx.get<SeedSet>("--seeds");
   const std::uint64_t n = seeds.size();
-  const std::uint64_t chunk = ctx.backend.kind() == DeviceKind::cuda ? (1u << 20) : (1u << 14);
+  const std::uint64_t chunk = ctx.backend.seeds_per_call();
+  const tiny::TrainOptions train = train_options(ctx.settings);
+  const double converged_below = ctx.get<double>("--converged-below");
+  const std::string& per_seed_file = ctx.get<std::string>("--per-seed");
 
   std::unique_ptr<AtomicFile> per_seed;
-  if (!ctx.opt.per_seed_file.empty()) {
-    per_seed = std::make_unique<AtomicFile>(ctx.opt.per_seed_file, ctx.opt.force);
+  if (!per_seed_file.empty()) {
+    per_seed = std::make_unique<AtomicFile>(per_seed_file, ctx.opt.force);
     per_seed->write("config,seed,weight_on_apple,out_x,out_y,loss\n");
   }
-  Progress progress("training-sweep", static_cast<double>(n) * configs.size() * ctx.opt.train.steps,
+  Progress progress("training-sweep", static_cast<double>(n) * configs.size() * train.steps,
                     "model-steps", ctx.opt.quiet);
   Table t;
   t.name = "training-sweep";
@@ -62,8 +94,8 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
       chunk_seeds.resize(m);
       results.resize(m);
       for (std::uint64_t i = 0; i < m; ++i) chunk_seeds[i] = seeds.at(i0 + i);
-      ctx.backend.train_seeds(c, chunk_seeds.data(), static_cast<std::int64_t>(m), ctx.opt.train,
-                              ctx.opt.dtype == DType::f32, results.data());
+      ctx.backend.train_seeds(c, chunk_seeds.data(), static_cast<std::int64_t>(m), train,
+                              precision(ctx.settings), results.data());
       std::string rows;
       for (std::uint64_t i = 0; i < m; ++i) {
         const tiny::TrainResult& r = results[i];
@@ -77,7 +109,7 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
           s.max = std::max(s.max, w);
           s.histogram[std::min(kBins - 1, std::max(0, static_cast<int>(w * kBins)))]++;
         }
-        if (r.loss < ctx.opt.converged_below) ++s.converged;
+        if (r.loss < converged_below) ++s.converged;
         if (per_seed) {
           char line[256];
           std::snprintf(line, sizeof line, "%s,%llu,%.17g,%.17g,%.17g,%.17g\n", name.c_str(),
@@ -87,7 +119,7 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
         }
       }
       if (per_seed) per_seed->write(rows);
-      progress.advance(static_cast<double>(m) * ctx.opt.train.steps);
+      progress.advance(static_cast<double>(m) * train.steps);
     }
     const std::vector<double> q = s.weights.empty()
                                       ? std::vector<double>(kProbs.size(), NAN)
@@ -102,13 +134,31 @@ std::vector<Table> run_training_sweep(const RunContext& ctx) {
   progress.finish();
   if (per_seed) per_seed->commit();
   t.notes.push_back("converged: fraction of runs with final loss < " +
-                    std::to_string(ctx.opt.converged_below));
+                    std::to_string(converged_below));
   t.extra["histogram"] = {{"bins", kBins}, {"range", {0.0, 1.0}}, {"counts", hist}};
-  t.run = training_settings(ctx.opt);
+  t.run = training_settings(ctx.settings);
   t.run["seeds"] = seeds.text();
-  t.run["converged_below"] = ctx.opt.converged_below;
-  t.run["backend"] = ctx.backend.name();
+  t.run["converged_below"] = converged_below;
   return {t};
+}
+
+}  // namespace
+
+const Experiment& training_sweep_experiment() {
+  std::vector<Param> params = training_params("all-random,qk-random", "0:100000");
+  params.push_back(param::real("--converged-below", "1e-4",
+                               "A run converged if its loss ends below X", 0, 1e300, true));
+  params.push_back(param::output_file("--per-seed", "Also write one CSV row per run to FILE"));
+  static const Experiment e{
+      "training-sweep",
+      "the training comparison over many seeds (beyond)",
+      false,
+      Runs::backend,
+      params,
+      {{"training-sweep", true, histogram_script}},
+      {"demo --table training-sweep --seeds 0:1000000 --grad analytic --per-seed runs.csv"},
+      run};
+  return e;
 }
 
 }  // namespace attn

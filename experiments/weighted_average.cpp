@@ -7,7 +7,9 @@
 
 namespace attn {
 
-std::vector<Table> run_weighted_average(const RunContext& ctx) {
+namespace {
+
+std::vector<Table> run(const RunContext& ctx) {
   const Mat32 car55 = {2, 0, 1, 1, 5, 5};
   const Mat32 equal = {1, 1, 1, 1, 1, 1};
   const auto I = kIdentity2;
@@ -37,8 +39,21 @@ std::vector<Table> run_weighted_average(const RunContext& ctx) {
           display_real(scaled[1].weights[7], "~%.3f") + ", " +
           display_real(scaled[1].weights[8], "~%.3f") + ": car looks almost only at itself",
   };
-  t.run = {{"backend", ctx.backend.name()}};
   return {t};
+}
+
+}  // namespace
+
+const Experiment& weighted_average_experiment() {
+  static const Experiment e{"weighted-average",
+                            "scores, weights and outputs with Q = K = V = X (section 2)",
+                            true,
+                            Runs::backend,
+                            {},
+                            {{"weighted-average-weights", true, weight_heatmaps_script}},
+                            {},
+                            run};
+  return e;
 }
 
 }  // namespace attn

@@ -46,6 +46,7 @@ std::string Backend::device_description() const {
 }
 
 void Backend::attention_forward(const AttentionProblem<double>& p) const {
+  ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return attention_forward_cuda_host(p);
 #endif
@@ -54,6 +55,7 @@ void Backend::attention_forward(const AttentionProblem<double>& p) const {
 
 void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
                            Moments* out) const {
+  ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return dkstd::chunk_moments_cuda(p, first, count, out);
 #endif
@@ -62,6 +64,7 @@ void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint6
 
 void Backend::saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
                               double* out) const {
+  ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return saturation::row_stats_cuda(p, first, rows, out);
 #endif
@@ -69,19 +72,22 @@ void Backend::saturation_rows(const saturation::Params& p, std::uint64_t first, 
 }
 
 void Backend::train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
-                          const tiny::TrainOptions& o, bool f32, tiny::TrainResult* out) const {
+                          const tiny::TrainOptions& o, Precision precision,
+                          tiny::TrainResult* out) const {
+  ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) {
-    if (f32) return tiny::train_seeds_cuda<float>(c, seeds, n, o, out);
+    if (precision == Precision::f32) return tiny::train_seeds_cuda<float>(c, seeds, n, o, out);
     return tiny::train_seeds_cuda<double>(c, seeds, n, o, out);
   }
 #endif
-  if (f32) return tiny::train_seeds_cpu<float>(c, seeds, n, o, out);
+  if (precision == Precision::f32) return tiny::train_seeds_cpu<float>(c, seeds, n, o, out);
   tiny::train_seeds_cpu<double>(c, seeds, n, o, out);
 }
 
 std::vector<double> Backend::quantiles(std::vector<double> values,
                                        const std::vector<double>& probs) const {
+  ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return quantiles_cuda(values, probs);
 #endif

@@ -17,6 +17,8 @@
 namespace attn {
 
 enum class DeviceKind { cpu, cuda };
+// The floating-point type a kernel computes in.
+enum class Precision { f64, f32 };
 
 class Backend {
  public:
@@ -32,13 +34,24 @@ class Backend {
   // "NVIDIA H200 (cc 9.0, driver 13.0)" or "AMD EPYC, 2 threads".
   std::string device_description() const;
 
+  // How much work one call should take: enough to fill a GPU, small enough on the CPU that
+  // progress and Ctrl-C stay responsive. The d_k sampler: chunks of 256 lanes (kernels/dkstd.hpp);
+  // training: seeds.
+  std::uint64_t dkstd_chunks_per_call() const { return kind_ == DeviceKind::cuda ? 65536 : 64; }
+  std::uint64_t seeds_per_call() const {
+    return kind_ == DeviceKind::cuda ? (1u << 20) : (1u << 14);
+  }
+
+  // Kernel calls made through this backend so far: a table that made none ran on the host.
+  std::uint64_t kernel_calls() const { return calls_; }
+
   void attention_forward(const AttentionProblem<double>& host_problem) const;
   void dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
                     Moments* out) const;
   void saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
-                   const tiny::TrainOptions& o, bool f32, tiny::TrainResult* out) const;
+                   const tiny::TrainOptions& o, Precision precision, tiny::TrainResult* out) const;
   // Sorts `values` (moved in: a sweep's weights can be large) and returns the quantiles.
   std::vector<double> quantiles(std::vector<double> values, const std::vector<double>& probs) const;
 
@@ -46,6 +59,7 @@ class Backend {
   DeviceKind kind_ = DeviceKind::cpu;
   int threads_ = 1;
   GpuInfo gpu_;
+  mutable std::uint64_t calls_ = 0;
 };
 
 // The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere).

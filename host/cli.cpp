@@ -5,25 +5,25 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "experiments/registry.hpp"
-#include "experiments/training_common.hpp"
 #include "version.hpp"
 
 namespace attn {
 namespace {
 
-constexpr const char* kExamples = R"(Examples:
-  demo                                   every table of the lesson (--table all)
-  demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy stream
-  demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a GPU,
-                                         about 10 minutes on 2 CPU cores)
-  demo --table training --grad analytic --format csv
-  demo --table training-sweep --seeds 0:1000000 --grad analytic --per-seed runs.csv
-  demo --table softmax-saturation --keys 8
-  demo --table all --out results/cpu     CSV, JSON and figures per table
-  demo compare results/cpu/dk-std.json today/dk-std.json --tolerance 1e-12
-)";
+// The footer of --help: the general examples, then each table's own.
+std::string examples_text() {
+  std::string s =
+      "Examples:\n"
+      "  demo                                   every table of the lesson (--table all)\n";
+  for (const auto& e : experiments())
+    for (const auto& line : e.examples) s += "  " + line + "\n";
+  s += "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
+       "  demo compare a.json b.json --tolerance 1e-12\n";
+  return s;
+}
 
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -39,9 +39,53 @@ std::string list_text() {
   for (const auto& e : experiments()) {
     std::string name = e.name;
     name.resize(20, ' ');
-    s += "  " + name + e.summary + (e.in_all ? "" : "  [not in all]") + "\n";
+    s += "  " + name + e.summary + (e.runs == Runs::host ? "  [host]" : "") +
+         (e.in_all ? "" : "  [not in all]") + "\n";
   }
+  return s + "[host]: plain arithmetic on the host; the others run kernels on --device\n";
+}
+
+// Every flag the tables declare, once, with the tables that read it (in registry order).
+struct TableFlag {
+  const Param* first;                 // the first declaration (kind and help)
+  std::vector<const Experiment*> by;  // every table that declares it
+};
+std::vector<std::pair<std::string, TableFlag>> table_flags() {
+  std::vector<std::pair<std::string, TableFlag>> flags;
+  for (const auto& e : experiments())
+    for (const Param& p : e.params) {
+      auto it =
+          std::find_if(flags.begin(), flags.end(), [&](auto& f) { return f.first == p.flag; });
+      if (it == flags.end()) {
+        flags.push_back({p.flag, TableFlag{&p, {}}});
+        it = flags.end() - 1;
+      }
+      it->second.by.push_back(&e);
+    }
+  return flags;
+}
+
+// "a", "a and b" or "a, b and c" (with last_sep " and ").
+std::string table_names(const std::vector<const Experiment*>& by, const char* last_sep) {
+  std::string s;
+  for (std::size_t i = 0; i < by.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == by.size() ? last_sep : ", ") + by[i]->name;
   return s;
+}
+
+// The help line: the first declaration's text and each table's default.
+std::string flag_help(const std::string& flag, const TableFlag& f) {
+  std::string help = f.first->help, defaults;
+  bool same = true;
+  for (const Experiment* e : f.by)
+    for (const Param& p : e->params)
+      if (p.flag == flag) {
+        same = same && p.default_text == f.first->default_text;
+        if (!p.default_text.empty())
+          defaults += (defaults.empty() ? "" : "; ") + e->name + ": " + p.default_text;
+      }
+  if (same && !f.first->default_text.empty()) return help + " [" + f.first->default_text + "]";
+  return defaults.empty() ? help : help + " [" + defaults + "]";
 }
 
 }  // namespace
@@ -49,68 +93,40 @@ std::string list_text() {
 Cli parse_command_line(int argc, char** argv) {
   Cli cli;
   Options& o = cli.options;
-  CLI::App app{"attnlab demo: the self-attention lesson's experiments, on a GPU or the CPU",
-               "demo"};
-  app.footer(kExamples);
+  CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
+  app.footer(examples_text());
   app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
                                         (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
 
-  std::string table = "all", device = "auto", format = "table", seed = "0", threads;
+  std::string table = "all", device = "auto", format = "table", threads;
   bool list = false, no_plots = false;
   app.add_option("--table", table, "Table(s) to make: a name, a comma list, or all")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("NAMES");
   app.add_flag("--list", list, "List the tables and exit");
-  app.add_option("--device", device, "auto | cpu | cuda")->capture_default_str();
-  app.add_option("--format", format, "table | csv | json | markdown")->capture_default_str();
-  app.add_option("--seed", seed, "Seed for the random tables (dk-std, softmax-saturation)")
-      ->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  app.add_option("--device", device, "auto | cpu | cuda")
+      ->capture_default_str()
+      ->type_name("DEVICE");
+  app.add_option("--format", format, "table | csv | json | markdown")
+      ->capture_default_str()
+      ->type_name("FORMAT");
+  app.add_option("--threads", threads, "CPU threads (default: all cores)")->type_name("N");
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
-  app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR");
-  app.add_flag("--force", o.force, "Replace existing files under --out (and --per-seed)");
+  app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
+      ->type_name("DIR");
+  app.add_flag("--force", o.force, "Replace existing result files (--out and output files)");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
 
-  std::string rnn_w = "0.5", rnn_n = "1,2,3,5,10,50";
-  auto* g_rnn = app.add_option_group("rnn-decay");
-  g_rnn->add_option("--w", rnn_w, "RNN weight w")->capture_default_str();
-  g_rnn->add_option("--n", rnn_n, "Numbers of later words")->capture_default_str();
-
-  std::string knob_lr = "1.0", knob_steps = "0,1,10,100,1000";
-  auto* g_knob = app.add_option_group("knob");
-  g_knob->add_option("--knob-lr", knob_lr, "Learning rate for c")->capture_default_str();
-  g_knob->add_option("--knob-steps", knob_steps, "Steps to report")->capture_default_str();
-
-  std::string dk, samples, rng = "auto", keys = "3";
-  auto* g_dk = app.add_option_group("dk-std and softmax-saturation");
-  g_dk->add_option("--dk", dk, "d_k values (dk-std: 2,64,512; saturation: 1,2,4,...,1024)");
-  g_dk->add_option("--samples", samples,
-                   "Samples per d_k, e.g. 10000 or 1e9 (dk-std: 10000; saturation rows: 10000)");
-  g_dk->add_option("--rng", rng,
-                   "dk-std generator: numpy (the lesson's stream), philox (counter-based), or "
-                   "auto (numpy up to 1e8 normals)")
-      ->capture_default_str();
-  g_dk->add_option("--keys", keys, "softmax-saturation: keys per row")->capture_default_str();
-
-  std::string configs, seeds, steps = "3000", lr = "0.5", grad = "numeric", h = "1e-5",
-                              schedule = "sequential", dtype = "f64", converged = "1e-4";
-  auto* g_tr = app.add_option_group("training and training-sweep");
-  g_tr->add_option("--configs", configs,
-                   "qk-identity, all-identity, all-random, qk-random (training: all four; "
-                   "sweep: all-random,qk-random)");
-  g_tr->add_option("--seeds", seeds, "Seeds: a list 0,1 or a range A:B (sweep: 0:100000)");
-  g_tr->add_option("--steps", steps, "Gradient steps")->capture_default_str();
-  g_tr->add_option("--lr", lr, "Learning rate")->capture_default_str();
-  g_tr->add_option("--grad", grad, "numeric (the lesson's central differences) | analytic")
-      ->capture_default_str();
-  g_tr->add_option("--h", h, "Step of the numeric gradient")->capture_default_str();
-  g_tr->add_option("--schedule", schedule,
-                   "sequential (the lesson's: W_Q, then W_K, then W_V) | simultaneous")
-      ->capture_default_str();
-  g_tr->add_option("--dtype", dtype, "f64 | f32")->capture_default_str();
-  g_tr->add_option("--converged-below", converged, "Sweep: a run converged if its loss ends below")
-      ->capture_default_str();
-  g_tr->add_option("--per-seed", o.per_seed_file, "Sweep: write one CSV row per run to FILE");
+  // The tables' own flags, from their declarations, grouped by the tables that read them.
+  const auto flags = table_flags();
+  std::map<std::string, std::string> texts;  // flag -> the text given
+  std::map<std::string, CLI::Option_group*> groups;
+  for (const auto& [flag, f] : flags) {
+    const std::string group = table_names(f.by, ", ");
+    if (!groups.count(group)) groups[group] = app.add_option_group(group);
+    groups[group]->add_option(flag, texts[flag], flag_help(flag, f))->type_name(f.first->kind);
+  }
 
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
   cmp->add_option("first", cli.compare.a, "First JSON file (demo --format json or --out)")
@@ -121,35 +137,8 @@ Cli parse_command_line(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   std::string tolerance = "1e-9";
   cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
-      ->capture_default_str();
-
-  // What --help shows in place of CLI11's generic TEXT.
-  const std::pair<const char*, const char*> kinds[] = {{"--table", "NAMES"},
-                                                       {"--device", "DEVICE"},
-                                                       {"--format", "FORMAT"},
-                                                       {"--seed", "N"},
-                                                       {"--threads", "N"},
-                                                       {"--out", "DIR"},
-                                                       {"--w", "X"},
-                                                       {"--n", "LIST"},
-                                                       {"--knob-lr", "X"},
-                                                       {"--knob-steps", "LIST"},
-                                                       {"--dk", "LIST"},
-                                                       {"--samples", "N"},
-                                                       {"--rng", "RNG"},
-                                                       {"--keys", "N"},
-                                                       {"--configs", "LIST"},
-                                                       {"--seeds", "SEEDS"},
-                                                       {"--steps", "N"},
-                                                       {"--lr", "X"},
-                                                       {"--grad", "GRAD"},
-                                                       {"--h", "X"},
-                                                       {"--schedule", "SCHEDULE"},
-                                                       {"--dtype", "DTYPE"},
-                                                       {"--converged-below", "X"},
-                                                       {"--per-seed", "FILE"}};
-  for (const auto& [name, kind] : kinds) app.get_option(name)->type_name(kind);
-  cmp->get_option("--tolerance")->type_name("X");
+      ->capture_default_str()
+      ->type_name("X");
 
   try {
     app.parse(argc, argv);
@@ -204,37 +193,19 @@ Cli parse_command_line(int argc, char** argv) {
                : f == "json"     ? Format::json
                : f == "markdown" ? Format::markdown
                                  : Format::table;
-    o.seed = parse_u64("--seed", seed);
     if (app.count("--threads"))
       o.threads = static_cast<int>(parse_int("--threads", threads, 1, 4096));
     o.plots = !no_plots;
-
-    o.rnn_w = parse_real("--w", rnn_w, -1e6, 1e6, false);
-    o.rnn_n = parse_int_list("--n", rnn_n, 0, 100000);
-    o.knob_lr = parse_real("--knob-lr", knob_lr, 0, 1e6, true);
-    o.knob_steps = parse_int_list("--knob-steps", knob_steps, 0, 100000000);
-
-    if (!dk.empty() || app.count("--dk")) o.dk = parse_int_list("--dk", dk, 1, 1 << 20);
-    if (!samples.empty() || app.count("--samples")) o.samples = parse_count("--samples", samples);
-    const std::string r = parse_choice("--rng", rng, {"auto", "numpy", "philox"});
-    o.rng = r == "numpy" ? RngChoice::numpy : r == "philox" ? RngChoice::philox : RngChoice::auto_;
-    o.keys = static_cast<int>(parse_int("--keys", keys, 1, 65536));
-
-    if (!configs.empty() || app.count("--configs"))
-      o.configs = parse_name_list("--configs", configs, kConfigNames);
-    if (!seeds.empty() || app.count("--seeds")) o.seeds = parse_seed_set("--seeds", seeds);
-    o.train.steps = static_cast<int>(parse_int("--steps", steps, 1, 1000000000));
-    o.train.lr = parse_real("--lr", lr, 0, 1e6, true);
-    o.train.grad = parse_choice("--grad", grad, {"numeric", "analytic"}) == "numeric"
-                       ? tiny::Grad::numeric
-                       : tiny::Grad::analytic;
-    o.train.h = parse_real("--h", h, 0, 1, true);
-    o.train.schedule =
-        parse_choice("--schedule", schedule, {"sequential", "simultaneous"}) == "sequential"
-            ? tiny::Schedule::sequential
-            : tiny::Schedule::simultaneous;
-    o.dtype = parse_choice("--dtype", dtype, {"f64", "f32"}) == "f64" ? DType::f64 : DType::f32;
-    o.converged_below = parse_real("--converged-below", converged, 0, 1e300, true);
+    for (const auto& [flag, f] : flags)
+      if (app.count(flag)) o.given[flag] = texts[flag];
+    // Every chosen table's values, checked now, before any work.
+    for (const std::string& name : o.tables) {
+      const Experiment& e = *find_experiment(name);
+      std::map<std::string, std::string> mine;
+      for (const Param& p : e.params)
+        if (o.given.count(p.flag)) mine[p.flag] = o.given.at(p.flag);
+      (void)Settings::parse(e.params, mine);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo: error: %s\n", e.what());
     cli.exit_code = 2;
@@ -242,37 +213,15 @@ Cli parse_command_line(int argc, char** argv) {
     return cli;
   }
 
-  // Options given that none of the chosen tables reads: said once on stderr, not an error.
-  const std::pair<const char*, std::vector<std::string>> used_by[] = {
-      {"--w", {"rnn-decay"}},
-      {"--n", {"rnn-decay"}},
-      {"--knob-lr", {"knob"}},
-      {"--knob-steps", {"knob"}},
-      {"--seed", {"dk-std", "softmax-saturation"}},
-      {"--dk", {"dk-std", "softmax-saturation"}},
-      {"--samples", {"dk-std", "softmax-saturation"}},
-      {"--rng", {"dk-std"}},
-      {"--keys", {"softmax-saturation"}},
-      {"--configs", {"training", "training-sweep"}},
-      {"--seeds", {"training", "training-sweep"}},
-      {"--steps", {"training", "training-sweep"}},
-      {"--lr", {"training", "training-sweep"}},
-      {"--grad", {"training", "training-sweep"}},
-      {"--h", {"training", "training-sweep"}},
-      {"--schedule", {"training", "training-sweep"}},
-      {"--dtype", {"training", "training-sweep"}},
-      {"--converged-below", {"training-sweep"}},
-      {"--per-seed", {"training-sweep"}}};
-  for (const auto& [option, tables] : used_by) {
-    if (!app.count(option)) continue;
+  // Flags given that none of the chosen tables reads: said once on stderr, not an error.
+  for (const auto& [flag, f] : flags) {
+    if (!o.given.count(flag)) continue;
     bool used = false;
-    for (const auto& t : tables)
-      used = used || std::find(o.tables.begin(), o.tables.end(), t) != o.tables.end();
-    if (!used) {
-      std::string names;
-      for (const auto& t : tables) names += (names.empty() ? "" : " or ") + t;
-      cli.warnings.push_back(std::string(option) + " has no effect here (it is for " + names + ")");
-    }
+    for (const Experiment* e : f.by)
+      used = used || std::find(o.tables.begin(), o.tables.end(), e->name) != o.tables.end();
+    if (!used)
+      cli.warnings.push_back(flag + " has no effect here (it is for " + table_names(f.by, " or ") +
+                             ")");
   }
   if (no_plots && o.out_dir.empty())
     cli.warnings.push_back("--no-plots has no effect without --out");

@@ -32,15 +32,19 @@ void setup_logging(const Options& o) {
   spdlog::set_default_logger(logger);
 }
 
-// Every file --out would write, refused up front if one exists (unless --force). Returns
-// whether it created the directory (so that a failed run can remove it again).
+// Every file the run would write (--out, and the tables' output-file flags), refused up front
+// if one exists (unless --force). Returns whether it created the directory (so that a failed
+// run can remove it again).
 bool check_outputs(const Options& o) {
-  if (!o.per_seed_file.empty()) {
-    refuse_existing(o.per_seed_file, o.force);
-    const auto dir = std::filesystem::path(o.per_seed_file).parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir))
-      throw std::runtime_error("--per-seed " + o.per_seed_file + ": no directory " + dir.string());
-  }
+  for (const std::string& name : o.tables)
+    for (const Param& p : find_experiment(name)->params) {
+      if (!p.output_file || !o.given.count(p.flag)) continue;
+      const std::string& path = o.given.at(p.flag);
+      refuse_existing(path, o.force);
+      const auto dir = std::filesystem::path(path).parent_path();
+      if (!dir.empty() && !std::filesystem::is_directory(dir))
+        throw std::runtime_error(p.flag + " " + path + ": no directory " + dir.string());
+    }
   if (o.out_dir.empty()) return false;
   std::error_code ec;
   const bool created = std::filesystem::create_directories(o.out_dir, ec);
@@ -49,7 +53,8 @@ bool check_outputs(const Options& o) {
     for (const char* ext : {".csv", ".json"})
       refuse_existing(o.out_dir + "/" + name + ext, o.force);
     if (o.plots)
-      for (const auto& f : figure_names(name)) refuse_existing(o.out_dir + "/" + f, o.force);
+      for (const auto& f : figure_names(find_experiment(name)->figures))
+        refuse_existing(o.out_dir + "/" + f, o.force);
   }
   return created;
 }
@@ -71,7 +76,8 @@ void write_outputs(const Options& o, const std::vector<Table>& tables,
     for (const auto& [k, v] : t.run.items()) p[k] = v;
     write_file_atomic(stem + ".json", render({t}, Format::json, p), o.force);
     if (o.plots && gnuplot_available())
-      for (const auto& f : write_figures(t, o.out_dir, o.force)) spdlog::debug("wrote {}", f);
+      for (const auto& f : write_figures(t, find_experiment(t.name)->figures, o.out_dir, o.force))
+        spdlog::debug("wrote {}", f);
   }
   spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
 }
@@ -85,9 +91,8 @@ int run(const Options& o, bool& created_out_dir) {
   const Backend backend = Backend::select(o.device, o.threads);
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
-  const RunContext ctx{o, backend};
   for (const std::string& name : o.tables) {
-    auto made = find_experiment(name)->run(ctx);
+    auto made = run_experiment(*find_experiment(name), o, o.given, backend);
     tables.insert(tables.end(), made.begin(), made.end());
   }
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

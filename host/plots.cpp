@@ -8,16 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
-#include <sstream>
 #include <stdexcept>
 
-#include "host/format.hpp"
 #include "host/output.hpp"
 
 namespace attn {
-namespace {
 
+namespace plot {
 double num(const Cell& c) {
   if (const auto* d = std::get_if<double>(&c)) return *d;
   if (const auto* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
@@ -27,119 +24,14 @@ std::string text(const Cell& c) {
   if (const auto* s = std::get_if<std::string>(&c)) return *s;
   return "";
 }
-std::string q(const std::string& s) {  // a gnuplot string literal
+std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return out + "\"";
 }
+}  // namespace plot
 
-// The body of each figure (everything after "set terminal/output"), keyed by file stem.
-std::map<std::string, std::string> scripts(const Table& t) {
-  std::map<std::string, std::string> out;
-  std::ostringstream s;
-  if (t.name == "dk-std") {
-    s << "$D << EOD\n";
-    for (const auto& r : t.rows)
-      s << num(r[t.column("d_k")]) << " " << round_trip(num(r[t.column("std")])) << " "
-        << round_trip(num(r[t.column("std_ci95_low")])) << " "
-        << round_trip(num(r[t.column("std_ci95_high")])) << " "
-        << round_trip(num(r[t.column("std_scaled")])) << "\n";
-    s << "EOD\n"
-      << "set multiplot layout 1,2 title 'std of q.k, q and k with N(0, 1) entries'\n"
-      << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
-      << "set key top left\nset offsets graph 0.05, graph 0.05, 0, 0\n"
-      << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"
-      << "plot sqrt(x) with lines lw 2 lc rgb '#888888' title 'sqrt(d_k) (theory)', \\\n"
-      << "     1 with lines dt 2 lc rgb '#888888' title '1 (theory, scaled)', \\\n"
-      << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', "
-         "\\\n"
-      << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n"
-      << "unset logscale y\nset ylabel 'std / sqrt(d_k) - 1'\nset key top right\n"
-      << "set title 'relative error, with its 95% interval'\n"
-      << "plot 0 with lines dt 2 lc rgb '#888888' title 'theory', \\\n"
-      << "     $D using 1:($2/sqrt($1)-1):($3/sqrt($1)-1):($4/sqrt($1)-1) with yerrorbars pt 7 "
-         "lc rgb '#1f77b4' title 'measured'\n"
-      << "unset multiplot\n";
-    out["dk-std"] = s.str();
-  } else if (t.name == "softmax-saturation") {
-    s << "$D << EOD\n";
-    for (const auto& r : t.rows) {
-      s << num(r[0]);
-      for (const char* c : {"max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
-                            "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
-        s << " " << round_trip(num(r[t.column(c)]));
-      s << "\n";
-    }
-    s << "EOD\n"
-      << "set multiplot layout 1,3 title " << q(t.title) << "\n"
-      << "set logscale x 2\nset xlabel 'd_k'\nset grid\nset key bottom left\n"
-      << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"
-      << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints "
-         "pt 5 title 'scaled'\n"
-      << "set ylabel 'mean entropy (nats)'\nset yrange [0:*]\nset key bottom left\n"
-      << "plot $D using 1:4 with linespoints pt 7 title 'unscaled', $D using 1:5 with linespoints "
-         "pt 5 title 'scaled'\n"
-      << "set ylabel 'mean ||J||_F of softmax'\n"
-      << "plot $D using 1:6 with linespoints pt 7 title 'unscaled', $D using 1:7 with linespoints "
-         "pt 5 title 'scaled'\n"
-      << "unset multiplot\n";
-    out["softmax-saturation"] = s.str();
-  } else if (t.name == "training-sweep" && t.extra.contains("histogram")) {
-    const auto& h = t.extra["histogram"];
-    const int bins = h["bins"].get<int>();
-    std::vector<std::string> names;
-    s << "$D << EOD\n";
-    for (int b = 0; b < bins; ++b) {
-      s << (b + 0.5) / bins;
-      for (const auto& [name, counts] : h["counts"].items()) {
-        double total = 0;
-        for (const auto& c : counts) total += c.get<double>();
-        s << " " << (total > 0 ? counts[b].get<double>() / total : 0.0);
-      }
-      s << "\n";
-    }
-    s << "EOD\n";
-    for (const auto& [name, counts] : h["counts"].items()) names.push_back(name);
-    s << "set multiplot layout 1," << names.size()
-      << " title 'sweet''s weight on apple across seeds (20 bins on [0, 1])'\n"
-      << "set xlabel 'weight on apple'\nset ylabel 'fraction of seeds'\nset xrange [0:1]\n"
-      << "set yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth " << 1.0 / bins
-      << "\n";
-    for (std::size_t i = 0; i < names.size(); ++i)
-      s << "set title " << q(names[i]) << "\nplot $D using 1:" << i + 2
-        << " with boxes lc rgb '#1f77b4' notitle\n";
-    s << "unset multiplot\n";
-    out["training-sweep"] = s.str();
-  } else if (t.name == "weighted-average" || t.name == "qkv") {
-    // Heatmaps of every 3 x 3 weight matrix in the table, one panel each.
-    std::vector<std::pair<std::string, std::vector<std::vector<double>>>> mats;
-    for (const auto& r : t.rows) {
-      const std::string quantity = text(r[1]);
-      if (quantity.rfind("weights", 0) != 0) continue;
-      const std::string label =
-          text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
-      if (mats.empty() || mats.back().first != label) mats.push_back({label, {}});
-      mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
-    }
-    s << "set multiplot layout 1," << mats.size() << " title "
-      << q(t.name + ": attention weights (row looks at column)") << "\n"
-      << "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\nunset colorbox\n"
-      << "set xtics ('cat' 0, 'dog' 1, 'car' 2)\nset ytics ('cat' 0, 'dog' 1, 'car' 2)\n"
-      << "set yrange [2.5:-0.5]\nset xrange [-0.5:2.5]\nset size ratio 1\n";
-    for (std::size_t m = 0; m < mats.size(); ++m) {
-      s << "$M" << m << " << EOD\n";
-      for (std::size_t i = 0; i < mats[m].second.size(); ++i)
-        for (std::size_t j = 0; j < mats[m].second[i].size(); ++j)
-          s << j << " " << i << " " << round_trip(mats[m].second[i][j]) << "\n";
-      s << "EOD\nset title " << q(mats[m].first) << "\n"
-        << "plot $M" << m << " using 1:2:3 with image notitle, $M" << m
-        << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#000000' notitle\n";
-    }
-    s << "unset multiplot\n";
-    out[t.name + "-weights"] = s.str();
-  }
-  return out;
-}
+namespace {
 
 // Runs gnuplot on script; false when it cannot be started or fails.
 bool run_gnuplot(const std::string& script) {
@@ -156,32 +48,27 @@ bool gnuplot_available() {
   return ok;
 }
 
-std::vector<std::string> figure_names(const std::string& table_name) {
-  static const std::map<std::string, std::string> stems = {
-      {"dk-std", "dk-std"},
-      {"softmax-saturation", "softmax-saturation"},
-      {"training-sweep", "training-sweep"},
-      {"weighted-average", "weighted-average-weights"},
-      {"qkv", "qkv-weights"}};
-  const auto it = stems.find(table_name);
-  if (it == stems.end()) return {};
-  return {it->second + ".png", it->second + ".svg"};
+std::vector<std::string> figure_names(const std::vector<Figure>& figures) {
+  std::vector<std::string> names;
+  for (const Figure& f : figures) names.insert(names.end(), {f.stem + ".png", f.stem + ".svg"});
+  return names;
 }
 
-std::vector<std::string> write_figures(const Table& t, const std::string& dir, bool overwrite) {
+std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
+                                       const std::string& dir, bool overwrite) {
   std::vector<std::string> written;
-  for (const auto& [stem, body] : scripts(t)) {
+  for (const Figure& fig : figures) {
+    const std::string body = fig.script(t);
+    if (body.empty()) continue;
     for (const char* ext : {".png", ".svg"}) {
-      const std::string path = dir + "/" + stem + ext;
+      const std::string path = dir + "/" + fig.stem + ext;
       refuse_existing(path, overwrite);
       const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-      const bool wide = t.name == "softmax-saturation" || t.name == "weighted-average" ||
-                        t.name == "qkv" || t.name == "dk-std" || t.name == "training-sweep";
-      const std::string size = wide ? "1500,500" : "800,560";
+      const std::string size = fig.wide ? "1500,500" : "800,560";
       const std::string term = std::string(ext) == ".png"
                                    ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
                                    : "set terminal svg size " + size + " font 'sans,11'\n";
-      if (!run_gnuplot(term + "set output " + q(tmp) + "\n" + body + "unset output\n")) {
+      if (!run_gnuplot(term + "set output " + plot::quote(tmp) + "\n" + body + "unset output\n")) {
         std::remove(tmp.c_str());
         throw std::runtime_error("gnuplot failed to draw " + path);
       }

@@ -1,6 +1,8 @@
 // plots.hpp: figures for result tables, drawn by gnuplot (Debian's gnuplot-nox) as PNG and SVG.
+// A table declares its figures (experiments/registry.hpp); this file knows no table.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -8,15 +10,31 @@
 
 namespace attn {
 
-// The figure files (without directory) that write_figures makes for the table of that name.
-std::vector<std::string> figure_names(const std::string& table_name);
+struct Figure {
+  std::string stem;  // file name without extension: STEM.png and STEM.svg
+  bool wide;         // 1500 x 500 pixels (panels side by side), else 800 x 560
+  // The gnuplot commands after "set terminal/output", data inline; "" when the table has
+  // nothing to draw (then no file is written).
+  std::function<std::string(const Table&)> script;
+};
 
-// Draws t's figures into dir (atomically, like every result file). Returns the paths written;
-// an empty list when t has no figure. Throws std::runtime_error when gnuplot is missing or
-// fails, or when a file exists and !overwrite.
-std::vector<std::string> write_figures(const Table& t, const std::string& dir, bool overwrite);
+// The figure files (without directory) that write_figures makes for these figures.
+std::vector<std::string> figure_names(const std::vector<Figure>& figures);
+
+// Draws t's figures into dir (atomically, like every result file). Returns the paths written.
+// Throws std::runtime_error when gnuplot is missing or fails, or when a file exists and
+// !overwrite.
+std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
+                                       const std::string& dir, bool overwrite);
 
 // Whether gnuplot can be run.
 bool gnuplot_available();
+
+// Helpers for figure scripts.
+namespace plot {
+double num(const Cell& c);                // a numeric cell as double (NaN otherwise)
+std::string text(const Cell& c);          // a text cell ("" otherwise)
+std::string quote(const std::string& s);  // a gnuplot string literal
+}  // namespace plot
 
 }  // namespace attn

@@ -20,7 +20,7 @@ bool stop_requested_by_signal();
 
 class Progress : public Monitor {
  public:
-  // label: what runs ("dk-std d_k=512"); total: units of work; unit: their name ("normals").
+  // label: what runs (a table name); total: units of work; unit: their name ("normals").
   Progress(std::string label, double total, std::string unit, bool quiet);
   ~Progress() override;
   Progress(const Progress&) = delete;

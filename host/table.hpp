@@ -22,7 +22,7 @@ struct Column {
 };
 
 struct Table {
-  std::string name;   // the experiment's name, e.g. "dk-std"; the file stem under --out
+  std::string name;   // the experiment's name (what --table takes); the file stem under --out
   std::string title;  // one line for people
   std::vector<Column> columns;
   std::vector<std::vector<Cell>> rows;

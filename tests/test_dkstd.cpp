@@ -10,6 +10,7 @@
 
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
+#include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
 
@@ -95,20 +96,17 @@ TEST(DkStdSampler, MomentsMatchTheory) {
   }
 }
 
-Options quiet_options() {
+// The dk-std table with these flags (as on the command line), on the CPU, quietly.
+Table dk_std(const std::map<std::string, std::string>& flags) {
   Options o;
   o.quiet = true;
-  return o;
+  static const Backend cpu = Backend::select("cpu", 0);
+  return run_experiment(*find_experiment("dk-std"), o, flags, cpu).at(0);
 }
 
 // Issue 2: `--rng philox --samples 1e6` gives std within 0.5% of sqrt(d_k) for 2, 64, 512.
 TEST(DkStdTable, PhiloxMillionSamplesWithinHalfAPercent) {
-  Options o = quiet_options();
-  o.rng = RngChoice::philox;
-  o.samples = 1000000;
-  o.seed = 2024;
-  const Backend cpu = Backend::select("cpu", 0);
-  const Table t = run_dk_std(RunContext{o, cpu}).at(0);
+  const Table t = dk_std({{"--rng", "philox"}, {"--samples", "1000000"}, {"--seed", "2024"}});
   ASSERT_EQ(t.rows.size(), 3u);
   for (const auto& r : t.rows) {
     const double d = double(std::get<std::int64_t>(r[t.column("d_k")]));
@@ -122,16 +120,13 @@ TEST(DkStdTable, PhiloxMillionSamplesWithinHalfAPercent) {
 // The 95% interval covers sqrt(d_k) in about 95% of independent runs (binomial: 400 runs,
 // expected 380, standard deviation 4.4; accept 360..396).
 TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
-  Options o = quiet_options();
-  o.rng = RngChoice::philox;
-  o.samples = 2000;
-  o.dk = std::vector<std::int64_t>{3};
-  const Backend cpu = Backend::select("cpu", 0);
   int covered = 0;
   const int runs = 400;
   for (int s = 0; s < runs; ++s) {
-    o.seed = 1000 + s;
-    const Table t = run_dk_std(RunContext{o, cpu}).at(0);
+    const Table t = dk_std({{"--rng", "philox"},
+                            {"--samples", "2000"},
+                            {"--dk", "3"},
+                            {"--seed", std::to_string(1000 + s)}});
     const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
     const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
     covered += lo <= std::sqrt(3.0) && std::sqrt(3.0) <= hi;
@@ -156,16 +151,12 @@ TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.
 TEST(DkStdTable, AutoPicksNumpyUpTo1e8Normals) {
-  EXPECT_TRUE(dkstd_uses_numpy(RngChoice::auto_, 2.0 * 10000 * (2 + 64 + 512)));  // the lesson
-  EXPECT_TRUE(dkstd_uses_numpy(RngChoice::auto_, 1e8));
-  EXPECT_FALSE(dkstd_uses_numpy(RngChoice::auto_, 1e8 + 2));
-  EXPECT_TRUE(dkstd_uses_numpy(RngChoice::numpy, 1e12));
-  EXPECT_FALSE(dkstd_uses_numpy(RngChoice::philox, 10));
-  Options o = quiet_options();
-  const Backend cpu = Backend::select("cpu", 0);
-  o.samples = 1000;
-  o.dk = std::vector<std::int64_t>{4};
-  const Table t = run_dk_std(RunContext{o, cpu})[0];
+  EXPECT_TRUE(dkstd_uses_numpy("auto", 2.0 * 10000 * (2 + 64 + 512)));  // the lesson
+  EXPECT_TRUE(dkstd_uses_numpy("auto", 1e8));
+  EXPECT_FALSE(dkstd_uses_numpy("auto", 1e8 + 2));
+  EXPECT_TRUE(dkstd_uses_numpy("numpy", 1e12));
+  EXPECT_FALSE(dkstd_uses_numpy("philox", 10));
+  const Table t = dk_std({{"--samples", "1000"}, {"--dk", "4"}});
   EXPECT_EQ(std::get<std::string>(t.rows[0][t.column("rng")]), "numpy");
   EXPECT_NE(t.run["generator"].get<std::string>().find("numpy"), std::string::npos);
 }

@@ -17,9 +17,10 @@ const Backend& cpu() {
   return b;
 }
 
-Table run(const std::string& name, Options o = {}) {
+Table run(const std::string& name) {
+  Options o;
   o.quiet = true;
-  return find_experiment(name)->run(RunContext{o, cpu()}).at(0);
+  return run_experiment(*find_experiment(name), o, {}, cpu()).at(0);
 }
 
 // The values of the matrix-table row (case, quantity, row).

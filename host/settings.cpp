@@ -1,0 +1,102 @@
+// settings.cpp: see settings.hpp.
+#include "host/settings.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace attn {
+namespace param {
+
+namespace {
+Param make(std::string flag, std::string kind, std::string def, std::string help,
+           std::function<Value(const std::string&, const std::string&)> parse) {
+  return Param{std::move(flag), std::move(kind), std::move(help), std::move(def), std::move(parse)};
+}
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+}  // namespace
+
+Param real(std::string flag, std::string def, std::string help, double lo, double hi,
+           bool lo_open) {
+  return make(std::move(flag), "X", std::move(def), std::move(help),
+              [=](const std::string& f, const std::string& t) -> Value {
+                return parse_real(f, t, lo, hi, lo_open);
+              });
+}
+Param integer(std::string flag, std::string def, std::string help, std::int64_t lo,
+              std::int64_t hi) {
+  return make(
+      std::move(flag), "N", std::move(def), std::move(help),
+      [=](const std::string& f, const std::string& t) -> Value { return parse_int(f, t, lo, hi); });
+}
+Param int_list(std::string flag, std::string def, std::string help, std::int64_t lo,
+               std::int64_t hi) {
+  return make(std::move(flag), "LIST", std::move(def), std::move(help),
+              [=](const std::string& f, const std::string& t) -> Value {
+                return parse_int_list(f, t, lo, hi);
+              });
+}
+Param count(std::string flag, std::string def, std::string help) {
+  return make(
+      std::move(flag), "N", std::move(def), std::move(help),
+      [](const std::string& f, const std::string& t) -> Value { return parse_count(f, t); });
+}
+Param u64(std::string flag, std::string def, std::string help) {
+  return make(std::move(flag), "N", std::move(def), std::move(help),
+              [](const std::string& f, const std::string& t) -> Value { return parse_u64(f, t); });
+}
+Param choice(std::string flag, std::string def, std::string help,
+             std::vector<std::string> allowed) {
+  const std::string kind = joined(allowed, "|");
+  return make(std::move(flag), kind, std::move(def), std::move(help),
+              [allowed = std::move(allowed)](const std::string& f, const std::string& t) -> Value {
+                return parse_choice(f, t, allowed);
+              });
+}
+Param names(std::string flag, std::string def, std::string help, std::vector<std::string> allowed) {
+  return make(std::move(flag), "LIST", std::move(def), std::move(help),
+              [allowed = std::move(allowed)](const std::string& f, const std::string& t) -> Value {
+                return parse_name_list(f, t, allowed);
+              });
+}
+Param seeds(std::string flag, std::string def, std::string help) {
+  return make(
+      std::move(flag), "SEEDS", std::move(def), std::move(help),
+      [](const std::string& f, const std::string& t) -> Value { return parse_seed_set(f, t); });
+}
+Param output_file(std::string flag, std::string help) {
+  Param p = make(std::move(flag), "FILE", "", std::move(help),
+                 [](const std::string& f, const std::string& t) -> Value {
+                   if (t.empty()) throw std::invalid_argument(f + ": an empty path");
+                   return t;
+                 });
+  p.output_file = true;
+  return p;
+}
+
+}  // namespace param
+
+Settings Settings::parse(const std::vector<Param>& params,
+                         const std::map<std::string, std::string>& given) {
+  Settings s;
+  for (const auto& [flag, text] : given) {
+    bool declared = false;
+    for (const Param& p : params) declared = declared || p.flag == flag;
+    if (!declared) throw std::logic_error("setting " + flag + " is not declared");
+  }
+  for (const Param& p : params) {
+    const auto it = given.find(p.flag);
+    const std::string& text = it != given.end() ? it->second : p.default_text;
+    if (it != given.end()) s.given_.insert(p.flag);
+    s.texts_[p.flag] = text;
+    // An output file that is off (not given) has no value to parse.
+    s.values_[p.flag] =
+        p.output_file && it == given.end() ? Value(std::string()) : p.parse(p.flag, text);
+  }
+  return s;
+}
+
+}  // namespace attn
