@@ -65,6 +65,8 @@ Cli parse_command_line(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed for the random tables (dk-std, softmax-saturation)")
       ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  std::string gpu;
+  app.add_option("--gpu", gpu, "GPU to use, by CUDA ordinal (default: the first usable one)");
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR");
@@ -122,6 +124,10 @@ Cli parse_command_line(int argc, char** argv) {
   std::string tolerance = "1e-9";
   cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
       ->capture_default_str();
+  std::string atol = "0";
+  cmp->add_option("--atol", atol,
+                  "Absolute floor: a cell agrees when |a-b| <= atol + tolerance * max(|a|,|b|)")
+      ->capture_default_str();
 
   // What --help shows in place of CLI11's generic TEXT.
   const std::pair<const char*, const char*> kinds[] = {{"--table", "NAMES"},
@@ -129,6 +135,7 @@ Cli parse_command_line(int argc, char** argv) {
                                                        {"--format", "FORMAT"},
                                                        {"--seed", "N"},
                                                        {"--threads", "N"},
+                                                       {"--gpu", "N"},
                                                        {"--out", "DIR"},
                                                        {"--w", "X"},
                                                        {"--n", "LIST"},
@@ -150,6 +157,7 @@ Cli parse_command_line(int argc, char** argv) {
                                                        {"--per-seed", "FILE"}};
   for (const auto& [name, kind] : kinds) app.get_option(name)->type_name(kind);
   cmp->get_option("--tolerance")->type_name("X");
+  cmp->get_option("--atol")->type_name("X");
 
   try {
     app.parse(argc, argv);
@@ -181,6 +189,7 @@ Cli parse_command_line(int argc, char** argv) {
     if (*cmp) {
       cli.action = Cli::Action::compare;
       cli.compare.tolerance = parse_real("--tolerance", tolerance, 0, 1e300, false);
+      cli.compare.atol = parse_real("--atol", atol, 0, 1e300, false);
       return cli;
     }
     for (const std::string& name : parse_name_list("--table", table, [] {
@@ -208,6 +217,7 @@ Cli parse_command_line(int argc, char** argv) {
     if (app.count("--threads"))
       o.threads = static_cast<int>(parse_int("--threads", threads, 1, 4096));
     o.plots = !no_plots;
+    if (app.count("--gpu")) o.gpu = static_cast<int>(parse_int("--gpu", gpu, 0, 1023));
 
     o.rnn_w = parse_real("--w", rnn_w, -1e6, 1e6, false);
     o.rnn_n = parse_int_list("--n", rnn_n, 0, 100000);

@@ -21,6 +21,7 @@ struct Options {
   // Run
   std::vector<std::string> tables;  // experiment names, in order, "all" already expanded
   std::string device = "auto";      // auto | cpu | cuda
+  int gpu = -1;                     // --gpu N: CUDA device ordinal (-1: first usable)
   Format format = Format::table;
   std::uint64_t seed = 0;
   int threads = 0;  // 0: all cores (the default); --threads takes 1 or more
