@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Speed of `demo` on the CPU as a ratio against the numpy programs a user would write instead
 (bench/anchors/, copied from the project's shared anchors), measured in the same run.
 
@@ -11,14 +11,14 @@ Each comparison runs the anchor and demo alternately, REPEATS times each, as who
            vs  sweep_numpy.py S (model-steps per second; the anchor counts its training loop
            only, demo its whole process)
 Usage: bench/compare_anchors.py [--demo build/cpu/demo] [--repeats 3] [--markdown FILE]
-Needs Debian's python3-numpy (the anchors run with /usr/bin/python3).
+Needs numpy for the python3 on PATH (the anchors run with it).
 """
-import argparse, os, re, statistics, subprocess, sys, time
+import argparse, os, re, shutil, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANCHORS = os.path.join(HERE, "anchors")
 LESSON = os.path.join(HERE, "..", "tests", "oracle", "lesson_numpy.py")  # also the tests' oracle
-PY = "/usr/bin/python3"
+PY = shutil.which("python3") or sys.executable  # the PATH's python3, as the user runs it
 
 
 def timed(cmd):

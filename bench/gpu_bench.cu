@@ -1,116 +1,189 @@
-// gpu_bench.cu: times the CUDA kernels with CUDA events, after a warm-up, as the median of
-// several repeats, and sets each figure against this device's measured peaks.
-//   gpu_bench [--quick] [--json FILE]
-// Figures: dk-std sampler normals/s at d_k 512 (each repeat >= 1 s); training sweep
-// model-steps/s at 10^6 seeds (analytic and numeric); batched attention forward GFLOP/s and
-// GB/s at a few shapes; peaks: cuBLAS DGEMM/SGEMM FLOP/s and device-to-device copy GB/s.
-// Without a GPU it says so and exits 3.
+// gpu_bench.cu: times the device-resident entry points of every kernel family on the cases of
+// tests/gpu_cases.hpp, with CUDA events, and sets each figure against this device's measured
+// peaks.
+//   gpu_bench [--quick] [--gpu N] [--json FILE]
+// Method: inputs are made and copied to the device once, outside the timing (that copy is timed
+// on its own and reported as host-to-device cost); each case runs once to warm up, then
+// `repeats` times, each timed with a pair of CUDA events around the device-resident call alone
+// (no allocation, no copy inside); the median is reported. Before each repeat whose working set
+// fits in L2 the L2 is flushed (a memset of twice its size), so the figure is not a warm-cache
+// one. Figures: dk-std normals/s, training model-steps/s, attention GFLOP/s and GB/s, both
+// row-softmax versions' GB/s, saturation rows/s; peaks: cuBLAS DGEMM/SGEMM FLOP/s, device copy
+// GB/s, host-to-device GB/s. Without a usable GPU it says why and exits 3.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "attention.hpp"
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
+#include "device_buffer.hpp"
 #include "dkstd.hpp"
+#include "gpu_cases.hpp"
+#include "saturation.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
 namespace {
 
-// Median seconds of `repeats` timed calls after one warm-up, timed with CUDA events.
-double median_seconds(const std::function<void()>& f, int repeats) {
-  f();
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  cudaEvent_t a, b;
-  ATTN_CUDA_CHECK(cudaEventCreate(&a));
-  ATTN_CUDA_CHECK(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    ATTN_CUDA_CHECK(cudaEventRecord(a));
-    f();
-    ATTN_CUDA_CHECK(cudaEventRecord(b));
-    ATTN_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms / 1e3);
+using gpu_cases::DType;
+
+class Timer {
+ public:
+  explicit Timer(std::size_t l2_bytes) : flush_(2 * l2_bytes), l2_(l2_bytes) {
+    ATTN_CUDA_CHECK(cudaEventCreate(&a_));
+    ATTN_CUDA_CHECK(cudaEventCreate(&b_));
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+  ~Timer() {
+    cudaEventDestroy(a_);
+    cudaEventDestroy(b_);
+  }
+  // Median seconds of `repeats` timed calls after one warm-up. working_set: bytes the call
+  // touches; when it fits in L2, L2 is flushed before each repeat.
+  double median_seconds(const std::function<void()>& f, int repeats, double working_set) {
+    f();
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<double> t;
+    for (int i = 0; i < repeats; ++i) {
+      if (working_set <= double(l2_) && flush_.size() > 0)
+        ATTN_CUDA_CHECK(cudaMemset(flush_.data(), i & 0xff, flush_.bytes()));
+      ATTN_CUDA_CHECK(cudaEventRecord(a_));
+      f();
+      ATTN_CUDA_CHECK(cudaEventRecord(b_));
+      ATTN_CUDA_CHECK(cudaEventSynchronize(b_));
+      float ms = 0;
+      ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, a_, b_));
+      t.push_back(ms / 1e3);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+ private:
+  DeviceBuffer<unsigned char> flush_;
+  std::size_t l2_;
+  cudaEvent_t a_, b_;
+};
 
 template <class T>
-double gemm_peak(int n) {
-  T *a, *b, *c;
-  ATTN_CUDA_CHECK(cudaMalloc(&a, sizeof(T) * n * n));
-  ATTN_CUDA_CHECK(cudaMalloc(&b, sizeof(T) * n * n));
-  ATTN_CUDA_CHECK(cudaMalloc(&c, sizeof(T) * n * n));
-  ATTN_CUDA_CHECK(cudaMemset(a, 0, sizeof(T) * n * n));
-  ATTN_CUDA_CHECK(cudaMemset(b, 0, sizeof(T) * n * n));
+double gemm_peak(Timer& timer, int n) {
+  DeviceBuffer<T> a(std::size_t(n) * n), b(a.size()), c(a.size());
+  ATTN_CUDA_CHECK(cudaMemset(a.data(), 0, a.bytes()));
+  ATTN_CUDA_CHECK(cudaMemset(b.data(), 0, b.bytes()));
   const T one = 1, zero = 0;
-  const double s = median_seconds(
+  const double s = timer.median_seconds(
       [&] {
         if constexpr (sizeof(T) == 8)
           ATTN_CUDA_CHECK(cuda_detail::cublas().dgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N,
-                                                      CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero,
-                                                      c, n));
+                                                      CUBLAS_OP_N, n, n, n, &one, a.data(), n,
+                                                      b.data(), n, &zero, c.data(), n));
         else
           ATTN_CUDA_CHECK(cuda_detail::cublas().sgemm(cuda_detail::cublas_handle(), CUBLAS_OP_N,
-                                                      CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero,
-                                                      c, n));
+                                                      CUBLAS_OP_N, n, n, n, &one, a.data(), n,
+                                                      b.data(), n, &zero, c.data(), n));
       },
-      5);
-  cudaFree(a);
-  cudaFree(b);
-  cudaFree(c);
+      5, 3.0 * a.bytes());
   return 2.0 * n * double(n) * n / s;
 }
 
-double copy_peak_bytes_per_s(std::size_t bytes) {
-  void *a, *b;
-  ATTN_CUDA_CHECK(cudaMalloc(&a, bytes));
-  ATTN_CUDA_CHECK(cudaMalloc(&b, bytes));
-  const double s = median_seconds(
-      [&] { ATTN_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 10);
-  cudaFree(a);
-  cudaFree(b);
+double copy_peak_bytes_per_s(Timer& timer, std::size_t bytes) {
+  DeviceBuffer<unsigned char> a(bytes), b(bytes);
+  const double s = timer.median_seconds(
+      [&] { ATTN_CUDA_CHECK(cudaMemcpy(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice)); }, 10,
+      2.0 * bytes);
   return 2.0 * bytes / s;  // read + write
 }
 
+// Host-to-device: seconds to copy `bytes` from pageable host memory (what the host wrappers
+// do), the median of 3.
+double h2d_seconds(std::size_t bytes) {
+  std::vector<unsigned char> host(bytes, 1);
+  DeviceBuffer<unsigned char> d(bytes);
+  std::vector<double> t;
+  for (int i = 0; i < 3; ++i) {
+    ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    d.upload(host.data());
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[1];
+}
+
 template <class T>
-nlohmann::json attention_case(int batch, int n, int d, int repeats) {
-  const AttentionShape sh{batch, n, d, d, d, true, false, 0};
-  const std::size_t rows = std::size_t(batch) * n;
-  T *x, *w, *q, *k, *v, *s, *p, *o;
-  for (T** ptr : {&x, &q, &k, &v, &o}) ATTN_CUDA_CHECK(cudaMalloc(ptr, sizeof(T) * rows * d));
-  ATTN_CUDA_CHECK(cudaMalloc(&w, sizeof(T) * d * d));
-  ATTN_CUDA_CHECK(cudaMalloc(&s, sizeof(T) * rows * n));
-  ATTN_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * rows * n));
-  ATTN_CUDA_CHECK(cudaMemset(x, 0, sizeof(T) * rows * d));
-  ATTN_CUDA_CHECK(cudaMemset(w, 0, sizeof(T) * d * d));
-  const AttentionProblem<T> prob{sh, x, w, w, w, q, k, v, s, p, o};
-  const double sec = median_seconds([&] { attention_forward_cuda(prob); }, repeats);
-  for (T* ptr : {x, w, q, k, v, s, p, o}) cudaFree(ptr);
-  // 3 projections + scores + weighted sum (2 flops per multiply-add); bytes: every array
-  // written once and read once by the next step (a lower bound on traffic).
-  const double flops = 2.0 * rows * d * d * 3 + 2.0 * rows * n * d * 2;
-  const double bytes = sizeof(T) * (rows * d * (1 + 3 * 2 + 1) + 3.0 * rows * n + 3.0 * d * d);
-  return {{"batch", batch},
-          {"n", n},
-          {"d", d},
-          {"dtype", sizeof(T) == 8 ? "f64" : "f32"},
+nlohmann::json attention_case(Timer& timer, const gpu_cases::AttentionCase& c, DType t, int repeats,
+                              std::mt19937_64& rng) {
+  const AttentionShape& sh = c.shape;
+  const std::size_t rows = std::size_t(sh.batch) * sh.n, wc = sh.shared_weights ? 1 : sh.batch;
+  std::normal_distribution<double> nd;
+  auto random = [&](std::size_t n, double sd) {
+    std::vector<T> v(n);
+    for (T& x : v) x = T(nd(rng) * sd);
+    return v;
+  };
+  const double w_sd = 1 / std::sqrt(double(sh.d_model));
+  const auto hx = random(rows * sh.d_model, 1), hwq = random(wc * sh.d_model * sh.d_k, w_sd),
+             hwk = random(wc * sh.d_model * sh.d_k, w_sd),
+             hwv = random(wc * sh.d_model * sh.d_v, w_sd);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto x = DeviceBuffer<T>::from_host(hx.data(), hx.size());
+  const auto wq = DeviceBuffer<T>::from_host(hwq.data(), hwq.size());
+  const auto wk = DeviceBuffer<T>::from_host(hwk.data(), hwk.size());
+  const auto wv = DeviceBuffer<T>::from_host(hwv.data(), hwv.size());
+  const double upload_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  DeviceBuffer<T> q(rows * sh.d_k), k(rows * sh.d_k), v(rows * sh.d_v), s(rows * sh.n),
+      p(rows * sh.n), o(rows * sh.d_v);
+  const AttentionProblem<T> prob{sh,       x.data(), wq.data(), wk.data(), wv.data(), q.data(),
+                                 k.data(), v.data(), s.data(),  p.data(),  o.data()};
+  const double flops = gpu_cases::attention_flops(sh), bytes = gpu_cases::attention_bytes(sh, t);
+  const double sec = timer.median_seconds([&] { attention_forward_cuda(prob); }, repeats, bytes);
+  return {{"case", c.name},
+          {"batch", sh.batch},
+          {"n", sh.n},
+          {"d_model", sh.d_model},
+          {"d_k", sh.d_k},
+          {"d_v", sh.d_v},
+          {"d", sh.d_k},
+          {"dtype", gpu_cases::name(t)},
           {"seconds", sec},
+          {"upload_seconds", upload_s},
           {"gflop_per_s", flops / sec / 1e9},
           {"gb_per_s", bytes / sec / 1e9}};
+}
+
+template <class T>
+nlohmann::json softmax_case(Timer& timer, const gpu_cases::SoftmaxCase& c, DType t, int repeats,
+                            std::mt19937_64& rng) {
+  std::normal_distribution<double> nd(0, 2);
+  std::vector<T> hs(std::size_t(c.rows) * c.n);
+  for (T& x : hs) x = T(nd(rng));
+  const auto s = DeviceBuffer<T>::from_host(hs.data(), hs.size());
+  DeviceBuffer<T> w(hs.size());
+  nlohmann::json j = {
+      {"case", c.name}, {"rows", c.rows}, {"n", c.n}, {"dtype", gpu_cases::name(t)}};
+  const double bytes = gpu_cases::softmax_bytes(c, t);
+  for (const auto& version : {std::pair{SoftmaxKernel::thread_per_row, "v1"},
+                              std::pair{SoftmaxKernel::warp_per_row, "v2"}}) {
+    const SoftmaxKernel v = version.first;
+    const char* key = version.second;
+    const double sec = timer.median_seconds(
+        [&] { softmax_rows_cuda<T>(s.data(), w.data(), c.rows, c.n, T(1), c.causal, v); }, repeats,
+        bytes);
+    j[key] = {{"seconds", sec}, {"gb_per_s", bytes / sec / 1e9}};
+  }
+  return j;
 }
 
 }  // namespace
@@ -119,94 +192,175 @@ nlohmann::json attention_case(int batch, int n, int d, int repeats) {
 int main(int argc, char** argv) {
   using namespace attn;
   bool quick = false;
+  int gpu = -1;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick"))
+    if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
-    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+    } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       json_path = argv[++i];
+    } else if (!std::strcmp(argv[i], "--gpu") && i + 1 < argc) {
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 0 || n > 1023) {
+        std::fprintf(stderr, "gpu_bench: --gpu takes a device ordinal, got %s\n", argv[i]);
+        return 2;
+      }
+      gpu = static_cast<int>(n);
+    } else {
+      std::fprintf(stderr,
+                   "gpu_bench: unknown argument %s (usage: gpu_bench [--quick] [--gpu N] "
+                   "[--json FILE])\n",
+                   argv[i]);
+      return 2;
+    }
   }
-  const GpuInfo g = query_gpu();
+  const GpuInfo g = select_gpu(gpu);
   if (!g.present) {
-    std::fprintf(stderr, "gpu_bench: no GPU (%s)\n", g.why_not.c_str());
+    std::fprintf(stderr, "gpu_bench: no usable GPU (%s)\n", g.why_not.c_str());
     return 3;
   }
   nlohmann::json r;
   try {
+    cudaDeviceProp prop{};
+    ATTN_CUDA_CHECK(cudaGetDeviceProperties(&prop, g.index));
     r["device"] = {{"name", g.name},
+                   {"index", g.index},
+                   {"gpus_seen", g.count},
                    {"compute_capability", g.compute_capability},
                    {"driver", g.driver},
-                   {"multiprocessors", g.multiprocessors}};
-    r["peak"] = {{"dgemm_flop_per_s", gemm_peak<double>(8192)},
-                 {"sgemm_flop_per_s", gemm_peak<float>(8192)},
-                 {"copy_bytes_per_s", copy_peak_bytes_per_s(std::size_t(1) << 31)}};
-    std::printf("peaks: DGEMM %.1f TFLOP/s, SGEMM %.1f TFLOP/s, copy %.0f GB/s\n",
-                r["peak"]["dgemm_flop_per_s"].get<double>() / 1e12,
-                r["peak"]["sgemm_flop_per_s"].get<double>() / 1e12,
-                r["peak"]["copy_bytes_per_s"].get<double>() / 1e9);
+                   {"multiprocessors", g.multiprocessors},
+                   {"l2_bytes", prop.l2CacheSize}};
+    std::printf("GPU %d of %d: %s (cc %s, %d SMs, L2 %d MB)\n", g.index, g.count, g.name.c_str(),
+                g.compute_capability.c_str(), g.multiprocessors, prop.l2CacheSize >> 20);
+    Timer timer(static_cast<std::size_t>(prop.l2CacheSize));
+    const std::size_t h2d_bytes = std::size_t(1) << 28;
+    const double h2d = h2d_seconds(h2d_bytes);
+    r["peak"] = {{"dgemm_flop_per_s", gemm_peak<double>(timer, 8192)},
+                 {"sgemm_flop_per_s", gemm_peak<float>(timer, 8192)},
+                 {"copy_bytes_per_s", copy_peak_bytes_per_s(timer, std::size_t(1) << 31)},
+                 {"h2d_bytes_per_s", h2d_bytes / h2d}};
+    const auto& peak = r["peak"];
+    std::printf(
+        "peaks: DGEMM %.1f TFLOP/s, SGEMM %.1f TFLOP/s, device copy %.0f GB/s, "
+        "host-to-device %.1f GB/s\n",
+        peak["dgemm_flop_per_s"].get<double>() / 1e12,
+        peak["sgemm_flop_per_s"].get<double>() / 1e12, peak["copy_bytes_per_s"].get<double>() / 1e9,
+        peak["h2d_bytes_per_s"].get<double>() / 1e9);
 
-    // dk-std at d_k 512: grow N until one run takes >= 1 s, then the median of 3.
-    std::uint64_t n = 1u << 20;
-    dkstd::Plan plan;
-    std::vector<Moments> parts;
-    auto run_dk = [&] { dkstd::chunk_moments_cuda(plan, 0, plan.chunks(), parts.data()); };
-    for (;;) {
-      plan = dkstd::make_plan(n, 512, 0);
-      parts.resize(plan.chunks());
-      if (median_seconds(run_dk, 1) >= 1.0 || quick) break;
-      n *= 4;
-    }
-    const double dk_s = median_seconds(run_dk, quick ? 1 : 3);
-    const double normals = 2.0 * 512 * plan.samples;
-    r["dkstd"] = {{"d_k", 512},
-                  {"samples", plan.samples},
-                  {"seconds", dk_s},
-                  {"normals_per_s", normals / dk_s}};
-    std::printf("dk-std d_k 512: %.3e normals/s (%llu samples, %.2f s)\n", normals / dk_s,
-                static_cast<unsigned long long>(plan.samples), dk_s);
-
-    // Training sweep, 10^6 seeds, 3000 steps.
-    const std::int64_t seeds_n = quick ? 100000 : 1000000;
-    std::vector<std::uint64_t> seeds(seeds_n);
-    for (std::int64_t i = 0; i < seeds_n; ++i) seeds[i] = i;
-    std::vector<tiny::TrainResult> out(seeds_n);
-    for (tiny::Grad grad : {tiny::Grad::analytic, tiny::Grad::numeric}) {
-      tiny::TrainOptions o;
-      o.grad = grad;
-      const double s = median_seconds(
-          [&] {
-            tiny::train_seeds_cuda<double>(tiny::Config::all_random, seeds.data(), seeds_n, o,
-                                           out.data());
-          },
-          quick ? 1 : 3);
-      const char* name = grad == tiny::Grad::analytic ? "analytic" : "numeric";
-      r["training"][name] = {{"seeds", seeds_n},
-                             {"steps", o.steps},
-                             {"seconds", s},
-                             {"model_steps_per_s", seeds_n * double(o.steps) / s}};
-      std::printf("training %s: %.3e model-steps/s (%lld seeds, %.2f s)\n", name,
-                  seeds_n * double(o.steps) / s, static_cast<long long>(seeds_n), s);
-    }
-
-    // Batched attention forward.
-    r["attention"] = nlohmann::json::array();
-    for (auto [b, n_, d] :
-         {std::tuple{16384, 16, 64}, {4096, 64, 64}, {1024, 128, 128}, {64, 512, 64}}) {
-      for (auto c : {attention_case<float>(b, n_, d, quick ? 3 : 20),
-                     attention_case<double>(b, n_, d, quick ? 3 : 20)}) {
-        const double peak = c["dtype"] == "f64" ? r["peak"]["dgemm_flop_per_s"].get<double>()
-                                                : r["peak"]["sgemm_flop_per_s"].get<double>();
-        c["fraction_of_gemm_peak"] = c["gflop_per_s"].get<double>() * 1e9 / peak;
-        c["fraction_of_copy_peak"] =
-            c["gb_per_s"].get<double>() * 1e9 / r["peak"]["copy_bytes_per_s"].get<double>();
-        std::printf(
-            "attention %s B=%d n=%d d=%d: %.1f GFLOP/s (%.1f%% of GEMM peak), %.0f GB/s (%.1f%% of "
-            "copy)\n",
-            c["dtype"].get<std::string>().c_str(), b, n_, d, c["gflop_per_s"].get<double>(),
-            100 * c["fraction_of_gemm_peak"].get<double>(), c["gb_per_s"].get<double>(),
-            100 * c["fraction_of_copy_peak"].get<double>());
-        r["attention"].push_back(c);
+    // dk-std: the case list's d_k, N grown until one call takes >= 1 s (0.1 s with --quick).
+    r["dkstd"] = nlohmann::json::array();
+    for (std::uint32_t d_k : {64u, 512u, 4096u}) {
+      std::uint64_t n = 1u << 20;
+      dkstd::Plan plan;
+      DeviceBuffer<Moments> parts;
+      auto run = [&] { dkstd::chunk_moments_cuda_device(plan, 0, plan.chunks(), parts.data()); };
+      for (;;) {
+        plan = dkstd::make_plan(n, d_k, 0);
+        parts = DeviceBuffer<Moments>(plan.chunks());
+        if (timer.median_seconds(run, 1, 1e30) >= (quick ? 0.1 : 1.0) || n >= (1ull << 40)) break;
+        n *= 4;
       }
+      const double sec = timer.median_seconds(run, quick ? 1 : 3, 1e30);
+      const double normals = gpu_cases::dkstd_normals(d_k, plan.samples);
+      r["dkstd"].push_back({{"d_k", d_k},
+                            {"samples", plan.samples},
+                            {"seconds", sec},
+                            {"normals_per_s", normals / sec}});
+      std::printf("dk-std d_k %u: %.3e normals/s (%llu samples, %.2f s)\n", d_k, normals / sec,
+                  static_cast<unsigned long long>(plan.samples), sec);
+    }
+
+    // Training: each case's configuration at 10^6 seeds (10^5 with --quick).
+    const std::int64_t seeds_n = quick ? 100000 : 1000000;
+    std::vector<std::uint64_t> hseeds(seeds_n);
+    for (std::int64_t i = 0; i < seeds_n; ++i) hseeds[i] = i;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto seeds = DeviceBuffer<std::uint64_t>::from_host(hseeds.data(), hseeds.size());
+    const double seeds_upload =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    DeviceBuffer<tiny::TrainResult> out(seeds_n);
+    r["training"] = nlohmann::json::array();
+    for (const auto& c : gpu_cases::training_cases()) {
+      tiny::TrainOptions o;
+      o.grad = c.grad;
+      o.steps = c.steps;
+      const double sec = timer.median_seconds(
+          [&] {
+            if (c.dtype == DType::f64)
+              tiny::train_seeds_cuda_device<double>(c.config, seeds.data(), seeds_n, o, out.data());
+            else
+              tiny::train_seeds_cuda_device<float>(c.config, seeds.data(), seeds_n, o, out.data());
+          },
+          quick ? 1 : 3, 1e30);
+      const double rate = seeds_n * double(o.steps) / sec;
+      r["training"].push_back({{"case", c.name},
+                               {"grad", c.grad == tiny::Grad::analytic ? "analytic" : "numeric"},
+                               {"dtype", gpu_cases::name(c.dtype)},
+                               {"seeds", seeds_n},
+                               {"steps", o.steps},
+                               {"seconds", sec},
+                               {"upload_seconds", seeds_upload},
+                               {"model_steps_per_s", rate}});
+      std::printf("training %s: %.3e model-steps/s (%lld seeds x %d steps, %.2f s)\n", c.name, rate,
+                  static_cast<long long>(seeds_n), o.steps, sec);
+    }
+
+    // Batched attention forward, every case, f32 and f64.
+    std::mt19937_64 rng(1);
+    r["attention"] = nlohmann::json::array();
+    for (const auto& c : gpu_cases::attention_cases()) {
+      for (auto j : {attention_case<float>(timer, c, DType::f32, quick ? 3 : 20, rng),
+                     attention_case<double>(timer, c, DType::f64, quick ? 3 : 20, rng)}) {
+        const double peak_flops = j["dtype"] == "f64" ? peak["dgemm_flop_per_s"].get<double>()
+                                                      : peak["sgemm_flop_per_s"].get<double>();
+        j["fraction_of_gemm_peak"] = j["gflop_per_s"].get<double>() * 1e9 / peak_flops;
+        j["fraction_of_copy_peak"] =
+            j["gb_per_s"].get<double>() * 1e9 / peak["copy_bytes_per_s"].get<double>();
+        std::printf(
+            "attention %-16s %s: %8.1f GFLOP/s (%5.1f%% of GEMM peak), %6.0f GB/s "
+            "(%5.1f%% of copy); upload %.2f ms\n",
+            c.name, j["dtype"].get<std::string>().c_str(), j["gflop_per_s"].get<double>(),
+            100 * j["fraction_of_gemm_peak"].get<double>(), j["gb_per_s"].get<double>(),
+            100 * j["fraction_of_copy_peak"].get<double>(),
+            1e3 * j["upload_seconds"].get<double>());
+        r["attention"].push_back(j);
+      }
+    }
+
+    // Row softmax, v1 and v2 side by side.
+    r["softmax"] = nlohmann::json::array();
+    for (const auto& c : gpu_cases::softmax_cases()) {
+      for (auto j : {softmax_case<float>(timer, c, DType::f32, quick ? 3 : 20, rng),
+                     softmax_case<double>(timer, c, DType::f64, quick ? 3 : 20, rng)}) {
+        std::printf("softmax %-16s %s: v1 %6.0f GB/s, v2 %6.0f GB/s\n", c.name,
+                    j["dtype"].get<std::string>().c_str(), j["v1"]["gb_per_s"].get<double>(),
+                    j["v2"]["gb_per_s"].get<double>());
+        r["softmax"].push_back(j);
+      }
+    }
+
+    // Softmax saturation: the whole device-resident pipeline per call.
+    r["saturation"] = nlohmann::json::array();
+    for (const auto& c : gpu_cases::saturation_cases()) {
+      const saturation::Params p{0, c.d_k, c.keys};
+      const std::size_t rows = c.rows, n = c.keys, d = c.d_k;
+      DeviceBuffer<double> q(rows * d), k(rows * n * d), s(rows * n), w(rows * n),
+          stats(rows * saturation::kStats);
+      const double sec = timer.median_seconds(
+          [&] {
+            saturation::row_stats_cuda_device(
+                p, 0, c.rows, {q.data(), k.data(), s.data(), w.data()}, stats.data());
+          },
+          quick ? 3 : 10, gpu_cases::saturation_bytes(c));
+      r["saturation"].push_back({{"d_k", c.d_k},
+                                 {"keys", c.keys},
+                                 {"rows", c.rows},
+                                 {"seconds", sec},
+                                 {"rows_per_s", c.rows / sec},
+                                 {"gb_per_s", gpu_cases::saturation_bytes(c) / sec / 1e9}});
+      std::printf("saturation d_k %u keys %d rows %lld: %.3e rows/s (%.2f ms)\n", c.d_k, c.keys,
+                  static_cast<long long>(c.rows), c.rows / sec, 1e3 * sec);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpu_bench: error: %s\n", e.what());
@@ -214,7 +368,10 @@ int main(int argc, char** argv) {
   }
   if (!json_path.empty()) {
     std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) return 1;
+    if (!f) {
+      std::fprintf(stderr, "gpu_bench: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
     const std::string s = r.dump(2) + "\n";
     std::fwrite(s.data(), 1, s.size(), f);
     std::fclose(f);

@@ -6,7 +6,8 @@ the same scripts/gpu-check run:
              sequential W_Q, W_K, W_V schedule), one Python step per model step
   attention  X @ W projections, Q @ K^T / sqrt(d), softmax, @ V (float32 and float64)
 Timed with CUDA events after a warm-up; median of repeats. Prints JSON (and writes --json FILE).
-Exits 3 when torch or a CUDA device is missing.
+Exits 3 when torch or a CUDA device is missing (scripts/gpu-check counts that as a failure on a
+GPU machine: it runs this file with the python3 on PATH, the one that holds torch there).
 """
 import argparse, json, math, sys
 
@@ -14,16 +15,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--gpu", type=int, default=0, help="CUDA device ordinal")
     args = ap.parse_args()
     try:
         import torch
     except ImportError:
-        print("torch_bench: torch is not installed", file=sys.stderr)
+        print(f"torch_bench: torch is not installed for {sys.executable}", file=sys.stderr)
         return 3
     if not torch.cuda.is_available():
         print("torch_bench: no CUDA device for torch", file=sys.stderr)
         return 3
-    dev = torch.device("cuda")
+    dev = torch.device("cuda", args.gpu)
+    torch.cuda.set_device(dev)
 
     def median_seconds(f, repeats):
         f()
@@ -39,7 +42,7 @@ def main():
         times.sort()
         return times[len(times) // 2]
 
-    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
+    out = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev)}
 
     # dk-std at d_k 512.
     d, chunk = 512, 1 << 15

@@ -23,13 +23,15 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-Backend Backend::select(const std::string& requested, int threads) {
+Backend Backend::select(const std::string& requested, int threads, int gpu) {
   Backend b;
   if (threads > 0) omp_set_num_threads(threads);
   b.threads_ = omp_get_max_threads();
   if (requested == "cpu") return b;
-  b.gpu_ = query_gpu();
+  b.gpu_ = select_gpu(gpu);
   if (b.gpu_.present) {
+    if (!b.gpu_.passed_over.empty())
+      spdlog::info("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index);
     b.kind_ = DeviceKind::cuda;
     return b;
   }
@@ -41,7 +43,8 @@ Backend Backend::select(const std::string& requested, int threads) {
 
 std::string Backend::device_description() const {
   if (kind_ == DeviceKind::cuda)
-    return gpu_.name + " (cc " + gpu_.compute_capability + ", driver " + gpu_.driver + ")";
+    return gpu_.name + " (GPU " + std::to_string(gpu_.index) + " of " + std::to_string(gpu_.count) +
+           ", cc " + gpu_.compute_capability + ", driver " + gpu_.driver + ")";
   return cpu_model() + ", " + std::to_string(threads_) + " threads";
 }
 

@@ -111,6 +111,9 @@ Cli parse_command_line(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("FORMAT");
   app.add_option("--threads", threads, "CPU threads (default: all cores)")->type_name("N");
+  std::string gpu;
+  app.add_option("--gpu", gpu, "GPU to use, by CUDA ordinal (default: the first usable one)")
+      ->type_name("N");
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
@@ -137,6 +140,11 @@ Cli parse_command_line(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   std::string tolerance = "1e-9";
   cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
+      ->capture_default_str()
+      ->type_name("X");
+  std::string atol = "0";
+  cmp->add_option("--atol", atol,
+                  "Absolute floor: a cell agrees when |a-b| <= atol + tolerance * max(|a|,|b|)")
       ->capture_default_str()
       ->type_name("X");
 
@@ -170,6 +178,7 @@ Cli parse_command_line(int argc, char** argv) {
     if (*cmp) {
       cli.action = Cli::Action::compare;
       cli.compare.tolerance = parse_real("--tolerance", tolerance, 0, 1e300, false);
+      cli.compare.atol = parse_real("--atol", atol, 0, 1e300, false);
       return cli;
     }
     for (const std::string& name : parse_name_list("--table", table, [] {
@@ -206,6 +215,7 @@ Cli parse_command_line(int argc, char** argv) {
         if (o.given.count(p.flag)) mine[p.flag] = o.given.at(p.flag);
       (void)Settings::parse(e.params, mine);
     }
+    if (app.count("--gpu")) o.gpu = static_cast<int>(parse_int("--gpu", gpu, 0, 1023));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo: error: %s\n", e.what());
     cli.exit_code = 2;

@@ -11,6 +11,7 @@ namespace attn {
 struct CompareRequest {
   std::string a, b;
   double tolerance = 1e-9;
+  double atol = 0;  // absolute floor (compare.hpp)
 };
 
 struct Cli {

@@ -39,20 +39,31 @@ double rel_diff(double a, double b) {
   return std::fabs(a - b) / std::fmax(std::fabs(a), std::fabs(b));
 }
 
+struct Tolerance {
+  double rtol, atol;
+};
+
 void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::string& where,
-                   TableDiff& d) {
+                   const Tolerance& tol, TableDiff& d) {
   if (a.is_array() && b.is_array()) {
     if (a.size() != b.size()) {
       d.mismatch = where + ": arrays of different lengths";
       return;
     }
     for (std::size_t i = 0; i < a.size(); ++i)
-      compare_cells(a[i], b[i], where + "[" + std::to_string(i) + "]", d);
+      compare_cells(a[i], b[i], where + "[" + std::to_string(i) + "]", tol, d);
     return;
   }
   double x, y;
   if (as_number(a, x) && as_number(b, y)) {
     const double r = rel_diff(x, y);
+    const double abs_diff = r == 0 ? 0 : std::fabs(x - y);  // NaN or inf when non-finite
+    const bool agree =
+        r == 0 || (std::isfinite(r) &&
+                   abs_diff <= tol.atol + tol.rtol * std::fmax(std::fabs(x), std::fabs(y)));
+    if (!agree) ++d.outside;
+    if (std::isnan(abs_diff) || abs_diff > d.max_abs)
+      d.max_abs = std::isnan(abs_diff) ? INFINITY : abs_diff;
     if (r > d.max_rel || (std::isinf(r) && d.where.empty())) {
       d.max_rel = r;
       d.where = where;
@@ -90,7 +101,9 @@ std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) 
 
 }  // namespace
 
-std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b) {
+std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b,
+                                       double rtol, double atol) {
+  const Tolerance tol{rtol, atol};
   const auto ta = tables_by_name(a), tb = tables_by_name(b);
   std::vector<TableDiff> out;
   for (const auto& [name, x] : ta) {
@@ -114,7 +127,7 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
         for (const auto& col : x.at("columns")) {
           const std::string c = col.get<std::string>();
           compare_cells(ra[r].value(c, nlohmann::json()), rb[r].value(c, nlohmann::json()),
-                        "row " + std::to_string(r) + ", column " + c, d);
+                        "row " + std::to_string(r) + ", column " + c, tol, d);
         }
     out.push_back(d);
   }
@@ -128,7 +141,8 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
   return out;
 }
 
-int run_compare(const std::string& path_a, const std::string& path_b, double tolerance) {
+int run_compare(const std::string& path_a, const std::string& path_b, double tolerance,
+                double atol) {
   std::vector<TableDiff> diffs;
   nlohmann::json docs[2];
   const std::string paths[2] = {path_a, path_b};
@@ -142,7 +156,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, double tol
     }
   }
   try {
-    diffs = compare_results(docs[0], docs[1]);
+    diffs = compare_results(docs[0], docs[1], tolerance, atol);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo: error: compare: %s vs %s: %s\n", path_a.c_str(), path_b.c_str(),
                  e.what());
@@ -153,17 +167,21 @@ int run_compare(const std::string& path_a, const std::string& path_b, double tol
     return 2;
   }
   bool ok = true;
-  std::printf("%-20s %-12s %-8s %s\n", "table", "max_rel_diff", "verdict", "where (first, second)");
+  std::printf("%-20s %-12s %-12s %-8s %s\n", "table", "max_rel_diff", "max_abs_diff", "verdict",
+              "where the relative difference is largest (first, second)");
   for (const auto& d : diffs) {
-    const bool pass = d.mismatch.empty() && d.max_rel <= tolerance;
+    const bool pass = d.mismatch.empty() && d.outside == 0;
     ok = ok && pass;
     if (!d.mismatch.empty())
-      std::printf("%-20s %-12s %-8s %s\n", d.table.c_str(), "-", "DIFFERS", d.mismatch.c_str());
+      std::printf("%-20s %-12s %-12s %-8s %s\n", d.table.c_str(), "-", "-", "DIFFERS",
+                  d.mismatch.c_str());
     else
-      std::printf("%-20s %-12.3e %-8s %s (%.17g, %.17g)\n", d.table.c_str(), d.max_rel,
-                  pass ? "ok" : "FAIL", d.where.empty() ? "-" : d.where.c_str(), d.a, d.b);
+      std::printf("%-20s %-12.3e %-12.3e %-8s %s (%.17g, %.17g)%s\n", d.table.c_str(), d.max_rel,
+                  d.max_abs, pass ? "ok" : "FAIL", d.where.empty() ? "-" : d.where.c_str(), d.a,
+                  d.b, pass ? "" : (", " + std::to_string(d.outside) + " cells outside").c_str());
   }
-  std::printf("tolerance %.3g: %s\n", tolerance, ok ? "all tables agree" : "differences found");
+  std::printf("tolerance %.3g, atol %.3g: %s\n", tolerance, atol,
+              ok ? "all tables agree" : "differences found");
   return ok ? 0 : 1;
 }
 

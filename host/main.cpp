@@ -88,7 +88,7 @@ int run(const Options& o, bool& created_out_dir) {
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
   created_out_dir = check_outputs(o);
-  const Backend backend = Backend::select(o.device, o.threads);
+  const Backend backend = Backend::select(o.device, o.threads, o.gpu);
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
   for (const std::string& name : o.tables) {
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   const Cli cli = parse_command_line(argc, argv);
   if (cli.action == Cli::Action::done) return cli.exit_code;
   if (cli.action == Cli::Action::compare)
-    return run_compare(cli.compare.a, cli.compare.b, cli.compare.tolerance);
+    return run_compare(cli.compare.a, cli.compare.b, cli.compare.tolerance, cli.compare.atol);
   setup_logging(cli.options);
   for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
   install_stop_handler();

@@ -15,6 +15,7 @@ struct Options {
   // Table flags the user gave (flag -> text), handed to each chosen table that declares them.
   std::map<std::string, std::string> given;
   std::string device = "auto";  // auto | cpu | cuda
+  int gpu = -1;                 // --gpu N: CUDA device ordinal (-1: the first usable one)
   Format format = Format::table;
   int threads = 0;  // 0: all cores (the default); --threads takes 1 or more
   bool quiet = false, verbose = false;

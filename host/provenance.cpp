@@ -27,6 +27,8 @@ nlohmann::json Provenance::to_json(const Backend& b) const {
   nlohmann::json d;
   if (b.kind() == DeviceKind::cuda) {
     d["gpu"] = b.gpu().name;
+    d["gpu_index"] = b.gpu().index;
+    d["gpus_seen"] = b.gpu().count;
     d["compute_capability"] = b.gpu().compute_capability;
     d["driver"] = b.gpu().driver;
     d["runtime"] = b.gpu().runtime;

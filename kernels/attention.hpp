@@ -67,16 +67,30 @@ void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, i
 template <class T>
 void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bool causal);
 
+// The GPU's row-softmax kernels, side by side (llm.c's habit: keep the versions that matter):
+//   v1 thread_per_row: one thread per row calling softmax.hpp's softmax_row, so its weights are
+//      the CPU twin's bit for bit (given the same exp); reads are strided across a warp.
+//   v2 warp_per_row: a warp per row, max and sum reduced with shuffles; coalesced reads, but the
+//      sum is taken in another order than the CPU's (differences of a few ulps).
+// The choice (`automatic`): v1 for rows of at most 32 keys, where v2 leaves most of each warp
+// idle (softmax-saturation's rows have 3 keys), v2 for longer rows. bench/gpu_bench times both
+// on the shapes of tests/gpu_cases.hpp, which is where this threshold is to be checked.
+enum class SoftmaxKernel { automatic, thread_per_row, warp_per_row };
+
 #if defined(ATTNLAB_WITH_CUDA)
-// GPU path. Every pointer in the problem is device memory. Runs on the current stream and
-// returns when the work is queued; errors throw std::runtime_error with file and line.
+// Device-resident GPU path: every pointer in the problem is device memory; nothing is
+// allocated or copied. Runs on the default stream and returns when the work is queued; errors
+// throw std::runtime_error with file and line.
 template <class T>
 void attention_forward_cuda(const AttentionProblem<T>& p);
-// The same with every pointer in host memory: copies in, runs, copies every output back.
+// Host wrapper: every pointer in host memory; allocates, copies in, calls
+// attention_forward_cuda, copies every output back.
 template <class T>
 void attention_forward_cuda_host(const AttentionProblem<T>& host);
+// Device-resident steps (device pointers, shapes as the _cpu versions above).
 template <class T>
-void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal);
+void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal,
+                       SoftmaxKernel version = SoftmaxKernel::automatic);
 template <class T>
 void batched_scores_cuda(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
                          T scale);

@@ -1,43 +1,36 @@
 // attention_cuda.cu: the GPU path of the batched attention forward (attention.hpp).
 //
 // Projections, scores and the weighted sum are cuBLAS strided-batched GEMMs; the row softmax is
-// one warp per row. cuBLAS is column-major: a row-major (r x c) matrix is its column-major
-// transpose, so row-major C = A B is computed as column-major C^T = B^T A^T.
+// one of two kernels (attention.hpp: v1 thread per row, v2 warp per row). cuBLAS is column-major: a
+// row-major (r x c) matrix is its column-major transpose, so row-major C = A B is computed as
+// column-major C^T = B^T A^T.
 #include <cuda_runtime.h>
 
 #include <type_traits>
 
 #include "attention.hpp"
 #include "cuda_check.hpp"
+#include "device_buffer.hpp"
 #include "softmax.hpp"
 
 namespace attn {
-namespace cuda_detail {
-
-cublasHandle_t cublas_handle() {
-  thread_local cublasHandle_t handle = [] {
-    cublasHandle_t h;
-    ATTN_CUDA_CHECK(cublas().create(&h));
-    return h;
-  }();
-  return handle;
-}
-
-}  // namespace cuda_detail
-
 namespace {
 
+enum class BTransposed : bool { no = false, yes = true };
+
 // Row-major, for every batch entry b: C_b (m x n) = alpha * A_b (m x k) * B'_b, where B'_b is
-// B_b (k x n) or, with b_transposed, the transpose of B_b stored (n x k). Strides in elements;
-// a stride of 0 shares one matrix across the batch. The one place that spells out the
+// B_b (k x n) or, with BTransposed::yes, the transpose of B_b stored (n x k). Strides in
+// elements; a stride of 0 shares one matrix across the batch. The one place that spells out the
 // column-major swap for cublas{S,D}gemmStridedBatched.
 template <class T>
-void gemm_rowmajor(bool b_transposed, int m, int n, int k, T alpha, const T* a, long long stride_a,
-                   const T* b, long long stride_b, T* c, long long stride_c, int batch) {
+void gemm_rowmajor(BTransposed b_transposed, int m, int n, int k, T alpha, const T* a,
+                   long long stride_a, const T* b, long long stride_b, T* c, long long stride_c,
+                   int batch) {
   // Column-major, the same memory reads C^T (n x m) = B'^T (n x k) * A^T (k x m).
   const T beta = 0;
-  const cublasOperation_t op_b = b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ldb = b_transposed ? k : n;
+  const bool t = b_transposed == BTransposed::yes;
+  const cublasOperation_t op_b = t ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = t ? k : n;
   if constexpr (std::is_same_v<T, double>) {
     ATTN_CUDA_CHECK(cuda_detail::cublas().dgemm_strided_batched(
         cuda_detail::cublas_handle(), op_b, CUBLAS_OP_N, n, m, k, &alpha, b, ldb, stride_b, a, k,
@@ -49,11 +42,21 @@ void gemm_rowmajor(bool b_transposed, int m, int n, int k, T alpha, const T* a, 
   }
 }
 
-// One warp per row of n scores: max, sum of exponentials, normalize: softmax.hpp's formula,
+// v1: one thread per row, softmax.hpp's softmax_row itself (the CPU twin's code).
+template <class T>
+__global__ void softmax_rows_v1_kernel(const T* __restrict__ scores, T* __restrict__ weights,
+                                       long rows, int n, T scale, bool causal) {
+  const long row = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const int valid = causal ? static_cast<int>(row % n) + 1 : n;
+  softmax_row(scores + row * n, weights + row * n, n, scale, valid);
+}
+
+// v2: one warp per row of n scores: max, sum of exponentials, normalize: softmax.hpp's formula,
 // exp(scale * (s - max s)) / sum, with the row reductions spread over the warp.
 template <class T>
-__global__ void softmax_rows_kernel(const T* __restrict__ scores, T* __restrict__ weights,
-                                    long rows, int n, T scale, bool causal) {
+__global__ void softmax_rows_v2_kernel(const T* __restrict__ scores, T* __restrict__ weights,
+                                       long rows, int n, T scale, bool causal) {
   const long row = static_cast<long>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -86,18 +89,28 @@ __global__ void causal_mask_kernel(T* scores, long rows, int n) {
 }  // namespace
 
 template <class T>
-void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal) {
-  constexpr int kThreads = 256;  // 8 rows per block
-  const long blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
-  softmax_rows_kernel<T>
-      <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, bool causal,
+                       SoftmaxKernel version) {
+  if (rows <= 0) return;
+  if (version == SoftmaxKernel::automatic)
+    version = n <= 32 ? SoftmaxKernel::thread_per_row : SoftmaxKernel::warp_per_row;
+  constexpr int kThreads = 256;
+  if (version == SoftmaxKernel::thread_per_row) {
+    const long blocks = (rows + kThreads - 1) / kThreads;
+    softmax_rows_v1_kernel<T>
+        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+  } else {
+    const long blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);  // 8 rows per block
+    softmax_rows_v2_kernel<T>
+        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+  }
   ATTN_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void batched_scores_cuda(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
                          T scale) {
-  gemm_rowmajor<T>(true, n_q, n_k, d, scale, q, 1LL * n_q * d, k, 1LL * n_k * d, scores,
+  gemm_rowmajor<T>(BTransposed::yes, n_q, n_k, d, scale, q, 1LL * n_q * d, k, 1LL * n_k * d, scores,
                    1LL * n_q * n_k, batch);
 }
 
@@ -111,12 +124,12 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
   const long long qk_stride = 1LL * s.n * s.d_k, v_stride = 1LL * s.n * s.d_v;
   const long long s_stride = 1LL * s.n * s.n;
   // Q, K (n x d_k) and V (n x d_v) = X (n x d_model) W.
-  gemm_rowmajor<T>(false, s.n, s.d_k, s.d_model, T(1), p.x, x_stride, p.w_q, wk_stride, p.q,
-                   qk_stride, s.batch);
-  gemm_rowmajor<T>(false, s.n, s.d_k, s.d_model, T(1), p.x, x_stride, p.w_k, wk_stride, p.k,
-                   qk_stride, s.batch);
-  gemm_rowmajor<T>(false, s.n, s.d_v, s.d_model, T(1), p.x, x_stride, p.w_v, wv_stride, p.v,
-                   v_stride, s.batch);
+  gemm_rowmajor<T>(BTransposed::no, s.n, s.d_k, s.d_model, T(1), p.x, x_stride, p.w_q, wk_stride,
+                   p.q, qk_stride, s.batch);
+  gemm_rowmajor<T>(BTransposed::no, s.n, s.d_k, s.d_model, T(1), p.x, x_stride, p.w_k, wk_stride,
+                   p.k, qk_stride, s.batch);
+  gemm_rowmajor<T>(BTransposed::no, s.n, s.d_v, s.d_model, T(1), p.x, x_stride, p.w_v, wv_stride,
+                   p.v, v_stride, s.batch);
   // S (n x n) = scale * Q K^T.
   batched_scores_cuda<T>(p.q, p.k, p.scores, s.batch, s.n, s.n, s.d_k,
                          static_cast<T>(s.effective_scale()));
@@ -128,32 +141,9 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
   }
   softmax_rows_cuda<T>(p.scores, p.weights, rows, s.n, T(1), s.causal);
   // O (n x d_v) = P (n x n) V (n x d_v).
-  gemm_rowmajor<T>(false, s.n, s.d_v, s.n, T(1), p.weights, s_stride, p.v, v_stride, p.out,
-                   v_stride, s.batch);
+  gemm_rowmajor<T>(BTransposed::no, s.n, s.d_v, s.n, T(1), p.weights, s_stride, p.v, v_stride,
+                   p.out, v_stride, s.batch);
 }
-
-namespace {
-
-// A device array freed on scope exit.
-template <class T>
-struct DeviceArray {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceArray(std::size_t count) : n(count) {
-    ATTN_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
-  }
-  ~DeviceArray() { cudaFree(ptr); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  void upload(const T* src) {
-    ATTN_CUDA_CHECK(cudaMemcpy(ptr, src, n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  void download(T* dst) const {
-    ATTN_CUDA_CHECK(cudaMemcpy(dst, ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
-  }
-};
-
-}  // namespace
 
 template <class T>
 void attention_forward_cuda_host(const AttentionProblem<T>& h) {
@@ -161,16 +151,15 @@ void attention_forward_cuda_host(const AttentionProblem<T>& h) {
   s.validate();
   const std::size_t w_count = s.shared_weights ? 1 : static_cast<std::size_t>(s.batch);
   const std::size_t b = static_cast<std::size_t>(s.batch);
-  DeviceArray<T> x(b * s.n * s.d_model), wq(w_count * s.d_model * s.d_k),
-      wk(w_count * s.d_model * s.d_k), wv(w_count * s.d_model * s.d_v), q(b * s.n * s.d_k),
-      k(b * s.n * s.d_k), v(b * s.n * s.d_v), scores(b * s.n * s.n), weights(b * s.n * s.n),
-      out(b * s.n * s.d_v);
-  x.upload(h.x);
-  wq.upload(h.w_q);
-  wk.upload(h.w_k);
-  wv.upload(h.w_v);
-  attention_forward_cuda(AttentionProblem<T>{s, x.ptr, wq.ptr, wk.ptr, wv.ptr, q.ptr, k.ptr, v.ptr,
-                                             scores.ptr, weights.ptr, out.ptr});
+  const auto x = DeviceBuffer<T>::from_host(h.x, b * s.n * s.d_model);
+  const auto wq = DeviceBuffer<T>::from_host(h.w_q, w_count * s.d_model * s.d_k);
+  const auto wk = DeviceBuffer<T>::from_host(h.w_k, w_count * s.d_model * s.d_k);
+  const auto wv = DeviceBuffer<T>::from_host(h.w_v, w_count * s.d_model * s.d_v);
+  DeviceBuffer<T> q(b * s.n * s.d_k), k(b * s.n * s.d_k), v(b * s.n * s.d_v), scores(b * s.n * s.n),
+      weights(b * s.n * s.n), out(b * s.n * s.d_v);
+  attention_forward_cuda(AttentionProblem<T>{s, x.data(), wq.data(), wk.data(), wv.data(), q.data(),
+                                             k.data(), v.data(), scores.data(), weights.data(),
+                                             out.data()});
   q.download(h.q);
   k.download(h.k);
   v.download(h.v);
@@ -187,7 +176,8 @@ template void batched_scores_cuda<float>(const float*, const float*, float*, int
                                          float);
 template void batched_scores_cuda<double>(const double*, const double*, double*, int, int, int, int,
                                           double);
-template void softmax_rows_cuda<float>(const float*, float*, long, int, float, bool);
-template void softmax_rows_cuda<double>(const double*, double*, long, int, double, bool);
+template void softmax_rows_cuda<float>(const float*, float*, long, int, float, bool, SoftmaxKernel);
+template void softmax_rows_cuda<double>(const double*, double*, long, int, double, bool,
+                                        SoftmaxKernel);
 
 }  // namespace attn

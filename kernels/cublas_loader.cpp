@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda_check.hpp"
+
 namespace attn::cuda_detail {
 namespace {
 
@@ -48,6 +50,15 @@ const CublasApi& cublas() {
     return a;
   }();
   return api;
+}
+
+cublasHandle_t cublas_handle() {
+  thread_local cublasHandle_t handle = [] {
+    cublasHandle_t h;
+    ATTN_CUDA_CHECK(cublas().create(&h));
+    return h;
+  }();
+  return handle;
 }
 
 }  // namespace attn::cuda_detail

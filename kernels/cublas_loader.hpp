@@ -22,4 +22,7 @@ struct CublasApi {
 // The process's cuBLAS entry points (opened once, thread-safe).
 const CublasApi& cublas();
 
+// The calling thread's cuBLAS handle, created on first use (on the thread's current device).
+cublasHandle_t cublas_handle();
+
 }  // namespace attn::cuda_detail

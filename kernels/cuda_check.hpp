@@ -23,9 +23,6 @@ inline void check(cublasStatus_t s, const char* file, int line) {
     fail(std::string("cuBLAS error: ") + cublas().status_string(s), file, line);
 }
 
-// The calling thread's cuBLAS handle, created on first use.
-cublasHandle_t cublas_handle();
-
 }  // namespace attn::cuda_detail
 
 #define ATTN_CUDA_CHECK(call) ::attn::cuda_detail::check((call), __FILE__, __LINE__)

@@ -95,7 +95,14 @@ namespace attn::dkstd {
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out);
 
 #if defined(ATTNLAB_WITH_CUDA)
-// GPU: one block of kLanes threads per chunk, lane = thread; one launch for all count chunks.
+// GPU, device-resident: one block of kLanes threads per chunk, lane = thread, in launches of at
+// most kChunksPerLaunch chunks; d_out is device memory for count summaries. No allocation, no
+// copy; returns when the work is queued.
+inline constexpr std::uint64_t kChunksPerLaunch = 1u << 16;
+void chunk_moments_cuda_device(const Plan& p, std::uint64_t first, std::uint64_t count,
+                               Moments* d_out);
+// Host wrapper: out in host memory; a device buffer of at most kChunksPerLaunch summaries,
+// filled by chunk_moments_cuda_device and copied back wave by wave.
 void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out);
 #endif
 

@@ -7,9 +7,8 @@
 // summary. Built with -fmad=false: every fused multiply-add is an explicit fmaf, as on the CPU.
 #include <cuda_runtime.h>
 
-#include <vector>
-
 #include "cuda_check.hpp"
+#include "device_buffer.hpp"
 #include "dkstd.hpp"
 
 namespace attn::dkstd {
@@ -31,23 +30,22 @@ __global__ void __launch_bounds__(kLanes)
 
 }  // namespace
 
-void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
-  constexpr std::uint64_t kMaxBlocks = 1u << 16;  // chunks per launch
-  Moments* d_out = nullptr;
-  const std::uint64_t cap = count < kMaxBlocks ? count : kMaxBlocks;
-  ATTN_CUDA_CHECK(cudaMalloc(&d_out, cap * sizeof(Moments)));
-  try {
-    for (std::uint64_t done = 0; done < count; done += cap) {
-      const std::uint64_t n = count - done < cap ? count - done : cap;
-      dkstd_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out);
-      ATTN_CUDA_CHECK_LAUNCH();
-      ATTN_CUDA_CHECK(cudaMemcpy(out + done, d_out, n * sizeof(Moments), cudaMemcpyDeviceToHost));
-    }
-  } catch (...) {
-    cudaFree(d_out);
-    throw;
+void chunk_moments_cuda_device(const Plan& p, std::uint64_t first, std::uint64_t count,
+                               Moments* d_out) {
+  for (std::uint64_t done = 0; done < count; done += kChunksPerLaunch) {
+    const std::uint64_t n = count - done < kChunksPerLaunch ? count - done : kChunksPerLaunch;
+    dkstd_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out + done);
+    ATTN_CUDA_CHECK_LAUNCH();
   }
-  ATTN_CUDA_CHECK(cudaFree(d_out));
+}
+
+void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
+  DeviceBuffer<Moments> d_out(count < kChunksPerLaunch ? count : kChunksPerLaunch);
+  for (std::uint64_t done = 0; done < count; done += d_out.size()) {
+    const std::uint64_t n = count - done < d_out.size() ? count - done : d_out.size();
+    chunk_moments_cuda_device(p, first + done, n, d_out.data());
+    d_out.download(out + done, n);
+  }
 }
 
 }  // namespace attn::dkstd

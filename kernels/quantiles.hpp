@@ -13,6 +13,9 @@ namespace attn {
 // non-empty. The CPU sorts with std::sort; the CUDA build sorts on the device with Thrust.
 std::vector<double> quantiles_cpu(std::vector<double> values, const std::vector<double>& probs);
 #if defined(ATTNLAB_WITH_CUDA)
+// Device-resident: sorts d_values[0, n) (device memory) in place, ascending.
+void sort_cuda_device(double* d_values, std::size_t n);
+// Host wrapper: copies values to the device, sorts them there, reads back the order statistics.
 std::vector<double> quantiles_cuda(const std::vector<double>& values,
                                    const std::vector<double>& probs);
 #endif

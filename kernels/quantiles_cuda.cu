@@ -1,20 +1,32 @@
-// quantiles_cuda.cu: quantiles by sorting on the device with Thrust (see quantiles.hpp).
-#include <thrust/device_vector.h>
+// quantiles_cuda.cu: quantiles by sorting on the device (see quantiles.hpp).
+#include <thrust/execution_policy.h>
 #include <thrust/sort.h>
 
 #include <stdexcept>
 
+#include "cuda_check.hpp"
+#include "device_buffer.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
 
+void sort_cuda_device(double* d_values, std::size_t n) {
+  // Thrust's radix sort takes its temporary storage itself (the one allocation not made
+  // through DeviceBuffer); errors throw thrust::system_error, a std::runtime_error.
+  thrust::sort(thrust::device, d_values, d_values + n);
+}
+
 std::vector<double> quantiles_cuda(const std::vector<double>& values,
                                    const std::vector<double>& probs) {
   if (values.empty()) throw std::invalid_argument("quantiles of an empty sample");
-  thrust::device_vector<double> d(values.begin(), values.end());
-  thrust::sort(d.begin(), d.end());
+  auto d = DeviceBuffer<double>::from_host(values.data(), values.size());
+  sort_cuda_device(d.data(), d.size());
   // Only the order statistics the quantiles need come back to the host.
-  return quantiles_of_sorted(values.size(), probs, [&](std::size_t i) { return double(d[i]); });
+  return quantiles_of_sorted(values.size(), probs, [&](std::size_t i) {
+    double x;
+    ATTN_CUDA_CHECK(cudaMemcpy(&x, d.data() + i, sizeof(double), cudaMemcpyDeviceToHost));
+    return x;
+  });
 }
 
 }  // namespace attn

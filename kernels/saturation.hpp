@@ -47,6 +47,17 @@ ATTN_HD inline void fill_block(const Params& p, std::uint64_t row, std::uint32_t
 // Rows [first, first + rows): out[r * kStats + i] is statistic i of row first + r.
 void row_stats_cpu(const Params& p, std::uint64_t first, std::int64_t rows, double* out);
 #if defined(ATTNLAB_WITH_CUDA)
+// Device scratch for `rows` rows of the GPU pipeline (all device memory): q (rows x d_k),
+// k (rows x keys x d_k), scores and weights (rows x keys).
+struct DeviceScratch {
+  double *q, *k, *scores, *weights;
+};
+// GPU, device-resident: fill (Philox), batched score GEMM (one query per problem, `rows`
+// problems), row softmax unscaled and scaled, row statistics into d_out (rows x kStats, device
+// memory). No allocation, no copy; returns when queued.
+void row_stats_cuda_device(const Params& p, std::uint64_t first, std::int64_t rows,
+                           const DeviceScratch& scratch, double* d_out);
+// Host wrapper: out in host memory; allocates the scratch and d_out, runs, copies back.
 void row_stats_cuda(const Params& p, std::uint64_t first, std::int64_t rows, double* out);
 #endif
 

@@ -211,7 +211,12 @@ template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                      TrainResult* out);
 #if defined(ATTNLAB_WITH_CUDA)
-// GPU: one model per thread, the whole loop in registers, one launch. Host pointers in/out.
+// GPU, device-resident: one model per thread, the whole loop in registers, one launch; d_seeds
+// and d_out are device memory (n each). No allocation, no copy; returns when queued.
+template <class T>
+void train_seeds_cuda_device(Config c, const std::uint64_t* d_seeds, std::int64_t n,
+                             const TrainOptions& o, TrainResult* d_out);
+// Host wrapper: seeds and out in host memory; allocates, copies in, runs, copies back.
 template <class T>
 void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                       TrainResult* out);

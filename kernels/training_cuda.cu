@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "device_buffer.hpp"
 #include "tiny_model.hpp"
 
 namespace attn::tiny {
@@ -20,29 +21,29 @@ __global__ void train_kernel(Config c, const std::uint64_t* __restrict__ seeds, 
 }  // namespace
 
 template <class T>
+void train_seeds_cuda_device(Config c, const std::uint64_t* d_seeds, std::int64_t n,
+                             const TrainOptions& o, TrainResult* d_out) {
+  if (n <= 0) return;
+  constexpr int kThreads = 128;
+  train_kernel<T>
+      <<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(c, d_seeds, n, o, d_out);
+  ATTN_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
 void train_seeds_cuda(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                       TrainResult* out) {
   if (n <= 0) return;
-  std::uint64_t* d_seeds = nullptr;
-  TrainResult* d_out = nullptr;
-  try {
-    ATTN_CUDA_CHECK(cudaMalloc(&d_seeds, n * sizeof(std::uint64_t)));
-    ATTN_CUDA_CHECK(cudaMalloc(&d_out, n * sizeof(TrainResult)));
-    ATTN_CUDA_CHECK(cudaMemcpy(d_seeds, seeds, n * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
-    constexpr int kThreads = 128;
-    train_kernel<T><<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(
-        c, d_seeds, n, o, d_out);
-    ATTN_CUDA_CHECK_LAUNCH();
-    ATTN_CUDA_CHECK(cudaMemcpy(out, d_out, n * sizeof(TrainResult), cudaMemcpyDeviceToHost));
-  } catch (...) {
-    cudaFree(d_seeds);
-    cudaFree(d_out);
-    throw;
-  }
-  ATTN_CUDA_CHECK(cudaFree(d_seeds));
-  ATTN_CUDA_CHECK(cudaFree(d_out));
+  const auto d_seeds = DeviceBuffer<std::uint64_t>::from_host(seeds, n);
+  DeviceBuffer<TrainResult> d_out(n);
+  train_seeds_cuda_device<T>(c, d_seeds.data(), n, o, d_out.data());
+  d_out.download(out);
 }
 
+template void train_seeds_cuda_device<double>(Config, const std::uint64_t*, std::int64_t,
+                                              const TrainOptions&, TrainResult*);
+template void train_seeds_cuda_device<float>(Config, const std::uint64_t*, std::int64_t,
+                                             const TrainOptions&, TrainResult*);
 template void train_seeds_cuda<double>(Config, const std::uint64_t*, std::int64_t,
                                        const TrainOptions&, TrainResult*);
 template void train_seeds_cuda<float>(Config, const std::uint64_t*, std::int64_t,

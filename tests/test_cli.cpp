@@ -92,6 +92,22 @@ TEST(CliDevice, CudaRunsOnlyWhenAGpuAnswers) {
   }
 }
 
+TEST(CliRefuses, GpuNegative) { expect_refused("--table rnn-decay --gpu -1"); }
+TEST(CliRefuses, GpuNotANumber) { expect_refused("--table rnn-decay --gpu first"); }
+
+// --gpu N names a device ordinal; one the runtime does not have (or no GPU at all) is refused
+// with one line before any work under --device cuda, and is a CPU fallback under auto.
+TEST(CliDevice, GpuBeyondTheDeviceCount) {
+  const ProcessResult r = run_demo("--table rnn-decay --device cuda --gpu 1023 -q");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(is_one_line(r.err)) << r.err;
+  EXPECT_EQ(r.out, "");
+  const ProcessResult a = run_demo("--table rnn-decay --device auto --gpu 1023 --format json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["provenance"]["backend"], "cpu");
+  EXPECT_NE(a.err.find("no GPU"), std::string::npos) << a.err;
+}
+
 TEST(CliDevice, CpuAlwaysRuns) {
   const ProcessResult r = run_demo("--table rnn-decay --device cpu --format json -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;

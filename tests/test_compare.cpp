@@ -161,6 +161,35 @@ TEST(CompareResults, NonFiniteValues) {
   EXPECT_EQ(t->b, 1.0);
 }
 
+// The training table's loss is rounding noise near 1e-24: a relative test fails on it, an
+// absolute floor (numpy's allclose, made symmetric) lets it pass without loosening the others.
+TEST(CompareResults, AbsoluteFloorCountsCellsOutside) {
+  json b = doc();
+  b["tables"][1]["rows"][0]["x"] = 10.0 * (1 + 1e-6);
+  json a = doc(), c = b;
+  a["tables"][0]["rows"][0]["v"] = 1e-24;
+  c["tables"][0]["rows"][0]["v"] = 3e-24;
+  b["tables"][0]["rows"][0]["v"] = 1e-24;
+  const auto rel_only = compare_results(a, c, 1e-5, 0);
+  EXPECT_EQ(find(rel_only, "alpha")->outside, 1);
+  EXPECT_DOUBLE_EQ(find(rel_only, "alpha")->max_abs, 2e-24);
+  EXPECT_EQ(find(rel_only, "beta")->outside, 0);  // 1e-6 relative, within 1e-5
+  const auto floored = compare_results(a, c, 1e-5, 1e-12);
+  EXPECT_EQ(find(floored, "alpha")->outside, 0);
+  // The floor does not excuse a difference above it: 1e-5 absolute on x = 10 at rtol 1e-9.
+  EXPECT_EQ(find(compare_results(a, c, 1e-9, 1e-12), "beta")->outside, 1);
+  // |a - b| <= atol + rtol max(|a|, |b|): exactly on the line agrees.
+  json d = doc(), e = doc();
+  d["tables"][1]["rows"][0]["x"] = 1.0;
+  e["tables"][1]["rows"][0]["x"] = 1.5;
+  EXPECT_EQ(find(compare_results(d, e, 0, 0.5), "beta")->outside, 0);
+  EXPECT_EQ(find(compare_results(d, e, 0, 0.25), "beta")->outside, 1);
+  EXPECT_EQ(find(compare_results(d, e, 0.25, 0.125), "beta")->outside, 0);  // 0.125 + 0.375
+  // Non-finite values: never excused by a floor.
+  e["tables"][1]["rows"][0]["x"] = "nan";
+  EXPECT_EQ(find(compare_results(d, e, 1, 1e300), "beta")->outside, 1);
+}
+
 // ---- demo compare ----------------------------------------------------------------------------
 
 std::string args(const std::string& a, const std::string& b, const std::string& tol) {
@@ -186,6 +215,24 @@ TEST(DemoCompare, ExitCodeFollowsTheTolerance) {
   EXPECT_EQ(above.exit_code, 1) << above.out << above.err;
   EXPECT_NE(above.out.find("alpha"), std::string::npos) << above.out;
   EXPECT_NE(above.out.find("beta"), std::string::npos) << above.out;
+}
+
+TEST(DemoCompare, AtolGivesAnAbsoluteFloor) {
+  TempDir dir;
+  json a = doc(), b = doc();
+  a["tables"][1]["rows"][0]["x"] = 1e-24;
+  b["tables"][1]["rows"][0]["x"] = 5e-25;
+  const std::string pa = dir.write("a.json", a.dump()), pb = dir.write("b.json", b.dump());
+  const ProcessResult rel = run_demo(args(pa, pb, "1e-9"));
+  EXPECT_EQ(rel.exit_code, 1) << rel.out << rel.err;
+  const ProcessResult floor = run_demo(args(pa, pb, "1e-9") + " --atol 1e-12");
+  EXPECT_EQ(floor.exit_code, 0) << floor.out << floor.err;
+  EXPECT_NE(floor.out.find("atol 1e-12"), std::string::npos) << floor.out;
+  for (const char* bad : {"-1", "nan", "x"}) {
+    const ProcessResult r = run_demo(args(pa, pb, "1e-9") + " --atol " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out << r.err;
+    EXPECT_EQ(r.out, "") << bad;
+  }
 }
 
 TEST(DemoCompare, ShapeDifferencesFailWhateverTheTolerance) {

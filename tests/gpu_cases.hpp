@@ -1,0 +1,245 @@
+// gpu_cases.hpp: the one list of GPU cases, used by the `gpu` tests (tests/test_gpu.cpp: each
+// case against its CPU twin, at the tolerance below) and by the GPU benchmark (bench/gpu_bench.cu:
+// each case timed, rates from the FLOPs and bytes below), as ggml's test-backend-ops cases serve
+// both its test and perf modes. Sizes are chosen so that a case takes well under a second on an
+// H200 and its CPU twin a few seconds on 16 cores.
+//
+// Tolerances: where the GPU runs the CPU twin's very arithmetic (dk-std) it is 0, bit for bit.
+// Elsewhere they come from the standard rounding-error bound for a sum of n products (Higham,
+// Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5 and Lemma 3.1):
+//   |fl(x . y) - x . y| <= gamma_n |x| . |y|,   gamma_n = n u / (1 - n u),
+// u = 2^-24 (float) or 2^-53 (double). It holds for any summation order, blocking and use of
+// fused multiply-adds, so the GPU (cuBLAS) and the CPU twin each satisfy it and differ by at most
+// twice it. The bound grows with the reduction length n; it is a worst case, so it never cries
+// wolf, and is still far below the O(1) errors that a wrong index or a missed row gives.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "attention.hpp"
+#include "tiny_model.hpp"
+
+namespace attn::gpu_cases {
+
+enum class DType { f32, f64 };
+
+inline const char* name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
+inline double unit_roundoff(DType t) { return t == DType::f32 ? 0x1p-24 : 0x1p-53; }
+// gamma_n of Higham's Lemma 3.1.
+inline double gamma(double n, DType t) {
+  const double nu = n * unit_roundoff(t);
+  return nu / (1 - nu);
+}
+
+// ---- Batched attention forward (attention.hpp) ----------------------------------------------
+// Inputs: x ~ N(0, 1), W_Q, W_K, W_V ~ N(0, 1/d_model), so that Q, K, V entries are O(1) and the
+// scaled scores are O(1) (no saturated softmax hides or inflates errors).
+// Tolerance, per output element, first order in u, with |A| the elementwise absolute value and
+// the bound matrices taken from a run of the CPU twin on |x| and |W| (AbsRun below):
+//   Q, K, V:  2 gamma_{d_model} (|X||W|)                                  (one GEMM each side)
+//   S:        (4 gamma_{d_model} + 2 gamma_{d_k}) c |Q||K|^T               (errors of Q, K, then
+//             the score GEMM; c the score scale)
+//   P:        p_j (2 max_i dS_i + 2 gamma_{n + 4})                         (softmax's derivative
+//             dp_j = p_j (ds_j - sum_i p_i ds_i); its own exp, sum and division rounding)
+//   O:        dP |V| + P (2 gamma_{d_model} |X||W_V|) + 2 gamma_n P |V|   (the P V GEMM)
+struct AttentionCase {
+  const char* name;
+  AttentionShape shape;
+};
+
+inline const std::vector<AttentionCase>& attention_cases() {
+  static const std::vector<AttentionCase> cases = {
+      {"lesson-sized", {1024, 3, 2, 2, 2, false, false, 0}},
+      {"small-shared", {1024, 16, 64, 64, 64, true, false, 0}},
+      {"causal", {64, 128, 128, 64, 64, true, true, 0}},
+      {"wide-d_model", {4, 128, 512, 512, 64, false, false, 0}},
+      {"odd-causal-scale", {3, 7, 5, 3, 9, false, true, 0.5}},
+      {"many-short", {16384, 16, 64, 64, 64, true, false, 0}},
+      {"medium", {4096, 64, 64, 64, 64, true, false, 0}},
+      {"square-128", {1024, 128, 128, 128, 128, true, false, 0}},
+      {"long-512", {64, 512, 64, 64, 64, true, false, 0}},
+  };
+  return cases;
+}
+
+// Multiply-adds counted twice: three projections, the scores and the weighted sum.
+inline double attention_flops(const AttentionShape& s) {
+  const double rows = double(s.batch) * s.n;
+  return 2 * rows * s.d_model * (2.0 * s.d_k + s.d_v) + 2 * rows * s.n * (s.d_k + s.d_v);
+}
+// A lower bound on memory traffic: every array written once and read once by the next step.
+inline double attention_bytes(const AttentionShape& s, DType t) {
+  const double e = t == DType::f32 ? 4 : 8;
+  const double rows = double(s.batch) * s.n, w = s.shared_weights ? 1 : s.batch;
+  return e * (rows * s.d_model + w * s.d_model * (2.0 * s.d_k + s.d_v) +
+              2 * rows * (2.0 * s.d_k + s.d_v) + 3 * rows * s.n + 2 * rows * s.d_v);
+}
+
+// Per-element allowances for GPU minus CPU of one attention case. abs_* are the outputs of the
+// CPU twin run on |x| and |W| (so abs_q = |X||W_Q|, abs_scores = c |X||W_Q| (|X||W_K|)^T >=
+// c |Q||K|^T); p is the CPU twin's weights on the real inputs.
+struct AttentionAllowance {
+  std::vector<double> q, k, v, scores, weights, out;
+};
+
+template <class T>
+AttentionAllowance attention_allowance(const AttentionShape& s, DType t,
+                                       const std::vector<T>& abs_q, const std::vector<T>& abs_k,
+                                       const std::vector<T>& abs_v,
+                                       const std::vector<T>& abs_scores, const std::vector<T>& p) {
+  AttentionAllowance a;
+  const double g_dm = gamma(s.d_model, t), g_dk = gamma(s.d_k, t), g_n = gamma(s.n, t);
+  const double g_sm = gamma(s.n + 4, t);
+  for (T x : abs_q) a.q.push_back(2 * g_dm * x);
+  for (T x : abs_k) a.k.push_back(2 * g_dm * x);
+  for (T x : abs_v) a.v.push_back(2 * g_dm * x);
+  for (T x : abs_scores) a.scores.push_back((4 * g_dm + 2 * g_dk) * double(x));
+  const std::size_t rows = std::size_t(s.batch) * s.n;
+  a.weights.resize(p.size());
+  a.out.assign(rows * s.d_v, 0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double ds = 0;
+    for (int j = 0; j < s.n; ++j)
+      if (std::isfinite(a.scores[r * s.n + j])) ds = std::fmax(ds, a.scores[r * s.n + j]);
+    const std::size_t b = r / s.n;
+    for (int j = 0; j < s.n; ++j) {
+      const double pj = p[r * s.n + j];
+      const double dp = pj * (2 * ds + 2 * g_sm);
+      a.weights[r * s.n + j] = dp;
+      // O row r = sum_j P_rj V_j: the allowance of every output column from this term.
+      const std::size_t vrow = (b * s.n + j) * s.d_v;
+      for (int c = 0; c < s.d_v; ++c) {
+        const double av = abs_v[vrow + c];
+        a.out[r * s.d_v + c] += dp * av + pj * (2 * g_dm * av) + 2 * g_n * pj * av;
+      }
+    }
+  }
+  return a;
+}
+
+// ---- Row softmax kernels v1 and v2 (attention.hpp) -------------------------------------------
+// Scores ~ N(0, 4) (some rows with -inf masked keys via causal). Tolerance, relative to each
+// weight p_j: v1 runs softmax_row itself, so only the exp differs: CUDA's expf is within 2 ulp
+// and exp within 1 ulp, glibc's within 1 ulp (1 ulp <= 2u relative), so each term differs by at
+// most 6u, the sum too, and p = term / sum by 12u plus the division's rounding on each side:
+// |dp_j| <= 16 u p_j. v2 also sums in another order: |dp_j| <= (16 u + 2 gamma_n) p_j. No
+// weight underflows at these scores (max - min < 40 before the 0.75 scale).
+struct SoftmaxCase {
+  const char* name;
+  long rows;
+  int n;
+  bool causal;
+};
+
+inline const std::vector<SoftmaxCase>& softmax_cases() {
+  static const std::vector<SoftmaxCase> cases = {
+      {"keys-3", 1 << 20, 3, false},
+      {"keys-16", 1 << 18, 16, false},
+      {"keys-128-causal", 1 << 15, 128, true},
+      {"keys-512", 1 << 13, 512, false},
+  };
+  return cases;
+}
+inline double softmax_rel_tolerance(const SoftmaxCase& c, DType t, bool warp_per_row) {
+  return 16 * unit_roundoff(t) + (warp_per_row ? 2 * gamma(c.n, t) : 0);
+}
+// Per element: max, subtract, multiply, exp, sum, divide; counted as 6 operations.
+inline double softmax_flops(const SoftmaxCase& c) { return 6.0 * c.rows * c.n; }
+inline double softmax_bytes(const SoftmaxCase& c, DType t) {
+  return (t == DType::f32 ? 4 : 8) * 2.0 * c.rows * c.n;
+}
+
+// ---- dk-std sampler (dkstd.hpp) --------------------------------------------------------------
+// Same arithmetic in the same merge tree on both sides: tolerance 0 (memcmp of every chunk's
+// summary). Work: 2 d_k normals and d_k multiply-adds per sample; no memory traffic to speak of.
+struct DkStdCase {
+  std::uint32_t d_k;
+  std::uint64_t samples;  // the test's size; the benchmark scales it up to >= 1 s
+};
+
+inline const std::vector<DkStdCase>& dkstd_cases() {
+  static const std::vector<DkStdCase> cases = {
+      {1, 5 * 256 * 9 + 11}, {2, 5 * 256 * 9 + 11},   {3, 5 * 256 * 9 + 11},
+      {64, 1 << 16},         {512, 5 * 256 * 9 + 11}, {4096, 5 * 256 * 9 + 11},
+  };
+  return cases;
+}
+inline double dkstd_normals(std::uint32_t d_k, std::uint64_t samples) {
+  return 2.0 * d_k * samples;
+}
+
+// ---- Training sweep (tiny_model.hpp) ---------------------------------------------------------
+// f64: the sweep's promise, |weight_on_apple GPU - CPU| <= 1e-9 for every seed (the device's exp
+// may differ from glibc's in the last bit; the replay of one-ulp exp changes gave
+// differences below 1.2e-12).
+// f32: no a-priori bound holds over 3000 non-linear steps, so the allowance is measured on the
+// CPU: per seed, 4 |CPU f32 - CPU f64| + 1e-4, i.e. the GPU's float rounding may move a run as
+// far as float rounding itself moves it (four times over), plus about 1700 float ulps of 1.
+// Float runs use the analytic gradient only: a float central difference with h = 1e-5 is
+// rounding noise (u / h ~ 1e-2 of the gradient), so an ulp of exp would send GPU and CPU apart
+// by chance, not by fault.
+struct TrainingCase {
+  const char* name;
+  tiny::Config config;
+  tiny::Grad grad;
+  DType dtype;
+  int steps;
+  std::int64_t seeds;  // the test's size; the benchmark uses 10^6
+};
+
+inline const std::vector<TrainingCase>& training_cases() {
+  using tiny::Config, tiny::Grad;
+  static const std::vector<TrainingCase> cases = {
+      {"numeric-all-random", Config::all_random, Grad::numeric, DType::f64, 500, 2000},
+      {"numeric-qk-random", Config::qk_random, Grad::numeric, DType::f64, 500, 2000},
+      {"analytic-all-random", Config::all_random, Grad::analytic, DType::f64, 3000, 2000},
+      {"analytic-qk-random", Config::qk_random, Grad::analytic, DType::f64, 3000, 2000},
+      {"analytic-all-random-f32", Config::all_random, Grad::analytic, DType::f32, 3000, 2000},
+      {"analytic-qk-random-f32", Config::qk_random, Grad::analytic, DType::f32, 3000, 2000},
+  };
+  return cases;
+}
+inline constexpr double kTrainingF64Tolerance = 1e-9;
+inline double training_f32_allowance(double cpu_f32, double cpu_f64) {
+  return 4 * std::fabs(cpu_f32 - cpu_f64) + 1e-4;
+}
+
+// ---- Softmax saturation (saturation.hpp) -----------------------------------------------------
+// One query per problem, `rows` problems per call (the score GEMM's batch), as the table runs it.
+// Scores s = q . k in double: |ds| <= 2 gamma_{d_k} |q| . |k| <= 2 gamma_{d_k} ||q|| ||k||, with
+// ||q||^2 ~ chi^2_{d_k} bounded by d_k + 10 sqrt(2 d_k) + 50 (a bound no row of these sizes
+// exceeds). Statistics of the weights: max weight and ||J||_F move by at most 4 |ds|, the entropy
+// by at most 2 |ds| (1 + ln n + 1); plus row_stats' own rounding with the device's log (64 n u).
+// The scaled half divides ds by sqrt(d_k), so the unscaled allowance covers both.
+struct SaturationCase {
+  std::uint32_t d_k;
+  int keys;
+  std::int64_t rows;
+};
+
+inline const std::vector<SaturationCase>& saturation_cases() {
+  static const std::vector<SaturationCase> cases = {
+      {1, 3, 3000},
+      {64, 3, 3000},
+      {1024, 3, 3000},
+      // The README's example: 100,000 problems of one query in one call.
+      {64, 8, 100000},
+      {1024, 3, 100000},
+  };
+  return cases;
+}
+inline double saturation_tolerance(const SaturationCase& c) {
+  const double norm2 = c.d_k + 10 * std::sqrt(2.0 * c.d_k) + 50;
+  const double ds = 2 * gamma(c.d_k, DType::f64) * norm2;
+  return 2 * ds * (2 + std::log(double(c.keys))) + 4 * ds + 64 * c.keys * 0x1p-53;
+}
+// Normals (Philox), the score GEMM, two softmaxes: counted as d_k (1 + keys) normals and
+// 2 d_k keys flops per row; bytes: q, k written and read, scores and weights twice, stats.
+inline double saturation_flops(const SaturationCase& c) { return 2.0 * c.d_k * c.keys * c.rows; }
+inline double saturation_bytes(const SaturationCase& c) {
+  return 8.0 * c.rows * (2.0 * c.d_k * (1 + c.keys) + 6.0 * c.keys + 6);
+}
+
+}  // namespace attn::gpu_cases
