@@ -95,8 +95,8 @@ void compare_attention(const gpu_cases::AttentionCase& c, DType t, std::mt19937_
   attention_forward_cuda_host(gpu.problem(sh, x, wq, wk, wv));
   const auto ax = absolute(x), awq = absolute(wq), awk = absolute(wk), awv = absolute(wv);
   attention_forward_cpu(bound.problem(sh, ax, awq, awk, awv));
-  const auto a =
-      gpu_cases::attention_allowance<T>(sh, t, bound.q, bound.k, bound.v, bound.s, cpu.p);
+  const auto a = gpu_cases::attention_allowance<T>(sh, t, bound.q, bound.k, bound.v, cpu.q, cpu.k,
+                                                   cpu.v, cpu.p);
   EXPECT_TRUE(within("Q", gpu.q, cpu.q, a.q));
   EXPECT_TRUE(within("K", gpu.k, cpu.k, a.k));
   EXPECT_TRUE(within("V", gpu.v, cpu.v, a.v));
