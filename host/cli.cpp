@@ -123,6 +123,8 @@ Cli parse_command_line(int argc, char** argv) {
   cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
       ->capture_default_str();
 
+  add_attention_command(app, cli.attention);
+
   // What --help shows in place of CLI11's generic TEXT.
   const std::pair<const char*, const char*> kinds[] = {{"--table", "NAMES"},
                                                        {"--device", "DEVICE"},

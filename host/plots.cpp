@@ -192,4 +192,18 @@ std::vector<std::string> write_figures(const Table& t, const std::string& dir, b
   return written;
 }
 
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite) {
+  refuse_existing(path, overwrite);
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  const bool png = std::filesystem::path(path).extension() == ".png";
+  const std::string term = png ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
+                               : "set terminal svg size " + size + " font 'sans,11'\n";
+  if (!run_gnuplot(term + "set output " + q(tmp) + "\n" + body + "unset output\n")) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("gnuplot failed to draw " + path);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 }  // namespace attn

@@ -16,6 +16,13 @@ std::vector<std::string> figure_names(const std::string& table_name);
 // fails, or when a file exists and !overwrite.
 std::vector<std::string> write_figures(const Table& t, const std::string& dir, bool overwrite);
 
+// Draws one figure: runs gnuplot on `body` (everything after "set terminal/output") for PATH,
+// whose extension (.png or .svg) picks the terminal; size "W,H" in pixels. Written under a
+// temporary name and renamed into place when gnuplot succeeded. Throws std::runtime_error when
+// gnuplot fails or PATH exists and !overwrite.
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite);
+
 // Whether gnuplot can be run.
 bool gnuplot_available();
 
