@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -38,6 +39,13 @@ std::size_t available_bytes() {
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return std::size_t(1) << 40;
   return std::size_t(pages) * std::size_t(page);
+}
+
+// CPU time of this process, all threads (user + system), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
 std::string gib(double bytes) {
@@ -158,10 +166,32 @@ Plan plan_request(const AttentionRequest& r) {
   return p;
 }
 
+// An allocator that leaves new elements uninitialized: the kernels write every output entry, so
+// zero-filling gigabytes first would only cost time.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) {}
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    if constexpr (sizeof...(A) == 0)
+      ::new (static_cast<void*>(p)) U;
+    else
+      ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <class T>
+using Buffer = std::vector<T, UninitAllocator<T>>;
+
 // The outputs, assembled across heads, in the compute type.
 template <class T>
 struct Result {
-  std::vector<T> q, k, v, scores, weights, out;  // (B, n, d_k) ... (B, H, n, n) ... (B, n, d_v)
+  Buffer<T> q, k, v, scores, weights, out;  // (B, n, d_k) ... (B, H, n, n) ... (B, n, d_v)
 };
 
 template <class T>
@@ -191,8 +221,13 @@ std::vector<T> per_entry(const Array& w, std::size_t batch, bool want_per_entry)
   return out;
 }
 
+// Wall and CPU seconds spent in the attention kernels (input conversion excluded).
+struct KernelTime {
+  double wall = 0, cpu = 0;
+};
+
 template <class T>
-Result<T> compute(const Plan& p, const Backend& backend) {
+Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   const std::size_t B = p.batch, n = p.n, H = p.heads, dkh = p.d_k / H, dvh = p.d_v / H;
   const std::size_t wc = p.per_entry ? B : 1;
   const std::vector<T> x = convert<T>(p.x.data);
@@ -215,14 +250,9 @@ Result<T> compute(const Plan& p, const Backend& backend) {
   sh.shared_weights = !p.per_entry;
   sh.causal = p.causal;
   sh.scale = p.scale;
-  for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
-    const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
-                         hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
-                         hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
-    std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
-        o(B * n * dvh);
-    const AttentionProblem<T> prob{sh,       x.data(), hq.data(), hk.data(), hv.data(), q.data(),
-                                   k.data(), v.data(), s.data(),  w.data(),  o.data()};
+  const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = process_cpu_seconds();
 #if defined(ATTNLAB_WITH_CUDA)
     if (backend.kind() == DeviceKind::cuda)
       attention_forward_cuda_host(prob);
@@ -232,6 +262,23 @@ Result<T> compute(const Plan& p, const Backend& backend) {
     (void)backend;
     attention_forward_cpu(prob);
 #endif
+    time.cpu += process_cpu_seconds() - c0;
+    time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (H == 1) {  // one head: the kernels write the results in place
+    forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
+                                r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),
+                                r.out.data()});
+    return r;
+  }
+  for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
+    const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
+                         hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
+                         hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
+    std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
+        o(B * n * dvh);
+    forward(AttentionProblem<T>{sh, x.data(), hq.data(), hk.data(), hv.data(), q.data(), k.data(),
+                                v.data(), s.data(), w.data(), o.data()});
     for (std::size_t row = 0; row < B * n; ++row) {  // concatenate the heads
       for (std::size_t c = 0; c < dkh; ++c) {
         r.q[row * p.d_k + h * dkh + c] = q[row * dkh + c];
@@ -265,7 +312,7 @@ template <class T>
 Table lesson_view(const Plan& p, const Result<T>& r) {
   Table t;
   t.name = "attention";
-  t.title = "attention on your matrices: softmax(scale Q K^T) V, scale " + round_trip(p.scale) +
+  t.title = "attention on your matrices: softmax(scale Q K^T) V, scale " + fixed(p.scale, 4) +
             (p.causal ? ", causal" : "") +
             (p.heads > 1 ? ", " + std::to_string(p.heads) + " heads" : "");
   t.columns = matrix_columns();
@@ -301,7 +348,7 @@ Table summary_view(const Plan& p, const Result<T>& r) {
   t.title = "attention on your matrices: " + std::to_string(p.batch) + " problems, n " +
             std::to_string(p.n) + ", d_model " + std::to_string(p.d_model) + ", d_k " +
             std::to_string(p.d_k) + ", d_v " + std::to_string(p.d_v) + ", " +
-            std::to_string(p.heads) + " head(s), scale " + round_trip(p.scale) +
+            std::to_string(p.heads) + " head(s), scale " + fixed(p.scale, 4) +
             (p.causal ? ", causal" : "") + "; statistics of each row of weights";
   t.columns = {{"statistic"},   {"rows", ""},    {"mean", "%.4g"},  {"std", "%.4g"},
                {"min", "%.4g"}, {"max", "%.4g"}, {"non_finite", ""}};
@@ -439,7 +486,11 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
         refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
   }
   const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
-  const Result<T> res = compute<T>(p, backend);
+  KernelTime kt;
+  const Result<T> res = compute<T>(p, backend, kt);
+  const double kernel_seconds = kt.wall, kernel_cpu_seconds = kt.cpu;
+  spdlog::debug("attention: {} problems in {:.3f} s ({:.3f} CPU s) in the kernels", p.batch,
+                kernel_seconds, kernel_cpu_seconds);
   warn_non_finite(p, r, res);
 
   Table t = is_small(p) ? lesson_view(p, res) : summary_view(p, res);
@@ -452,7 +503,9 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
              {"w_v", {{"path", r.w_v}, {"shape", p.wv.shape}}}}},
            {"heads", p.heads},
            {"causal", p.causal},
-           {"scale", p.scale}};
+           {"scale", p.scale},
+           {"kernel_seconds", kernel_seconds},
+           {"kernel_cpu_seconds", kernel_cpu_seconds}};
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json provenance = prov.to_json(backend);
   for (const auto& [k, v] : t.run.items()) provenance[k] = v;
@@ -466,13 +519,13 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
     const std::string d = r.out_dir + "/";
     // Every data file under a temporary name first, then all renamed.
     std::vector<std::unique_ptr<AtomicFile>> files;
-    const std::pair<const char*, std::pair<const std::vector<T>*, std::vector<std::size_t>>>
-        arrays[] = {{"q", {&res.q, out_shape<T>(p, p.d_k)}},
-                    {"k", {&res.k, out_shape<T>(p, p.d_k)}},
-                    {"v", {&res.v, out_shape<T>(p, p.d_v)}},
-                    {"scores", {&res.scores, square_shape<T>(p)}},
-                    {"weights", {&res.weights, square_shape<T>(p)}},
-                    {"out", {&res.out, out_shape<T>(p, p.d_v)}}};
+    const std::pair<const char*, std::pair<const Buffer<T>*, std::vector<std::size_t>>> arrays[] = {
+        {"q", {&res.q, out_shape<T>(p, p.d_k)}},
+        {"k", {&res.k, out_shape<T>(p, p.d_k)}},
+        {"v", {&res.v, out_shape<T>(p, p.d_v)}},
+        {"scores", {&res.scores, square_shape<T>(p)}},
+        {"weights", {&res.weights, square_shape<T>(p)}},
+        {"out", {&res.out, out_shape<T>(p, p.d_v)}}};
     for (const auto& [name, a] : arrays) {
       files.push_back(std::make_unique<AtomicFile>(d + name + ".npy", r.force));
       files.back()->write(npy_bytes(a.first->data(), a.second));

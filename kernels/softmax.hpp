@@ -40,17 +40,19 @@ template <class T>
 struct RowMax {
   T m = neg_infinity<T>();
   bool nan = false;
-  ATTN_HD void add(T s) {
+  // m is never NaN: a NaN s fails the comparison (what fmax does, without a libm call, so
+  // that the CPU twin's loop vectorizes).
+  ATTN_HD ATTN_INLINE void add(T s) {
     nan = nan || s != s;
-    m = max_t(m, s);  // fmax ignores a NaN argument
+    m = s > m ? s : m;
   }
-  ATTN_HD void merge(const RowMax& o) {
+  ATTN_HD ATTN_INLINE void merge(const RowMax& o) {
     nan = nan || o.nan;
-    m = max_t(m, o.m);
+    m = o.m > m ? o.m : m;
   }
   // The unnormalised weight of a visible key with score s; the weights are these divided by
   // their sum over the visible keys (rule 2: NaN; rule 3: 1 for the tied infinite maximum).
-  ATTN_HD T numerator(T s, T scale) const {
+  ATTN_HD ATTN_INLINE T numerator(T s, T scale) const {
     if (nan) return static_cast<T>(NAN);
     if (m - m != T(0)) return s == m ? T(1) : T(0);  // m = +inf or -inf: the tie rule
     return exp_t(scale * (s - m));
@@ -61,7 +63,7 @@ struct RowMax {
 // rule above. scale > 0 and finite. Sequential (the CPU twin, and any caller with one row per
 // thread).
 template <class T>
-ATTN_HD void softmax_row(const T* scores, T* weights, int n, T scale, int valid) {
+ATTN_HD ATTN_INLINE void softmax_row(const T* scores, T* weights, int n, T scale, int valid) {
   RowMax<T> r;
   for (int j = 0; j < valid; ++j) r.add(scores[j]);
   T sum = 0;
