@@ -148,6 +148,8 @@ Cli parse_command_line(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("X");
 
+  add_attention_command(app, cli.attention);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "host/attention_command.hpp"
 #include "host/options.hpp"
 
 namespace attn {
@@ -20,6 +21,7 @@ struct Cli {
   int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
   Options options;
   CompareRequest compare;
+  AttentionRequest attention;         // `demo attention` (host/attention_command.hpp)
   std::vector<std::string> warnings;  // e.g. options that none of the chosen tables uses
 };
 

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   setup_logging(cli.options);
   for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
   install_stop_handler();
+  if (cli.attention.chosen) return run_attention_command(cli.attention, cli.options.command_line);
   bool created_out_dir = false;
   try {
     return run(cli.options, created_out_dir);

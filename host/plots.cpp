@@ -62,21 +62,25 @@ std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>
     if (body.empty()) continue;
     for (const char* ext : {".png", ".svg"}) {
       const std::string path = dir + "/" + fig.stem + ext;
-      refuse_existing(path, overwrite);
-      const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-      const std::string size = fig.wide ? "1500,500" : "800,560";
-      const std::string term = std::string(ext) == ".png"
-                                   ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
-                                   : "set terminal svg size " + size + " font 'sans,11'\n";
-      if (!run_gnuplot(term + "set output " + plot::quote(tmp) + "\n" + body + "unset output\n")) {
-        std::remove(tmp.c_str());
-        throw std::runtime_error("gnuplot failed to draw " + path);
-      }
-      std::filesystem::rename(tmp, path);
+      write_gnuplot_figure(body, path, fig.wide ? "1500,500" : "800,560", overwrite);
       written.push_back(path);
     }
   }
   return written;
+}
+
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite) {
+  refuse_existing(path, overwrite);
+  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  const bool png = std::filesystem::path(path).extension() == ".png";
+  const std::string term = png ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
+                               : "set terminal svg size " + size + " font 'sans,11'\n";
+  if (!run_gnuplot(term + "set output " + plot::quote(tmp) + "\n" + body + "unset output\n")) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("gnuplot failed to draw " + path);
+  }
+  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace attn

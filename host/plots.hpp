@@ -27,6 +27,18 @@ std::vector<std::string> figure_names(const std::vector<Figure>& figures);
 std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
                                        const std::string& dir, bool overwrite);
 
+// Draws one figure: runs gnuplot on `body` (everything after "set terminal/output") for PATH,
+// whose extension (.png or .svg) picks the terminal; size "W,H" in pixels. Written under a
+// temporary name and renamed into place when gnuplot succeeded. Throws std::runtime_error when
+// gnuplot fails or PATH exists and !overwrite.
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite);
+
+// Draws one figure from a gnuplot script body (everything after "set terminal/output") into
+// path (.png or .svg) of size "W,H" pixels, atomically. Throws like write_figures.
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite);
+
 // Whether gnuplot can be run.
 bool gnuplot_available();
 

@@ -14,11 +14,23 @@
 // With causal = true, word i sees words 0..i only (Level 15's mask), else every word.
 // Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch) and, in a
 // CUDA build, attention_forward_cuda (cuBLAS strided-batched GEMM plus a softmax kernel).
+//
+// Non-finite numbers (issue 10.1; softmax.hpp states the softmax half of the rule):
+//   - Scores are scale * (q . k). Where that overflows (or is NaN) in T, the entry is computed
+//     again by rescued_score below, which folds the scale in before the terms are summed (and
+//     sums float terms in double), so a score is +-inf only where the scaled score itself is
+//     beyond T's range (float: exactly; double: up to the rounding of scale * q_c * k_c).
+//   - A masked key (j > i under causal) never enters the weighted sum: out_i = sum over the
+//     visible j of weights_ij v_j, so NaN or +-inf in a masked key or value cannot reach a
+//     visible output (no 0 * NaN). Its score is stored as -inf, its weight as 0.
+//   - NaN in a visible input gives NaN in exactly the outputs that depend on it.
 #pragma once
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "hd.hpp"
 
 namespace attn {
 
@@ -52,6 +64,28 @@ struct AttentionProblem {
   T *q = nullptr, *k = nullptr, *v = nullptr;                            // outputs
   T *scores = nullptr, *weights = nullptr, *out = nullptr;
 };
+
+// The score of query row q and key row k (d entries each), recomputed so that it overflows only
+// where scale * (q . k) is beyond T's range: float terms are exact products summed in double
+// then scaled; double terms are (scale * q_c) * k_c. Used for the (rare) entries whose plain
+// scale * (q . k) came out non-finite, on the CPU and the GPU alike.
+template <class T>
+ATTN_HD T rescued_score(const T* q, const T* k, int d, double scale) {
+  double acc = 0;
+  if constexpr (sizeof(T) == sizeof(float)) {
+    for (int c = 0; c < d; ++c) acc += double(q[c]) * double(k[c]);
+    return static_cast<T>(scale * acc);
+  } else {
+    for (int c = 0; c < d; ++c) acc += (scale * q[c]) * k[c];
+    return static_cast<T>(acc);
+  }
+}
+
+// Whether a score needs rescued_score: +-inf or NaN.
+template <class T>
+ATTN_HD bool score_not_finite(T s) {
+  return !(s - s == T(0));
+}
 
 // CPU twin. Inputs and outputs in host memory.
 template <class T>

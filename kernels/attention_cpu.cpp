@@ -1,26 +1,138 @@
 // attention_cpu.cpp: the CPU twin of the batched attention forward (attention.hpp).
-// Plain loops, one problem per OpenMP iteration; the softmax is softmax.hpp's, as on the GPU.
+//
+// One problem per OpenMP iteration. Each matrix product is a register-blocked loop (4 rows of
+// the result times a strip of columns held in registers, the inner index outermost), built
+// for AVX-512, AVX2 and plain x86-64 (cpu_clones.hpp). Every entry of every product is still
+// the plain sum over the inner index in ascending order, with no FMA contraction
+// (-ffp-contract=off), so all clones give the same bits as the textbook loops; the softmax is
+// softmax.hpp's, as on the GPU.
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "attention.hpp"
+#include "cpu_clones.hpp"
 #include "softmax.hpp"
 
 namespace attn {
 namespace {
 
-// c (rows, cols) = a (rows, inner) * b (inner, cols), row-major; i-k-j order so that the
-// innermost loop streams through b and c.
-template <class T>
-void matmul(const T* a, const T* b, T* c, int rows, int inner, int cols) {
-  for (int i = 0; i < rows; ++i) {
-    T* ci = c + static_cast<std::ptrdiff_t>(i) * cols;
-    for (int j = 0; j < cols; ++j) ci[j] = T(0);
-    for (int k = 0; k < inner; ++k) {
-      const T aik = a[static_cast<std::ptrdiff_t>(i) * inner + k];
-      const T* bk = b + static_cast<std::ptrdiff_t>(k) * cols;
-      for (int j = 0; j < cols; ++j) ci[j] += aik * bk[j];
+using Index = std::ptrdiff_t;
+
+// c (rows, cols) = a (rows, inner) * b (inner, cols), all row-major with leading dimensions
+// lda, ldb, ldc; row i of c sums over k < limit(i) only (limit(i) <= inner), so that the
+// weighted sum of a causal row never touches a masked key. Each c entry is
+// sum_{k < limit(i)} a[i][k] * b[k][j], accumulated in ascending k.
+template <class T, class Limit>
+ATTN_INLINE void matmul_rows(const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,
+                             int rows, int inner, int cols, Limit limit) {
+  constexpr int kRows = 4;
+  constexpr int kCols = 64 / sizeof(T) * 2;  // two 64-byte vectors: 32 floats or 16 doubles
+  int i = 0;
+  for (; i + kRows <= rows; i += kRows) {
+    const int lo = std::min(limit(i), inner);  // every row of the block sums at least this far
+    int j = 0;
+    for (; j + kCols <= cols; j += kCols) {
+      T acc[kRows][kCols] = {};
+      for (int k = 0; k < lo; ++k) {
+        const T* bk = b + k * ldb + j;
+        ATTN_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          const T ar = a[(i + r) * lda + k];
+          ATTN_UNROLL
+          for (int x = 0; x < kCols; ++x) acc[r][x] += ar * bk[x];
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {  // the rest of each row's own range
+        const int hi = std::min(limit(i + r), inner);
+        for (int k = lo; k < hi; ++k) {
+          const T ar = a[(i + r) * lda + k];
+          const T* bk = b + k * ldb + j;
+          for (int x = 0; x < kCols; ++x) acc[r][x] += ar * bk[x];
+        }
+        for (int x = 0; x < kCols; ++x) c[(i + r) * ldc + j + x] = acc[r][x];
+      }
+    }
+    for (int r = 0; r < kRows; ++r) {  // columns left over: one row at a time
+      const int hi = std::min(limit(i + r), inner);
+      T* cr = c + (i + r) * ldc;
+      for (int x = j; x < cols; ++x) cr[x] = T(0);
+      for (int k = 0; k < hi; ++k) {
+        const T ar = a[(i + r) * lda + k];
+        const T* bk = b + k * ldb;
+        for (int x = j; x < cols; ++x) cr[x] += ar * bk[x];
+      }
     }
   }
+  for (; i < rows; ++i) {  // rows left over
+    const int hi = std::min(limit(i), inner);
+    T* cr = c + i * ldc;
+    for (int x = 0; x < cols; ++x) cr[x] = T(0);
+    for (int k = 0; k < hi; ++k) {
+      const T ar = a[i * lda + k];
+      const T* bk = b + k * ldb;
+      for (int x = 0; x < cols; ++x) cr[x] += ar * bk[x];
+    }
+  }
+}
+
+template <class T>
+ATTN_INLINE void matmul(const T* a, const T* b, T* c, int rows, int inner, int cols) {
+  matmul_rows(a, inner, b, cols, c, cols, rows, inner, cols, [inner](int) { return inner; });
+}
+
+// One problem of attention.hpp's forward. kt: scratch of d_k * n entries (K transposed).
+template <class T>
+ATTN_INLINE void forward_one(const AttentionShape& s, double scale_d, const T* x, const T* w_q,
+                             const T* w_k, const T* w_v, T* q, T* k, T* v, T* scores, T* weights,
+                             T* out, T* kt) {
+  const int n = s.n, dk = s.d_k;
+  const T scale = static_cast<T>(scale_d);
+  matmul(x, w_q, q, n, s.d_model, dk);
+  matmul(x, w_k, k, n, s.d_model, dk);
+  matmul(x, w_v, v, n, s.d_model, s.d_v);
+  // scores (n, n) = q (n, d_k) kt (d_k, n): entry (i, j) = sum_c q_ic k_jc, ascending c.
+  for (int j = 0; j < n; ++j)
+    for (int c = 0; c < dk; ++c) kt[Index(c) * n + j] = k[Index(j) * dk + c];
+  const bool causal = s.causal;
+  const auto visible = [causal, n](int i) { return causal ? i + 1 : n; };
+  matmul(q, kt, scores, n, dk, n);  // masked entries are overwritten below
+  for (int i = 0; i < n; ++i) {
+    T* si = scores + Index(i) * n;
+    const int valid = visible(i);
+    for (int j = 0; j < valid; ++j) {
+      si[j] *= scale;
+      if (score_not_finite(si[j]))
+        si[j] = rescued_score(q + Index(i) * dk, k + Index(j) * dk, dk, scale_d);
+    }
+    for (int j = valid; j < n; ++j) si[j] = neg_infinity<T>();
+    softmax_row(si, weights + Index(i) * n, n, T(1), valid);
+  }
+  // out (n, d_v) = weights (n, n) v (n, d_v), row i over its visible keys only.
+  matmul_rows(weights, n, v, s.d_v, out, s.d_v, n, n, s.d_v, visible);
+}
+
+ATTN_CPU_CLONES void forward_one_f32(const AttentionShape& s, double scale, const float* x,
+                                     const float* w_q, const float* w_k, const float* w_v, float* q,
+                                     float* k, float* v, float* scores, float* weights, float* out,
+                                     float* kt) {
+  forward_one<float>(s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt);
+}
+ATTN_CPU_CLONES void forward_one_f64(const AttentionShape& s, double scale, const double* x,
+                                     const double* w_q, const double* w_k, const double* w_v,
+                                     double* q, double* k, double* v, double* scores,
+                                     double* weights, double* out, double* kt) {
+  forward_one<double>(s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt);
+}
+void forward_one_t(const AttentionShape& s, double scale, const float* x, const float* w_q,
+                   const float* w_k, const float* w_v, float* q, float* k, float* v, float* sc,
+                   float* w, float* out, float* kt) {
+  forward_one_f32(s, scale, x, w_q, w_k, w_v, q, k, v, sc, w, out, kt);
+}
+void forward_one_t(const AttentionShape& s, double scale, const double* x, const double* w_q,
+                   const double* w_k, const double* w_v, double* q, double* k, double* v,
+                   double* sc, double* w, double* out, double* kt) {
+  forward_one_f64(s, scale, x, w_q, w_k, w_v, q, k, v, sc, w, out, kt);
 }
 
 }  // namespace
@@ -42,14 +154,17 @@ void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, i
                         T scale) {
 #pragma omp parallel for schedule(static) if (worth_threads(double(batch) * n_q * n_k * d))
   for (int b = 0; b < batch; ++b) {
-    const T* qb = q + std::ptrdiff_t(b) * n_q * d;
-    const T* kb = k + std::ptrdiff_t(b) * n_k * d;
-    T* sb = scores + std::ptrdiff_t(b) * n_q * n_k;
+    const T* qb = q + Index(b) * n_q * d;
+    const T* kb = k + Index(b) * n_k * d;
+    T* sb = scores + Index(b) * n_q * n_k;
     for (int i = 0; i < n_q; ++i)
       for (int j = 0; j < n_k; ++j) {
         T dot = 0;
-        for (int c = 0; c < d; ++c) dot += qb[i * d + c] * kb[j * d + c];
-        sb[i * n_k + j] = scale * dot;
+        for (int c = 0; c < d; ++c) dot += qb[Index(i) * d + c] * kb[Index(j) * d + c];
+        T& out = sb[Index(i) * n_k + j];
+        out = scale * dot;
+        if (score_not_finite(out))
+          out = rescued_score(qb + Index(i) * d, kb + Index(j) * d, d, double(scale));
       }
   }
 }
@@ -58,30 +173,20 @@ template <class T>
 void attention_forward_cpu(const AttentionProblem<T>& p) {
   const AttentionShape& s = p.shape;
   s.validate();
-  const T scale = static_cast<T>(s.effective_scale());
-  const std::ptrdiff_t wk_stride = s.shared_weights ? 0 : std::ptrdiff_t(s.d_model) * s.d_k;
-  const std::ptrdiff_t wv_stride = s.shared_weights ? 0 : std::ptrdiff_t(s.d_model) * s.d_v;
+  const double scale = s.effective_scale();
+  const Index wk_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_k;
+  const Index wv_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_v;
   const double work = double(s.batch) * s.n * (3.0 * s.d_model * s.d_k + 2.0 * s.n * s.d_k);
-#pragma omp parallel for schedule(static) if (worth_threads(work))
-  for (int b = 0; b < s.batch; ++b) {
-    const T* x = p.x + std::ptrdiff_t(b) * s.n * s.d_model;
-    T* q = p.q + std::ptrdiff_t(b) * s.n * s.d_k;
-    T* k = p.k + std::ptrdiff_t(b) * s.n * s.d_k;
-    T* v = p.v + std::ptrdiff_t(b) * s.n * s.d_v;
-    T* scores = p.scores + std::ptrdiff_t(b) * s.n * s.n;
-    T* weights = p.weights + std::ptrdiff_t(b) * s.n * s.n;
-    matmul(x, p.w_q + b * wk_stride, q, s.n, s.d_model, s.d_k);
-    matmul(x, p.w_k + b * wk_stride, k, s.n, s.d_model, s.d_k);
-    matmul(x, p.w_v + b * wv_stride, v, s.n, s.d_model, s.d_v);
-    for (int i = 0; i < s.n; ++i) {  // scores = scale * q k^T, row i = query i
-      for (int j = 0; j < s.n; ++j) {
-        T dot = 0;
-        for (int c = 0; c < s.d_k; ++c) dot += q[i * s.d_k + c] * k[j * s.d_k + c];
-        scores[i * s.n + j] = (s.causal && j > i) ? neg_infinity<T>() : scale * dot;
-      }
-      softmax_row(scores + i * s.n, weights + i * s.n, s.n, T(1), s.causal ? i + 1 : s.n);
-    }
-    matmul(weights, v, p.out + std::ptrdiff_t(b) * s.n * s.d_v, s.n, s.n, s.d_v);
+#pragma omp parallel if (worth_threads(work))
+  {
+    std::vector<T> kt(std::size_t(s.d_k) * s.n);
+#pragma omp for schedule(static)
+    for (int b = 0; b < s.batch; ++b)
+      forward_one_t(s, scale, p.x + Index(b) * s.n * s.d_model, p.w_q + b * wk_stride,
+                    p.w_k + b * wk_stride, p.w_v + b * wv_stride, p.q + Index(b) * s.n * s.d_k,
+                    p.k + Index(b) * s.n * s.d_k, p.v + Index(b) * s.n * s.d_v,
+                    p.scores + Index(b) * s.n * s.n, p.weights + Index(b) * s.n * s.n,
+                    p.out + Index(b) * s.n * s.d_v, kt.data());
   }
 }
 

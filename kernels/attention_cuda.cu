@@ -52,8 +52,9 @@ __global__ void softmax_rows_v1_kernel(const T* __restrict__ scores, T* __restri
   softmax_row(scores + row * n, weights + row * n, n, scale, valid);
 }
 
-// v2: one warp per row of n scores: max, sum of exponentials, normalize: softmax.hpp's formula,
-// exp(scale * (s - max s)) / sum, with the row reductions spread over the warp.
+// v2: one warp per row of n scores: softmax.hpp's rule (RowMax: the visible maximum and whether a
+// NaN is among them, merged across the warp), then numerator / sum, with the row reductions
+// spread over the warp.
 template <class T>
 __global__ void softmax_rows_v2_kernel(const T* __restrict__ scores, T* __restrict__ weights,
                                        long rows, int n, T scale, bool causal) {
@@ -63,27 +64,72 @@ __global__ void softmax_rows_v2_kernel(const T* __restrict__ scores, T* __restri
   const T* s = scores + row * n;
   T* w = weights + row * n;
   const int valid = causal ? static_cast<int>(row % n) + 1 : n;
-  T m = neg_infinity<T>();
-  for (int j = lane; j < valid; j += 32) m = max_t(m, s[j]);
-  for (int off = 16; off > 0; off /= 2) m = max_t(m, __shfl_xor_sync(0xffffffffu, m, off));
-  if (!(m > neg_infinity<T>())) {
-    for (int j = lane; j < n; j += 32) w[j] = T(0);
-    return;
+  RowMax<T> r;
+  for (int j = lane; j < valid; j += 32) r.add(s[j]);
+  for (int off = 16; off > 0; off /= 2) {
+    RowMax<T> o;
+    o.m = __shfl_xor_sync(0xffffffffu, r.m, off);
+    o.nan = __shfl_xor_sync(0xffffffffu, static_cast<int>(r.nan), off) != 0;
+    r.merge(o);
   }
   T sum = 0;
-  for (int j = lane; j < valid; j += 32) sum += exp_t(scale * (s[j] - m));
+  for (int j = lane; j < valid; j += 32) sum += r.numerator(s[j], scale);
   for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-  for (int j = lane; j < n; j += 32) w[j] = j < valid ? exp_t(scale * (s[j] - m)) / sum : T(0);
+  for (int j = lane; j < n; j += 32) w[j] = j < valid ? r.numerator(s[j], scale) / sum : T(0);
 }
 
-// Causal mask on the scores themselves: -inf above the diagonal of every n x n block.
+// After the score GEMM (scale * Q K^T): masked entries (causal, column > row) become -inf, and
+// visible entries that came out non-finite are recomputed by rescued_score (attention.hpp's
+// rule: a score overflows only where the scaled score does). One thread per entry.
 template <class T>
-__global__ void causal_mask_kernel(T* scores, long rows, int n) {
+__global__ void finish_scores_kernel(T* scores, const T* q, const T* k, long rows, int n, int d_k,
+                                     double scale, bool causal) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= rows * n) return;
-  const long row = idx / n;
+  const long row = idx / n;  // batch entry row / n, query row % n
   const int col = static_cast<int>(idx % n);
-  if (col > row % n) scores[idx] = neg_infinity<T>();
+  if (causal && col > row % n) {
+    scores[idx] = neg_infinity<T>();
+  } else if (score_not_finite(scores[idx])) {
+    const long key_row = (row / n) * n + col;
+    scores[idx] = rescued_score(q + row * d_k, k + key_row * d_k, d_k, scale);
+  }
+}
+
+// out (batch, n, d_v) = weights (batch, n, n) v (batch, n, d_v), where query row i sums over
+// its visible keys j <= i only: a masked key's value is never read, so NaN or inf there cannot
+// reach a visible output (a GEMM would multiply the zero weights by it). One block per query
+// row, threads over d_v; the sum runs over j in ascending order, like the CPU twin.
+template <class T>
+__global__ void causal_weighted_sum_kernel(const T* __restrict__ weights, const T* __restrict__ v,
+                                           T* __restrict__ out, long rows, int n, int d_v) {
+  const long row = blockIdx.x;
+  if (row >= rows) return;
+  const int valid = static_cast<int>(row % n) + 1;
+  const T* p = weights + row * n;
+  const T* vb = v + (row / n) * n * static_cast<long>(d_v);
+  for (int c = threadIdx.x; c < d_v; c += blockDim.x) {
+    T acc = 0;
+    for (int j = 0; j < valid; ++j) acc += p[j] * vb[static_cast<long>(j) * d_v + c];
+    out[row * d_v + c] = acc;
+  }
+}
+
+template <class T>
+void finish_scores(T* scores, const T* q, const T* k, long rows, int n, int d_k, double scale,
+                   bool causal) {
+  const long total = rows * n;
+  finish_scores_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(
+      scores, q, k, rows, n, d_k, scale, causal);
+  ATTN_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void causal_weighted_sum(const T* weights, const T* v, T* out, long rows, int n, int d_v) {
+  const int threads = d_v < 128 ? ((d_v + 31) / 32) * 32 : 128;
+  causal_weighted_sum_kernel<T>
+      <<<static_cast<unsigned>(rows), threads>>>(weights, v, out, rows, n, d_v);
+  ATTN_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
@@ -134,15 +180,16 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
   batched_scores_cuda<T>(p.q, p.k, p.scores, s.batch, s.n, s.n, s.d_k,
                          static_cast<T>(s.effective_scale()));
   const long rows = static_cast<long>(s.batch) * s.n;
-  if (s.causal) {
-    const long total = rows * s.n;
-    causal_mask_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(p.scores, rows, s.n);
-    ATTN_CUDA_CHECK_LAUNCH();
-  }
+  finish_scores(p.scores, p.q, p.k, rows, s.n, s.d_k, s.effective_scale(), s.causal);
   softmax_rows_cuda<T>(p.scores, p.weights, rows, s.n, T(1), s.causal);
-  // O (n x d_v) = P (n x n) V (n x d_v).
-  gemm_rowmajor<T>(BTransposed::no, s.n, s.d_v, s.n, T(1), p.weights, s_stride, p.v, v_stride,
-                   p.out, v_stride, s.batch);
+  // O (n x d_v) = P (n x n) V (n x d_v): a GEMM when every key is visible; under the causal
+  // mask a kernel that never reads a masked key's value.
+  if (s.causal) {
+    causal_weighted_sum(p.weights, p.v, p.out, rows, s.n, s.d_v);
+  } else {
+    gemm_rowmajor<T>(BTransposed::no, s.n, s.d_v, s.n, T(1), p.weights, s_stride, p.v, v_stride,
+                     p.out, v_stride, s.batch);
+  }
 }
 
 template <class T>

@@ -1,11 +1,26 @@
 // softmax.hpp: numerically stable row softmax and the statistics of one row of weights.
 //
-//   weights_j = exp(scale * s_j - m) / sum_i exp(scale * s_i - m),  m = max_i scale * s_i
+//   weights_j = exp(scale * (s_j - m)) / sum_i exp(scale * (s_i - m)),  m = max_i s_i
 //
 // Subtracting the row max (the standard trick; e.g. Goodfellow, Bengio, Courville, Deep
 // Learning, 4.1) keeps every exp in (0, 1], so finite scores of any size give no overflow and
-// no NaN. Entries of -inf are masked keys: they get weight 0. A row with every entry -inf (all
-// keys masked) gives all zeros, never NaN. Shared by the CPU twin and the CUDA kernels.
+// no NaN. Shared by the CPU twin and the CUDA kernels.
+//
+// The rule for masked keys and non-finite scores (issue 10.1), the same on CPU and GPU, float
+// and double. In a row of n scores whose first `valid` keys are visible:
+//   1. Masked keys (columns >= valid) get weight exactly 0 and are never read; callers that
+//      form the weighted sum skip them too, so whatever their key or value holds (NaN, +-inf)
+//      never reaches a visible output. A row with no visible key (valid = 0) is all zeros.
+//   2. NaN among the visible scores: every visible weight of the row is NaN (each depends on
+//      the NaN through the normalisation); masked weights stay 0.
+//   3. Infinite largest score: the keys whose score equals the maximum m = +inf share the
+//      weight equally, 1 / (number of such keys), and all others get 0: the limit of softmax
+//      as the tied largest scores grow without bound. Likewise when every visible score is
+//      -inf (m = -inf): the limit of a tie, equal weight 1 / valid. Never NaN.
+//   4. Otherwise (m finite) a visible score of -inf gets weight 0 and finite scores follow the
+//      formula above; a difference s_j - m that overflows to -inf just gives weight 0.
+// Exact limits are tested in tests/test_softmax.cpp. How scores avoid overflow in the first
+// place (scale folded in before the dot product overflows) is attention.hpp's rule.
 #pragma once
 
 #include <cmath>
@@ -19,25 +34,45 @@ ATTN_HD T neg_infinity() {
   return -static_cast<T>(INFINITY);
 }
 
-// weights[0..n) = softmax(scale * scores[0..n)); columns >= valid are masked (weight 0).
-// scale > 0. Computed as exp(scale * (s_j - max s)), so no finite input overflows (a difference
-// that overflows to -inf just gives weight 0). Sequential (the CPU twin, and any caller with
-// one row per thread).
+// The row maximum of the visible scores and whether one of them is NaN: everything the rule
+// above needs before the weights. A mergeable value, so a warp can build it from its lanes.
 template <class T>
-ATTN_HD void softmax_row(const T* scores, T* weights, int n, T scale, int valid) {
+struct RowMax {
   T m = neg_infinity<T>();
-  for (int j = 0; j < valid; ++j) m = max_t(m, scores[j]);
-  if (!(m > neg_infinity<T>())) {  // every key masked (or an empty row): zeros
-    for (int j = 0; j < n; ++j) weights[j] = T(0);
-    return;
+  bool nan = false;
+  // m is never NaN: a NaN s fails the comparison (what fmax does, without a libm call, so
+  // that the CPU twin's loop vectorizes).
+  ATTN_HD ATTN_INLINE void add(T s) {
+    nan = nan || s != s;
+    m = s > m ? s : m;
   }
+  ATTN_HD ATTN_INLINE void merge(const RowMax& o) {
+    nan = nan || o.nan;
+    m = o.m > m ? o.m : m;
+  }
+  // The unnormalised weight of a visible key with score s; the weights are these divided by
+  // their sum over the visible keys (rule 2: NaN; rule 3: 1 for the tied infinite maximum).
+  ATTN_HD ATTN_INLINE T numerator(T s, T scale) const {
+    if (nan) return static_cast<T>(NAN);
+    if (m - m != T(0)) return s == m ? T(1) : T(0);  // m = +inf or -inf: the tie rule
+    return exp_t(scale * (s - m));
+  }
+};
+
+// weights[0..n) = softmax(scale * scores[0..valid)), columns >= valid masked (weight 0), by the
+// rule above. scale > 0 and finite. Sequential (the CPU twin, and any caller with one row per
+// thread).
+template <class T>
+ATTN_HD ATTN_INLINE void softmax_row(const T* scores, T* weights, int n, T scale, int valid) {
+  RowMax<T> r;
+  for (int j = 0; j < valid; ++j) r.add(scores[j]);
   T sum = 0;
   for (int j = 0; j < valid; ++j) {
-    weights[j] = exp_t(scale * (scores[j] - m));
+    weights[j] = r.numerator(scores[j], scale);
     sum += weights[j];
   }
   for (int j = 0; j < valid; ++j) weights[j] /= sum;
-  for (int j = valid; j < n; ++j) weights[j] = T(0);
+  for (int j = valid < 0 ? 0 : valid; j < n; ++j) weights[j] = T(0);
 }
 
 // Statistics of one row of weights p (sum 1): the largest weight, the entropy in nats

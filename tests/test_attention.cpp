@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -165,14 +166,133 @@ TEST(AttentionCpu, RejectsNonPositiveShapes) {
   EXPECT_THROW(sh.validate(), std::invalid_argument);
 }
 
-TEST(SoftmaxRowsCpu, HugeScoresAndMaskedRows) {
+TEST(SoftmaxRowsCpu, HugeScoresAndInfiniteRows) {
   const double inf = INFINITY;
-  std::vector<double> s = {1e308, -1e308, 0, -inf, -inf, -inf}, w(6);
-  softmax_rows_cpu(s.data(), w.data(), 2, 3, 1.0, false);
+  std::vector<double> s = {1e308, -1e308, 0, -inf, -inf, -inf, inf, 1, inf}, w(9);
+  softmax_rows_cpu(s.data(), w.data(), 3, 3, 1.0, false);
   EXPECT_EQ(w[0], 1.0);
   EXPECT_EQ(w[1], 0.0);
   EXPECT_EQ(w[2], 0.0);
-  for (int j = 3; j < 6; ++j) EXPECT_EQ(w[j], 0.0);  // fully masked: zeros, not NaN
+  for (int j = 3; j < 6; ++j) EXPECT_EQ(w[j], 1.0 / 3);  // all -inf: a tie (softmax.hpp rule 3)
+  EXPECT_EQ(w[6], 0.5);
+  EXPECT_EQ(w[7], 0.0);
+  EXPECT_EQ(w[8], 0.5);
+}
+
+// ---- non-finite inputs (issue 10.1), float and double ---------------------------------------
+
+template <class T>
+struct Problem {
+  AttentionShape sh;
+  std::vector<T> x, wq, wk, wv, q, k, v, s, p, o;
+  Problem(AttentionShape shape, std::vector<T> x_, std::vector<T> w_q, std::vector<T> w_k,
+          std::vector<T> w_v)
+      : sh(shape), x(std::move(x_)), wq(std::move(w_q)), wk(std::move(w_k)), wv(std::move(w_v)) {
+    q.assign(std::size_t(sh.batch) * sh.n * sh.d_k, T(-7));
+    k = q;
+    v.assign(std::size_t(sh.batch) * sh.n * sh.d_v, T(-7));
+    s.assign(std::size_t(sh.batch) * sh.n * sh.n, T(-7));
+    p = s;
+    o = v;
+  }
+  void run() {
+    attention_forward_cpu(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(),
+                                              q.data(), k.data(), v.data(), s.data(), p.data(),
+                                              o.data()});
+  }
+};
+
+template <class T>
+class AttentionNonFinite : public ::testing::Test {};
+using Floats = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(AttentionNonFinite, Floats);
+
+// The issue's example: x = [1, NaN], every W = [[1]], causal. Word 0 sees only itself: weight
+// exactly 1, output exactly 1; word 1 depends on the NaN: NaN. Also with +-inf in the masked
+// word, and in every entry of a batch.
+TYPED_TEST(AttentionNonFinite, MaskedKeyOrValueNeverReachesAVisibleOutput) {
+  using T = TypeParam;
+  const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  for (T bad : {nan, inf, -inf}) {
+    const int batch = 3;
+    std::vector<T> x;
+    for (int b = 0; b < batch; ++b) x.insert(x.end(), {T(1 + b), bad});
+    Problem<T> pr({batch, 2, 1, 1, 1, true, true, 0}, x, {T(1)}, {T(1)}, {T(1)});
+    pr.run();
+    for (int b = 0; b < batch; ++b) {
+      EXPECT_EQ(pr.p[b * 4 + 0], T(1)) << "bad " << bad << " entry " << b;
+      EXPECT_EQ(pr.p[b * 4 + 1], T(0));
+      EXPECT_EQ(pr.o[b * 2 + 0], T(1 + b));
+      EXPECT_TRUE(std::isinf(pr.s[b * 4 + 1]) && pr.s[b * 4 + 1] < 0);
+    }
+  }
+  // NaN in the masked word's value only (its key is fine), per-entry weights.
+  Problem<T> pr({2, 3, 1, 1, 1, false, true, 0}, {1, 2, 3, 1, 2, 3}, {T(1), T(1)}, {T(1), T(1)},
+                {T(1), nan});
+  pr.run();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(std::isnan(pr.o[i])) << "entry 0 row " << i;     // W_V of entry 0 is finite
+    EXPECT_TRUE(std::isnan(pr.o[3 + i])) << "entry 1 row " << i;  // every v of entry 1 is NaN
+  }
+  EXPECT_EQ(pr.o[0], T(1));
+}
+
+// NaN in a visible input: NaN in exactly the outputs that depend on it. x = [[1], [NaN], [2]],
+// causal: word 0 is clean; words 1 and 2 see the NaN word (its score and value).
+TYPED_TEST(AttentionNonFinite, VisibleNaNGivesNaNExactlyWhereItReaches) {
+  using T = TypeParam;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  Problem<T> pr({1, 3, 1, 1, 1, true, true, 0}, {T(1), nan, T(2)}, {T(1)}, {T(1)}, {T(1)});
+  pr.run();
+  EXPECT_EQ(pr.o[0], T(1));
+  EXPECT_TRUE(std::isnan(pr.o[1]));
+  EXPECT_TRUE(std::isnan(pr.o[2]));
+  EXPECT_TRUE(std::isnan(pr.p[3 + 0]) && std::isnan(pr.p[3 + 1]));
+  EXPECT_EQ(pr.p[3 + 2], T(0));  // masked
+  // Not causal: every word sees the NaN word.
+  Problem<T> all({1, 3, 1, 1, 1, true, false, 0}, {T(1), nan, T(2)}, {T(1)}, {T(1)}, {T(1)});
+  all.run();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(all.o[i]));
+}
+
+// The issue's overflow: float, d = 1, x = 2e19, W = [[1]], n = 1. The score 4e38 is beyond
+// float's range (3.4e38), so +inf; a row whose largest score is +inf gives it weight 1, and
+// the output is v = 2e19. In double the same problem at 1.5e154 (score 2.25e308 > 1.8e308).
+TYPED_TEST(AttentionNonFinite, OverflowedScoreGivesWeightOneNotNaN) {
+  using T = TypeParam;
+  const T x = sizeof(T) == 4 ? T(2e19) : T(1.5e154);
+  Problem<T> pr({1, 1, 1, 1, 1, true, false, 0}, {x}, {T(1)}, {T(1)}, {T(1)});
+  pr.run();
+  EXPECT_TRUE(std::isinf(pr.s[0]) && pr.s[0] > 0);
+  EXPECT_EQ(pr.p[0], T(1));
+  EXPECT_EQ(pr.o[0], x);
+  // Two words tied at +inf and one finite: the tied pair share the weight equally.
+  Problem<T> two({1, 3, 1, 1, 1, true, false, 0}, {x, x, T(1)}, {T(1)}, {T(1)}, {T(1)});
+  two.run();
+  for (int i = 0; i < 2; ++i) {  // rows of the two large words: keys 0 and 1 tie at +inf
+    EXPECT_EQ(two.p[i * 3 + 0], T(0.5));
+    EXPECT_EQ(two.p[i * 3 + 1], T(0.5));
+    EXPECT_EQ(two.p[i * 3 + 2], T(0));
+    EXPECT_EQ(two.o[i], x);
+  }
+}
+
+// A score whose plain q . k overflows but whose scaled value fits must come out as that value:
+// d_k = 4, every q and k entry e. Float: e = 1e19, q . k = 4e38 > 3.4e38, scale 1/2 gives 2e38.
+// Double: e = 1e154, q . k = 4e308 > 1.8e308, scale 1/4 gives 1e308. (Exact maths: 4 e^2 scale.)
+TYPED_TEST(AttentionNonFinite, ScaledScoreThatFitsDoesNotOverflow) {
+  using T = TypeParam;
+  const bool f = sizeof(T) == 4;
+  const T e = f ? T(1e19) : T(1e154);
+  const double scale = f ? 0.5 : 0.25;
+  const double want = f ? 2e38 : 1e308;  // 4 e^2 * scale, exact maths
+  // x = [[1]] (one word, d_model 1), W_Q = W_K = [[e, e, e, e]]: q = k = (e, e, e, e).
+  Problem<T> pr({1, 1, 1, 4, 1, true, false, scale}, {T(1)}, {e, e, e, e}, {e, e, e, e}, {T(3)});
+  pr.run();
+  ASSERT_TRUE(std::isfinite(pr.s[0])) << pr.s[0];
+  EXPECT_NEAR(double(pr.s[0]), want, want * (f ? 1e-7 : 1e-15));
+  EXPECT_EQ(pr.p[0], T(1));
+  EXPECT_EQ(pr.o[0], T(3));
 }
 
 }  // namespace

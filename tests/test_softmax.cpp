@@ -91,16 +91,62 @@ TYPED_TEST(SoftmaxRowTyped, HugeFiniteScoresGiveFiniteWeightsSummingToOne) {
   }
 }
 
+// valid = 0 masks every column, whatever the scores (even NaN): zeros, never NaN.
 TYPED_TEST(SoftmaxRowTyped, FullyMaskedRowGivesZeros) {
   using T = TypeParam;
-  const T ninf = -std::numeric_limits<T>::infinity();
-  for (int n : {1, 4, 33}) {
-    const auto w = softmax(std::vector<T>(n, ninf));
-    for (int j = 0; j < n; ++j) EXPECT_EQ(w[j], T(0)) << "n " << n;
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (const std::vector<T>& s : {std::vector<T>{T(1), T(2), T(3)}, std::vector<T>{nan, nan}}) {
+    const auto w = softmax(s, T(1), 0);
+    for (T v : w) EXPECT_EQ(v, T(0));
   }
-  // valid = 0 masks every column, whatever the scores.
-  const auto w = softmax(std::vector<T>{T(1), T(2), T(3)}, T(1), 0);
-  for (T v : w) EXPECT_EQ(v, T(0));
+}
+
+// ---- the non-finite rule (softmax.hpp, issue 10.1) -------------------------------------------
+// Expected values are the exact limits: lim_{c -> inf} softmax(s) with the tied largest scores
+// set to c (or, for an all -inf row, every score set to -c) is 1 / (number tied) on the tied
+// keys and 0 elsewhere; a NaN anywhere visible makes every visible weight NaN.
+
+TYPED_TEST(SoftmaxRowTyped, PlusInfinityMaximaShareTheWeightEqually) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), big = std::numeric_limits<T>::max();
+  struct Case {
+    std::vector<T> s;
+    std::vector<T> want;
+  };
+  const std::vector<Case> cases = {
+      {{inf}, {1}},                                      // the issue's overflowed score
+      {{inf, T(0)}, {1, 0}},                             //
+      {{T(3), inf, -inf, inf}, {0, T(0.5), 0, T(0.5)}},  // two tied at +inf
+      {{inf, big, inf, inf, -big}, {T(1) / 3, 0, T(1) / 3, T(1) / 3, 0}},
+      {{-inf}, {1}},  // every visible score -inf: a tie, weight 1 / valid
+      {{-inf, -inf, -inf, -inf}, {T(0.25), T(0.25), T(0.25), T(0.25)}},
+      {{T(2), -inf, T(2)}, {T(0.5), 0, T(0.5)}},  // a finite maximum: -inf gets 0
+  };
+  for (const Case& c : cases) {
+    for (T scale : {T(1), T(0.125), T(8)}) {
+      const auto w = softmax(c.s, scale);
+      for (std::size_t j = 0; j < w.size(); ++j)
+        EXPECT_EQ(w[j], c.want[j]) << "entry " << j << " of " << c.s.size() << " scale " << scale;
+    }
+  }
+}
+
+TYPED_TEST(SoftmaxRowTyped, NaNMakesEveryVisibleWeightNaNAndMaskedStayZero) {
+  using T = TypeParam;
+  const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  for (const std::vector<T>& s :
+       {std::vector<T>{nan, T(1), T(2), T(0)}, std::vector<T>{T(1), inf, nan, T(0)},
+        std::vector<T>{-inf, nan, -inf, T(5)}}) {
+    const auto w = softmax(s, T(1), 3);  // column 3 masked
+    for (int j = 0; j < 3; ++j) EXPECT_TRUE(std::isnan(w[j])) << "entry " << j;
+    EXPECT_EQ(w[3], T(0));
+  }
+  // NaN only in a masked column: never read.
+  const auto w = softmax(std::vector<T>{T(0), T(0), nan, inf}, T(1), 2);
+  EXPECT_EQ(w[0], T(0.5));
+  EXPECT_EQ(w[1], T(0.5));
+  EXPECT_EQ(w[2], T(0));
+  EXPECT_EQ(w[3], T(0));
 }
 
 TYPED_TEST(SoftmaxRowTyped, MaskedEntriesInsideTheRowGetZero) {

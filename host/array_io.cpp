@@ -1,0 +1,297 @@
+// array_io.cpp: see array_io.hpp.
+#include "host/array_io.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xcsv.hpp>
+#include <xtensor/xnpy.hpp>
+
+namespace attn {
+namespace {
+
+[[noreturn]] void fail(const std::string& label, const std::string& path, const std::string& why) {
+  throw std::runtime_error(label + " " + path + ": " + why);
+}
+
+std::string read_file(const std::string& label, const std::string& path, std::size_t max_bytes) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) fail(label, path, "no such file");
+  if (!std::filesystem::is_regular_file(status)) fail(label, path, "not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) fail(label, path, "cannot read it: " + ec.message());
+  if (size > max_bytes)
+    fail(label, path,
+         "file of " + std::to_string(size) + " bytes is larger than the memory available (" +
+             std::to_string(max_bytes) + " bytes)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(label, path, "cannot open it");
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<std::size_t>(in.gcount()) != size) fail(label, path, "cannot read it");
+  return bytes;
+}
+
+// The product of the dimensions, or false when it overflows size_t.
+bool checked_size(const std::vector<std::size_t>& shape, std::size_t word, std::size_t& bytes) {
+  std::size_t n = word;
+  for (std::size_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return false;
+  bytes = n;
+  return true;
+}
+
+std::string dtype_name(const std::string& descr) {
+  static const std::pair<const char*, const char*> names[] = {
+      {"f2", "float16"}, {"f4", "float32"},   {"f8", "float64"},    {"f16", "float128"},
+      {"i1", "int8"},    {"i2", "int16"},     {"i4", "int32"},      {"i8", "int64"},
+      {"u1", "uint8"},   {"u2", "uint16"},    {"u4", "uint32"},     {"u8", "uint64"},
+      {"b1", "bool"},    {"c8", "complex64"}, {"c16", "complex128"}};
+  const std::string code = descr.size() > 1 ? descr.substr(1) : descr;
+  for (const auto& [c, name] : names)
+    if (code == c) return name;
+  return "'" + descr + "'";
+}
+
+template <class T>
+void copy_c_order(const std::string& npy, std::vector<double>& out) {
+  std::istringstream in(npy);
+  auto a = xt::load_npy<T>(in);
+  const xt::xarray<T, xt::layout_type::row_major> c = a;  // converts Fortran order
+  out.assign(c.begin(), c.end());
+}
+
+Array load_npy(const std::string& label, const std::string& path, const std::string& bytes) {
+  // Preamble: "\x93NUMPY", major, minor, header length (2 bytes in 1.0, 4 in 2.0 and 3.0).
+  static const std::string magic = "\x93NUMPY";
+  if (bytes.size() < 10 || bytes.compare(0, 6, magic) != 0)
+    fail(label, path, "not a .npy file (no \\x93NUMPY magic at its start)");
+  const unsigned major = static_cast<unsigned char>(bytes[6]);
+  if (major < 1 || major > 3)
+    fail(label, path, "unsupported .npy format version " + std::to_string(major));
+  const std::size_t len_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + len_bytes) fail(label, path, "truncated .npy header");
+  std::size_t header_len = 0;
+  for (std::size_t i = 0; i < len_bytes; ++i)
+    header_len |= std::size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+  const std::size_t data_at = 8 + len_bytes + header_len;
+  if (bytes.size() < data_at) fail(label, path, "truncated .npy header");
+  std::string descr;
+  bool fortran = false;
+  std::vector<std::size_t> shape;
+  try {
+    xt::detail::parse_header(bytes.substr(8 + len_bytes, header_len), descr, &fortran, shape);
+  } catch (const std::exception& e) {
+    fail(label, path, std::string("malformed .npy header (") + e.what() + ")");
+  }
+  const std::string name = dtype_name(descr);
+  if (descr != "<f4" && descr != "<f8") {
+    if (descr.size() > 1 && descr[0] == '>')
+      fail(label, path,
+           "big-endian " + dtype_name(descr) +
+               " is refused (little-endian float32 or float64 only; numpy: "
+               "a.astype('<f8'))");
+    fail(label, path,
+         "dtype " + name + " is refused (float32 or float64 only; numpy: a.astype(np.float64))");
+  }
+  const std::size_t word = descr == "<f4" ? 4 : 8;
+  std::size_t want = 0;
+  if (!checked_size(shape, word, want))
+    fail(label, path, "shape " + shape_text(shape) + " is too large");
+  const std::size_t have = bytes.size() - data_at;
+  if (have < want)
+    fail(label, path,
+         "truncated .npy: shape " + shape_text(shape) + " needs " + std::to_string(want) +
+             " bytes of data, the file has " + std::to_string(have));
+  if (have > want)
+    fail(label, path,
+         "malformed .npy: " + std::to_string(have - want) + " bytes after the data of shape " +
+             shape_text(shape));
+  if (fortran && shape.size() > 1)
+    spdlog::info("{} {}: Fortran order, converted to C order", label, path);
+  Array a;
+  a.shape = shape;
+  a.float32 = word == 4;
+  try {
+    if (a.float32)
+      copy_c_order<float>(bytes, a.data);
+    else
+      copy_c_order<double>(bytes, a.data);
+  } catch (const std::exception& e) {
+    fail(label, path, std::string("malformed .npy (") + e.what() + ")");
+  }
+  return a;
+}
+
+// Strict number: the whole cell (spaces around allowed) is a decimal number, nan or +-inf.
+bool parse_number(std::string_view cell, double& out) {
+  while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
+  while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r'))
+    cell.remove_suffix(1);
+  if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
+  if (cell.empty()) return false;
+  const auto r = std::from_chars(cell.data(), cell.data() + cell.size(), out);
+  return r.ec == std::errc() && r.ptr == cell.data() + cell.size();
+}
+
+Array load_csv(const std::string& label, const std::string& path, const std::string& bytes) {
+  // Checking pass: every line's cells, with line and column named on error.
+  std::istringstream in(bytes);
+  std::string line, kept;
+  std::size_t line_no = 0, cols = 0, rows = 0, first_line = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#') continue;
+    std::size_t count = 0, start = 0;
+    for (;;) {
+      const std::size_t comma = line.find(',', start);
+      const std::string_view cell(line.data() + start,
+                                  (comma == std::string::npos ? line.size() : comma) - start);
+      double v;
+      if (!parse_number(cell, v))
+        fail(label, path,
+             "line " + std::to_string(line_no) + ", column " + std::to_string(count + 1) + ": '" +
+                 std::string(cell) + "' is not a number (nan and inf are allowed)");
+      ++count;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (rows == 0) {
+      cols = count;
+      first_line = line_no;
+    } else if (count != cols) {
+      fail(label, path,
+           "ragged CSV: line " + std::to_string(line_no) + " has " + std::to_string(count) +
+               " values, line " + std::to_string(first_line) + " has " + std::to_string(cols));
+    }
+    ++rows;
+    kept += line + "\n";
+  }
+  if (rows == 0) fail(label, path, "empty CSV (no rows of numbers)");
+  // Conversion by the library, on the checked lines.
+  std::istringstream checked(kept);
+  Array a;
+  try {
+    const auto m = xt::load_csv<double>(checked);
+    a.shape = {m.shape()[0], m.shape()[1]};
+    a.data.assign(m.begin(), m.end());
+  } catch (const std::exception& e) {
+    fail(label, path, std::string("malformed CSV (") + e.what() + ")");
+  }
+  if (a.shape[0] != rows || a.shape[1] != cols) fail(label, path, "malformed CSV");
+  return a;
+}
+
+// One JSON value as a number: numbers, and the strings "nan", "inf", "-inf".
+bool json_number(const nlohmann::json& v, double& out) {
+  if (v.is_number()) {
+    out = v.get<double>();
+    return true;
+  }
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan" || s == "NaN") return (out = NAN), true;
+    if (s == "inf" || s == "Infinity") return (out = INFINITY), true;
+    if (s == "-inf" || s == "-Infinity") return (out = -INFINITY), true;
+  }
+  return false;
+}
+
+void json_walk(const std::string& label, const std::string& path, const nlohmann::json& v,
+               std::size_t depth, const std::string& where, Array& a) {
+  if (depth == a.shape.size()) {
+    double x;
+    if (!json_number(v, x))
+      fail(label, path,
+           "entry " + where + " is not a number (" + std::string(v.type_name()) +
+               "; nan and inf are written \"nan\", \"inf\", \"-inf\")");
+    a.data.push_back(x);
+    return;
+  }
+  if (!v.is_array() || v.size() != a.shape[depth])
+    fail(label, path,
+         "not a rectangular array: " + (where.empty() ? std::string("the top level") : where) +
+             " has " +
+             (v.is_array() ? std::to_string(v.size()) + " entries"
+                           : std::string("a ") + v.type_name()) +
+             ", expected " + std::to_string(a.shape[depth]) + " entries");
+  for (std::size_t i = 0; i < v.size(); ++i)
+    json_walk(label, path, v[i], depth + 1, where + "[" + std::to_string(i) + "]", a);
+}
+
+Array load_json(const std::string& label, const std::string& path, const std::string& bytes) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(bytes);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    if (const auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
+    fail(label, path, "malformed JSON: " + why);
+  }
+  Array a;
+  // The shape from the first entry at each level; json_walk then checks every entry.
+  for (const nlohmann::json* v = &doc; v->is_array(); v = &(*v)[0]) {
+    if (v->empty()) fail(label, path, "empty array in shape " + shape_text(a.shape) + "[0]");
+    a.shape.push_back(v->size());
+    if (a.shape.size() > 3) break;
+  }
+  if (a.shape.empty()) fail(label, path, "not an array (expected nested arrays of numbers)");
+  if (a.shape.size() > 3) fail(label, path, "more than 3 levels of arrays");
+  json_walk(label, path, doc, 0, "", a);
+  return a;
+}
+
+}  // namespace
+
+std::size_t Array::size() const {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string Array::shape_text() const { return attn::shape_text(shape); }
+
+Array load_array(const std::string& label, const std::string& path, std::size_t max_bytes) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".npy" && ext != ".csv" && ext != ".json")
+    fail(label, path, "unknown extension '" + ext + "' (expected .npy, .csv or .json)");
+  const std::string bytes = read_file(label, path, max_bytes);
+  Array a = ext == ".npy"   ? load_npy(label, path, bytes)
+            : ext == ".csv" ? load_csv(label, path, bytes)
+                            : load_json(label, path, bytes);
+  if (a.shape.empty() || a.shape.size() > 3)
+    fail(label, path,
+         "shape " + a.shape_text() + ": expected a matrix or a batch of matrices (2 or 3 axes)");
+  for (std::size_t d : a.shape)
+    if (d == 0) fail(label, path, "shape " + a.shape_text() + " is empty");
+  return a;
+}
+
+template <class T>
+std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape) n *= d;
+  const auto view = xt::adapt(data, n, xt::no_ownership(), shape);
+  return xt::dump_npy(view);
+}
+
+template std::string npy_bytes<float>(const float*, const std::vector<std::size_t>&);
+template std::string npy_bytes<double>(const double*, const std::vector<std::size_t>&);
+
+}  // namespace attn

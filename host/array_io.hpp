@@ -1,0 +1,47 @@
+// array_io.hpp: the user's matrices for `demo attention`, read from .npy, .csv or .json, and
+// arrays written back as .npy.
+//
+//   .npy   numpy's format (float32 or float64, little-endian, C or Fortran order), read with
+//          xtensor's npy support (Debian's libxtensor-dev: xt::detail::parse_header for the
+//          header, xt::load_npy for the data). Around it this file checks what xtensor does
+//          not: the magic and header length, a data size that matches the shape exactly
+//          (xtensor reads a truncated file without noticing, and allocates whatever a header
+//          claims before reading), and the dtype. Fortran order is converted to C order (said
+//          on stderr); int, bool, complex, float16 and big-endian data are refused.
+//   .csv   one matrix, one row per line, values separated by commas; nan, inf, -inf allowed;
+//          blank lines and lines starting with # ignored. Every cell is checked (line and
+//          column named on error), then xt::load_csv converts it.
+//   .json  nested arrays of numbers (nlohmann-json), 1 to 3 levels, rectangular; the strings
+//          "nan", "inf", "-inf" stand for the non-finite values (JSON has no literal for them).
+// Errors: std::runtime_error with one line "LABEL PATH: what is wrong" (LABEL is the option,
+// e.g. --x), before any attention work.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct Array {
+  std::vector<std::size_t> shape;  // outermost first
+  std::vector<double> data;        // C order (float32 input is exact in double)
+  bool float32 = false;            // the file held float32 (npy only; text formats are f64)
+
+  std::size_t size() const;
+  std::string shape_text() const;  // "(3, 2)"
+};
+
+// Reads PATH; LABEL prefixes every error. Arrays of more than 3 dimensions, or with a zero
+// dimension, are refused. max_bytes: refuse files whose data would need more memory.
+Array load_array(const std::string& label, const std::string& path, std::size_t max_bytes);
+
+// A .npy file (version 1.0, C order, little-endian) holding data with this shape, as bytes,
+// made by xtensor's xt::dump_npy. T is float or double.
+template <class T>
+std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape);
+
+// "(3, 2)" for any shape.
+std::string shape_text(const std::vector<std::size_t>& shape);
+
+}  // namespace attn

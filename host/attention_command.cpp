@@ -1,0 +1,606 @@
+// attention_command.cpp: see attention_command.hpp.
+#include "host/attention_command.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "attention.hpp"
+#include "experiments/small_attention.hpp"
+#include "host/array_io.hpp"
+#include "host/backend.hpp"
+#include "host/format.hpp"
+#include "host/output.hpp"
+#include "host/parse.hpp"
+#include "host/plots.hpp"
+#include "host/provenance.hpp"
+#include "softmax.hpp"
+
+namespace attn {
+namespace {
+
+// Bad input: one line, exit 2, before any work.
+struct BadInput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* const kOutputs[] = {"q", "k", "v", "scores", "weights", "out"};
+
+// Memory this machine can give: MemAvailable (physical pages not in use).
+std::size_t available_bytes() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::size_t(1) << 40;
+  return std::size_t(pages) * std::size_t(page);
+}
+
+// CPU time of this process, all threads (user + system), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+// The parsed, checked request.
+struct Plan {
+  Array x, wq, wk, wv;
+  std::size_t batch = 1, n = 1, d_model = 1, d_k = 1, d_v = 1;
+  bool x_batched = false;  // x had 3 axes (outputs keep a batch axis)
+  bool per_entry = false;  // some weight had a batch axis: every weight is per entry
+  int heads = 1;
+  bool causal = false, f32 = false;
+  double scale = 0;
+};
+
+// A weight's (d_model, cols) and whether it is per entry, checked against x.
+std::size_t check_weight(const std::string& label, const std::string& path, const Array& w,
+                         const Plan& p, const std::string& x_path) {
+  const std::size_t rows = w.shape[w.shape.size() - 2], cols = w.shape.back();
+  if (w.shape.size() == 3 && w.shape[0] != p.batch)
+    throw BadInput(label + " " + path + ": a batch of " + std::to_string(w.shape[0]) +
+                   " weight matrices, shape " + w.shape_text() + ", but --x " + x_path +
+                   " holds a batch of " + std::to_string(p.batch) + ", shape " + p.x.shape_text());
+  if (rows != p.d_model)
+    throw BadInput(label + " " + path + ": shape " + w.shape_text() + " does not fit --x " +
+                   x_path + " shape " + p.x.shape_text() +
+                   ": it needs d_model = " + std::to_string(p.d_model) + " rows");
+  return cols;
+}
+
+// The first non-finite entry of an input, for the warning.
+bool first_non_finite(const Array& a, std::string& where, double& value) {
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    if (std::isfinite(a.data[i])) continue;
+    std::vector<std::size_t> idx(a.shape.size());
+    std::size_t r = i;
+    for (std::size_t d = a.shape.size(); d-- > 0;) {
+      idx[d] = r % a.shape[d];
+      r /= a.shape[d];
+    }
+    where = "[";
+    for (std::size_t d = 0; d < idx.size(); ++d) where += (d ? ", " : "") + std::to_string(idx[d]);
+    where += "]";
+    value = a.data[i];
+    return true;
+  }
+  return false;
+}
+
+Plan plan_request(const AttentionRequest& r) {
+  Plan p;
+  const std::pair<const char*, const std::string*> given[] = {
+      {"--x", &r.x}, {"--w-q", &r.w_q}, {"--w-k", &r.w_k}, {"--w-v", &r.w_v}};
+  for (const auto& [label, path] : given)
+    if (path->empty()) throw BadInput(std::string(label) + ": a file is required");
+  try {
+    p.heads = static_cast<int>(parse_int("--heads", r.heads, 1, 1 << 20));
+    if (!r.scale.empty()) p.scale = parse_real("--scale", r.scale, 0, 1e300, true);
+    if (!r.dtype.empty()) parse_choice("--dtype", r.dtype, {"f32", "f64"});
+    parse_choice("--device", r.device, {"auto", "cpu", "cuda"});
+    parse_choice("--format", r.format, {"table", "csv", "json", "markdown"});
+    if (!r.threads.empty()) parse_int("--threads", r.threads, 1, 4096);
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  }
+  const std::size_t budget = available_bytes();
+  try {
+    p.x = load_array("--x", r.x, budget);
+    p.wq = load_array("--w-q", r.w_q, budget);
+    p.wk = load_array("--w-k", r.w_k, budget);
+    p.wv = load_array("--w-v", r.w_v, budget);
+  } catch (const std::runtime_error& e) {
+    throw BadInput(e.what());
+  }
+  p.x_batched = p.x.shape.size() == 3;
+  p.batch = p.x_batched ? p.x.shape[0] : 1;
+  p.n = p.x.shape[p.x.shape.size() - 2];
+  p.d_model = p.x.shape.back();
+  p.d_k = check_weight("--w-q", r.w_q, p.wq, p, r.x);
+  const std::size_t dk2 = check_weight("--w-k", r.w_k, p.wk, p, r.x);
+  if (dk2 != p.d_k)
+    throw BadInput("--w-k " + r.w_k + ": shape " + p.wk.shape_text() +
+                   " gives d_k = " + std::to_string(dk2) + ", but --w-q " + r.w_q + " shape " +
+                   p.wq.shape_text() + " gives d_k = " + std::to_string(p.d_k));
+  p.d_v = check_weight("--w-v", r.w_v, p.wv, p, r.x);
+  p.per_entry = p.wq.shape.size() == 3 || p.wk.shape.size() == 3 || p.wv.shape.size() == 3;
+  if (p.d_k % p.heads != 0)
+    throw BadInput("--heads " + std::to_string(p.heads) + ": d_k = " + std::to_string(p.d_k) +
+                   " (--w-q " + r.w_q + ") is not divisible by it");
+  if (p.d_v % p.heads != 0)
+    throw BadInput("--heads " + std::to_string(p.heads) + ": d_v = " + std::to_string(p.d_v) +
+                   " (--w-v " + r.w_v + ") is not divisible by it");
+  const std::size_t int_max = 0x7fffffff;
+  if (p.batch > int_max || p.n > int_max || p.d_model > int_max || p.d_k > int_max ||
+      p.d_v > int_max)
+    throw BadInput("--x " + r.x + ": shape " + p.x.shape_text() + " has a dimension beyond 2^31");
+  p.causal = r.causal;
+  p.f32 = r.dtype.empty() ? (p.x.float32 && p.wq.float32 && p.wk.float32 && p.wv.float32)
+                          : r.dtype == "f32";
+  if (p.scale == 0) p.scale = 1.0 / std::sqrt(double(p.d_k / p.heads));
+
+  // Memory: inputs as loaded (double) and converted, outputs, and one head's working set.
+  const double word = p.f32 ? 4 : 8, B = double(p.batch), n = double(p.n);
+  const double w_count = p.per_entry ? B : 1;
+  const double inputs = B * n * p.d_model + w_count * p.d_model * (2.0 * p.d_k + p.d_v);
+  const double outputs = B * n * (2.0 * p.d_k + 2.0 * p.d_v) + 2.0 * B * p.heads * n * n;
+  const double per_head = outputs / p.heads + inputs;
+  const double need = 8 * inputs + word * (inputs + outputs + (p.heads > 1 ? per_head : 0));
+  if (need > double(budget))
+    throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the problem needs about " +
+                   gib(need) + " of memory (scores and weights alone " +
+                   gib(word * 2.0 * B * p.heads * n * n) + "), this machine has " +
+                   gib(double(budget)) + " available");
+  return p;
+}
+
+// An allocator that leaves new elements uninitialized: the kernels write every output entry, so
+// zero-filling gigabytes first would only cost time.
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) {}
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    if constexpr (sizeof...(A) == 0)
+      ::new (static_cast<void*>(p)) U;
+    else
+      ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+template <class T>
+using Buffer = std::vector<T, UninitAllocator<T>>;
+
+// The outputs, assembled across heads, in the compute type.
+template <class T>
+struct Result {
+  Buffer<T> q, k, v, scores, weights, out;  // (B, n, d_k) ... (B, H, n, n) ... (B, n, d_v)
+};
+
+template <class T>
+std::vector<T> convert(const std::vector<double>& a) {
+  return std::vector<T>(a.begin(), a.end());
+}
+
+// Columns [h w, (h + 1) w) of each (rows, cols) matrix of a (count, rows, cols) array.
+template <class T>
+std::vector<T> columns(const std::vector<T>& a, std::size_t count, std::size_t rows,
+                       std::size_t cols, std::size_t h, std::size_t w) {
+  std::vector<T> out(count * rows * w);
+  for (std::size_t m = 0; m < count * rows; ++m)
+    for (std::size_t c = 0; c < w; ++c) out[m * w + c] = a[m * cols + h * w + c];
+  return out;
+}
+
+// Weights as `count` matrices: the shared one, or one per batch entry (copied for a shared
+// one when another weight is per entry).
+template <class T>
+std::vector<T> per_entry(const Array& w, std::size_t batch, bool want_per_entry) {
+  std::vector<T> a = convert<T>(w.data);
+  if (!want_per_entry || w.shape.size() == 3) return a;
+  std::vector<T> out;
+  out.reserve(a.size() * batch);
+  for (std::size_t b = 0; b < batch; ++b) out.insert(out.end(), a.begin(), a.end());
+  return out;
+}
+
+// Wall and CPU seconds spent in the attention kernels (input conversion excluded).
+struct KernelTime {
+  double wall = 0, cpu = 0;
+};
+
+template <class T>
+Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
+  const std::size_t B = p.batch, n = p.n, H = p.heads, dkh = p.d_k / H, dvh = p.d_v / H;
+  const std::size_t wc = p.per_entry ? B : 1;
+  const std::vector<T> x = convert<T>(p.x.data);
+  const std::vector<T> wq = per_entry<T>(p.wq, B, p.per_entry),
+                       wk = per_entry<T>(p.wk, B, p.per_entry),
+                       wv = per_entry<T>(p.wv, B, p.per_entry);
+  Result<T> r;
+  r.q.resize(B * n * p.d_k);
+  r.k.resize(B * n * p.d_k);
+  r.v.resize(B * n * p.d_v);
+  r.out.resize(B * n * p.d_v);
+  r.scores.resize(B * H * n * n);
+  r.weights.resize(B * H * n * n);
+  AttentionShape sh;
+  sh.batch = static_cast<int>(B);
+  sh.n = static_cast<int>(n);
+  sh.d_model = static_cast<int>(p.d_model);
+  sh.d_k = static_cast<int>(dkh);
+  sh.d_v = static_cast<int>(dvh);
+  sh.shared_weights = !p.per_entry;
+  sh.causal = p.causal;
+  sh.scale = p.scale;
+  const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = process_cpu_seconds();
+#if defined(ATTNLAB_WITH_CUDA)
+    if (backend.kind() == DeviceKind::cuda)
+      attention_forward_cuda_host(prob);
+    else
+      attention_forward_cpu(prob);
+#else
+    (void)backend;
+    attention_forward_cpu(prob);
+#endif
+    time.cpu += process_cpu_seconds() - c0;
+    time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  if (H == 1) {  // one head: the kernels write the results in place
+    forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
+                                r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),
+                                r.out.data()});
+    return r;
+  }
+  for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
+    const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
+                         hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
+                         hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
+    std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
+        o(B * n * dvh);
+    forward(AttentionProblem<T>{sh, x.data(), hq.data(), hk.data(), hv.data(), q.data(), k.data(),
+                                v.data(), s.data(), w.data(), o.data()});
+    for (std::size_t row = 0; row < B * n; ++row) {  // concatenate the heads
+      for (std::size_t c = 0; c < dkh; ++c) {
+        r.q[row * p.d_k + h * dkh + c] = q[row * dkh + c];
+        r.k[row * p.d_k + h * dkh + c] = k[row * dkh + c];
+      }
+      for (std::size_t c = 0; c < dvh; ++c) {
+        r.v[row * p.d_v + h * dvh + c] = v[row * dvh + c];
+        r.out[row * p.d_v + h * dvh + c] = o[row * dvh + c];
+      }
+    }
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t e = 0; e < n * n; ++e) {
+        r.scores[(b * H + h) * n * n + e] = s[b * n * n + e];
+        r.weights[(b * H + h) * n * n + e] = w[b * n * n + e];
+      }
+  }
+  return r;
+}
+
+bool is_small(const Plan& p) {
+  return p.batch == 1 && p.n <= 16 && p.d_model <= 16 && p.d_k <= 16 && p.d_v <= 16;
+}
+
+template <class T>
+std::vector<double> as_double(const T* a, std::size_t count) {
+  return std::vector<double>(a, a + count);
+}
+
+// The lesson's view: every matrix of the one problem, rows labelled by position.
+template <class T>
+Table lesson_view(const Plan& p, const Result<T>& r) {
+  Table t;
+  t.name = "attention";
+  t.title = "attention on your matrices: softmax(scale Q K^T) V, scale " + fixed(p.scale, 4) +
+            (p.causal ? ", causal" : "") +
+            (p.heads > 1 ? ", " + std::to_string(p.heads) + " heads" : "");
+  t.columns = matrix_columns();
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < p.n; ++i) names.push_back(std::to_string(i));
+  const int n = static_cast<int>(p.n);
+  const std::string all = p.heads > 1 ? "all heads" : "attention";
+  add_matrix_rows(t, all, "Q", as_double(r.q.data(), r.q.size()).data(), n, static_cast<int>(p.d_k),
+                  names);
+  add_matrix_rows(t, all, "K", as_double(r.k.data(), r.k.size()).data(), n, static_cast<int>(p.d_k),
+                  names);
+  add_matrix_rows(t, all, "V", as_double(r.v.data(), r.v.size()).data(), n, static_cast<int>(p.d_v),
+                  names);
+  for (int h = 0; h < p.heads; ++h) {
+    const std::string c = p.heads > 1 ? "head " + std::to_string(h) : all;
+    add_matrix_rows(t, c, "scores", as_double(r.scores.data() + h * p.n * p.n, p.n * p.n).data(), n,
+                    n, names);
+    add_matrix_rows(t, c, "weights", as_double(r.weights.data() + h * p.n * p.n, p.n * p.n).data(),
+                    n, n, names);
+  }
+  add_matrix_rows(t, all, "output", as_double(r.out.data(), r.out.size()).data(), n,
+                  static_cast<int>(p.d_v), names);
+  t.notes.push_back("scores are scale * q_i . k_j (row i = query i, column j = key j)" +
+                    std::string(p.causal ? "; masked keys show -inf and weight 0" : ""));
+  return t;
+}
+
+// Per-row statistics of the weights over every row of every entry and head.
+template <class T>
+Table summary_view(const Plan& p, const Result<T>& r) {
+  Table t;
+  t.name = "attention";
+  t.title = "attention on your matrices: " + std::to_string(p.batch) + " problems, n " +
+            std::to_string(p.n) + ", d_model " + std::to_string(p.d_model) + ", d_k " +
+            std::to_string(p.d_k) + ", d_v " + std::to_string(p.d_v) + ", " +
+            std::to_string(p.heads) + " head(s), scale " + fixed(p.scale, 4) +
+            (p.causal ? ", causal" : "") + "; statistics of each row of weights";
+  t.columns = {{"statistic"},   {"rows", ""},    {"mean", "%.4g"},  {"std", "%.4g"},
+               {"min", "%.4g"}, {"max", "%.4g"}, {"non_finite", ""}};
+  const std::size_t rows = p.batch * p.heads * p.n;
+  struct Acc {
+    double sum = 0, sum2 = 0, lo = INFINITY, hi = -INFINITY;
+    std::int64_t count = 0, bad = 0;
+  } acc[3];
+  std::vector<double> row(p.n);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::size_t visible = p.causal ? i % p.n + 1 : p.n;
+    for (std::size_t j = 0; j < visible; ++j) row[j] = r.weights[i * p.n + j];
+    const RowStats st = row_stats(row.data(), static_cast<int>(visible));
+    const double v[3] = {st.max_weight, st.entropy, st.jacobian_norm};
+    for (int s = 0; s < 3; ++s) {
+      if (!std::isfinite(v[s])) {
+        ++acc[s].bad;
+        continue;
+      }
+      acc[s].sum += v[s];
+      acc[s].sum2 += v[s] * v[s];
+      acc[s].lo = std::fmin(acc[s].lo, v[s]);
+      acc[s].hi = std::fmax(acc[s].hi, v[s]);
+      ++acc[s].count;
+    }
+  }
+  const char* names[3] = {"max_weight", "entropy", "jacobian_norm"};
+  for (int s = 0; s < 3; ++s) {
+    const double c = double(acc[s].count), mean = c > 0 ? acc[s].sum / c : NAN;
+    const double var = c > 1 ? std::fmax(acc[s].sum2 / c - mean * mean, 0.0) * c / (c - 1) : NAN;
+    t.add_row({std::string(names[s]), acc[s].count, mean, std::sqrt(var), c > 0 ? acc[s].lo : NAN,
+               c > 0 ? acc[s].hi : NAN, acc[s].bad});
+  }
+  t.notes.push_back(
+      "per row of weights (query), over every entry and head: the largest weight, "
+      "the entropy in nats, ||J||_F of the softmax Jacobian (softmax.hpp); rows "
+      "with a NaN weight are counted as non_finite and left out");
+  return t;
+}
+
+// Heatmap of entry 0's weights, one panel per head (up to 8).
+template <class T>
+std::string heatmap_script(const Plan& p, const Result<T>& r) {
+  const std::size_t n = p.n, panels = std::min<std::size_t>(p.heads, 8);
+  std::string s = "set multiplot layout 1," + std::to_string(panels) +
+                  " title \"weights of entry 0 (row = query, column = key)\"\n"
+                  "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\n"
+                  "set xlabel 'key'\nset ylabel 'query'\nset size ratio 1\n"
+                  "set xrange [-0.5:" +
+                  std::to_string(n - 0.5) + "]\nset yrange [" + std::to_string(n - 0.5) +
+                  ":-0.5]\n";
+  const std::size_t step = n <= 16 ? 1 : (n + 15) / 16;
+  s += "set xtics 0," + std::to_string(step) + "\nset ytics 0," + std::to_string(step) + "\n";
+  for (std::size_t h = 0; h < panels; ++h) {
+    s += "$M" + std::to_string(h) + " << EOD\n";
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        const double w = r.weights[h * n * n + i * n + j];
+        s += std::to_string(j) + " " + std::to_string(i) + " " +
+             (std::isfinite(w) ? round_trip(w) : std::string("NaN")) + "\n";
+      }
+    s += "EOD\nset title '" + (p.heads > 1 ? "head " + std::to_string(h) : std::string("")) +
+         "'\nplot $M" + std::to_string(h) + " using 1:2:3 with image notitle";
+    if (n <= 12)
+      s += ", $M" + std::to_string(h) + " using 1:2:(sprintf('%.3f', $3)) with labels notitle";
+    s += "\n";
+  }
+  return s + "unset multiplot\n";
+}
+
+template <class T>
+std::vector<std::size_t> out_shape(const Plan& p, std::size_t cols) {
+  if (p.x_batched) return {p.batch, p.n, cols};
+  return {p.n, cols};
+}
+
+template <class T>
+std::vector<std::size_t> square_shape(const Plan& p) {
+  std::vector<std::size_t> s;
+  if (p.x_batched) s.push_back(p.batch);
+  if (p.heads > 1) s.push_back(std::size_t(p.heads));
+  s.push_back(p.n);
+  s.push_back(p.n);
+  return s;
+}
+
+// Warnings: the first non-finite input, and scores that are +-inf.
+template <class T>
+void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& res) {
+  const std::pair<const char*, std::pair<const Array*, const std::string*>> inputs[] = {
+      {"--x", {&p.x, &r.x}},
+      {"--w-q", {&p.wq, &r.w_q}},
+      {"--w-k", {&p.wk, &r.w_k}},
+      {"--w-v", {&p.wv, &r.w_v}}};
+  for (const auto& [label, a] : inputs) {
+    std::string where;
+    double value;
+    if (first_non_finite(*a.first, where, value)) {
+      spdlog::warn(
+          "warning: {} {} holds {} at {} (the first non-finite input); the outputs that "
+          "depend on it are non-finite, masked keys excepted",
+          label, *a.second, round_trip(value), where);
+      break;
+    }
+  }
+  std::size_t inf_scores = 0;
+  for (std::size_t i = 0; i < res.scores.size(); ++i) {
+    const bool masked = p.causal && (i % p.n) > (i / p.n) % p.n;
+    if (!masked && std::isinf(res.scores[i])) ++inf_scores;
+  }
+  if (inf_scores > 0)
+    spdlog::warn(
+        "warning: {} visible score(s) beyond {}'s range (+-inf); tied infinite scores "
+        "share the weight equally (softmax.hpp)",
+        inf_scores, p.f32 ? "float32" : "float64");
+}
+
+template <class T>
+int run_typed(const AttentionRequest& r, const Plan& p, const std::string& command_line) {
+  Provenance prov;
+  prov.command_line = command_line;
+  prov.start_utc = utc_now_iso8601();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  // Destinations before the work.
+  const bool plots = !r.no_plots && !r.out_dir.empty() && gnuplot_available();
+  if (!r.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(r.out_dir, ec);
+    if (ec) throw std::runtime_error("--out " + r.out_dir + ": cannot create it: " + ec.message());
+    for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
+    refuse_existing(r.out_dir + "/attention.json", r.force);
+    if (plots)
+      for (const char* ext : {".png", ".svg"})
+        refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
+  }
+  const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
+  KernelTime kt;
+  const Result<T> res = compute<T>(p, backend, kt);
+  const double kernel_seconds = kt.wall, kernel_cpu_seconds = kt.cpu;
+  spdlog::debug("attention: {} problems in {:.3f} s ({:.3f} CPU s) in the kernels", p.batch,
+                kernel_seconds, kernel_cpu_seconds);
+  warn_non_finite(p, r, res);
+
+  Table t = is_small(p) ? lesson_view(p, res) : summary_view(p, res);
+  t.run = {{"backend", backend.name()},
+           {"dtype", p.f32 ? "float32" : "float64"},
+           {"inputs",
+            {{"x", {{"path", r.x}, {"shape", p.x.shape}}},
+             {"w_q", {{"path", r.w_q}, {"shape", p.wq.shape}}},
+             {"w_k", {{"path", r.w_k}, {"shape", p.wk.shape}}},
+             {"w_v", {{"path", r.w_v}, {"shape", p.wv.shape}}}}},
+           {"heads", p.heads},
+           {"causal", p.causal},
+           {"scale", p.scale},
+           {"kernel_seconds", kernel_seconds},
+           {"kernel_cpu_seconds", kernel_cpu_seconds}};
+  prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json provenance = prov.to_json(backend);
+  for (const auto& [k, v] : t.run.items()) provenance[k] = v;
+  const Format f = r.format == "csv"        ? Format::csv
+                   : r.format == "json"     ? Format::json
+                   : r.format == "markdown" ? Format::markdown
+                                            : Format::table;
+  std::cout << render({t}, f, provenance) << std::flush;
+
+  if (!r.out_dir.empty()) {
+    const std::string d = r.out_dir + "/";
+    // Every data file under a temporary name first, then all renamed.
+    std::vector<std::unique_ptr<AtomicFile>> files;
+    const std::pair<const char*, std::pair<const Buffer<T>*, std::vector<std::size_t>>> arrays[] = {
+        {"q", {&res.q, out_shape<T>(p, p.d_k)}},
+        {"k", {&res.k, out_shape<T>(p, p.d_k)}},
+        {"v", {&res.v, out_shape<T>(p, p.d_v)}},
+        {"scores", {&res.scores, square_shape<T>(p)}},
+        {"weights", {&res.weights, square_shape<T>(p)}},
+        {"out", {&res.out, out_shape<T>(p, p.d_v)}}};
+    for (const auto& [name, a] : arrays) {
+      files.push_back(std::make_unique<AtomicFile>(d + name + ".npy", r.force));
+      files.back()->write(npy_bytes(a.first->data(), a.second));
+    }
+    files.push_back(std::make_unique<AtomicFile>(d + "attention.json", r.force));
+    files.back()->write(render({t}, Format::json, provenance));
+    for (auto& file : files) file->commit();
+    if (plots) {
+      const std::string body = heatmap_script(p, res);
+      const std::string size =
+          std::to_string(std::min(8, p.heads) * 560 + 40) + "," + std::to_string(560);
+      for (const char* ext : {".png", ".svg"})
+        write_gnuplot_figure(body, d + "attention-weights" + ext, size, r.force);
+    } else if (!r.no_plots) {
+      spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+    }
+    spdlog::info("wrote q, k, v, scores, weights, out (.npy) and attention.json to {}", r.out_dir);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_attention_command(CLI::App& app, AttentionRequest& r) {
+  auto* sub = app.add_subcommand(
+      "attention",
+      "Attention on your own matrices: --x, --w-q, --w-k, --w-v from .npy, .csv or .json");
+  sub->add_option("--x", r.x, "Words x: (n, d_model) or (batch, n, d_model)")->type_name("FILE");
+  sub->add_option("--w-q", r.w_q, "W_Q: (d_model, d_k), or (batch, d_model, d_k) per entry")
+      ->type_name("FILE");
+  sub->add_option("--w-k", r.w_k, "W_K: (d_model, d_k), or per entry")->type_name("FILE");
+  sub->add_option("--w-v", r.w_v, "W_V: (d_model, d_v), or per entry")->type_name("FILE");
+  sub->add_option("--heads", r.heads, "Heads: split d_k and d_v into H, concatenate outputs")
+      ->type_name("H")
+      ->capture_default_str();
+  sub->add_flag("--causal", r.causal, "Word i sees words 0..i only");
+  sub->add_option("--scale", r.scale, "Score scale (default 1/sqrt(d_k per head))")->type_name("X");
+  sub->add_option("--dtype", r.dtype, "f32 | f64 (default: f32 when every input is float32)")
+      ->type_name("DTYPE");
+  sub->add_option("--device", r.device, "auto | cpu | cuda")
+      ->type_name("DEVICE")
+      ->capture_default_str();
+  sub->add_option("--format", r.format, "table | csv | json | markdown")
+      ->type_name("FORMAT")
+      ->capture_default_str();
+  sub->add_option("--threads", r.threads, "CPU threads (default: all cores)")->type_name("N");
+  sub->add_option("--out", r.out_dir, "Write q, k, v, scores, weights, out (.npy), JSON, figure")
+      ->type_name("DIR");
+  sub->add_flag("--force", r.force, "Replace existing files under --out");
+  sub->add_flag("--no-plots", r.no_plots, "With --out: no figure");
+  sub->add_flag("--quiet,-q", r.quiet, "No notices on stderr");
+  sub->add_flag("--verbose,-v", r.verbose, "More log lines on stderr");
+  sub->callback([&r, sub] {
+    r.chosen = true;
+    r.out_given = sub->count("--out") > 0;
+  });
+}
+
+int run_attention_command(const AttentionRequest& r, const std::string& command_line) {
+  if (r.out_given && r.out_dir.empty()) {
+    std::fprintf(stderr, "demo attention: error: --out: empty directory name\n");
+    return 2;
+  }
+  if (r.quiet) spdlog::set_level(spdlog::level::warn);
+  if (r.verbose) spdlog::set_level(spdlog::level::debug);
+  try {
+    const Plan p = plan_request(r);
+    return p.f32 ? run_typed<float>(r, p, command_line) : run_typed<double>(r, p, command_line);
+  } catch (const BadInput& e) {
+    std::fprintf(stderr, "demo attention: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "demo attention: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,345 @@
+// test_attention_command.cpp: `demo attention` end to end (issue 11, and issue 10.1 through
+// the command). Expected values: the lesson's checkpoint, exact maths, and a float64 numpy
+// reference for 1,000 random problems (tools/make_attention_data.py, tests/data/attention).
+// Files are written and read back with xtensor directly, not through the code under test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xnpy.hpp>
+
+#include "helpers.hpp"
+
+namespace attn {
+namespace {
+
+using test::lines_of;
+using test::run_demo;
+using test::TempDir;
+
+const std::string kData = std::string(ATTN_TEST_DATA) + "/attention/";
+
+template <class T>
+std::string save(const TempDir& d, const std::string& name, const std::vector<T>& data,
+                 const std::vector<std::size_t>& shape) {
+  xt::xarray<T> a = xt::adapt(data, shape);
+  xt::dump_npy(d.file(name), a);
+  return d.file(name);
+}
+
+// A .npy file with any header dict and raw data bytes (dtypes xtensor will not write).
+std::string raw_npy(const TempDir& d, const std::string& name, const std::string& dict,
+                    const std::string& data) {
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += char(header.size() & 0xff);
+  bytes += char(header.size() >> 8);
+  return d.write(name, bytes + header + data);
+}
+
+xt::xarray<double> load(const std::string& path) { return xt::load_npy<double>(path); }
+
+// The lesson's checkpoint: x = [[2,0],[1,1],[0,2]], W_K = [[0,1],[1,0]], W_Q = W_V = I.
+// Exact maths: K = [[0,2],[1,1],[2,0]], scores of word 0 = [0, 2, 4] / sqrt(2), and so on.
+std::vector<double> checkpoint_output() {
+  const double r = std::sqrt(2.0);
+  const double s[3][3] = {{0, 2 / r, 4 / r}, {2 / r, 2 / r, 2 / r}, {4 / r, 2 / r, 0}};
+  const double v[3][2] = {{2, 0}, {1, 1}, {0, 2}};
+  std::vector<double> out;
+  for (const auto& row : s) {
+    double z = 0, o0 = 0, o1 = 0;
+    for (int j = 0; j < 3; ++j) z += std::exp(row[j]);
+    for (int j = 0; j < 3; ++j) {
+      o0 += std::exp(row[j]) / z * v[j][0];
+      o1 += std::exp(row[j]) / z * v[j][1];
+    }
+    out.insert(out.end(), {o0, o1});
+  }
+  return out;
+}
+
+TEST(AttentionCommand, LessonCheckpointFromNpyCsvAndJson) {
+  TempDir d;
+  const std::vector<double> want = checkpoint_output();
+  EXPECT_NEAR(want[0], 0.277, 5e-4);  // the lesson's printed numbers
+  EXPECT_NEAR(want[1], 1.723, 5e-4);
+  struct Files {
+    std::string x, wq, wk, wv;
+  };
+  const Files npy{save<double>(d, "x.npy", {2, 0, 1, 1, 0, 2}, {3, 2}),
+                  save<double>(d, "i.npy", {1, 0, 0, 1}, {2, 2}),
+                  save<double>(d, "wk.npy", {0, 1, 1, 0}, {2, 2}), d.file("i.npy")};
+  const Files csv{d.write("x.csv", "2,0\n1,1\n0,2\n"), d.write("i.csv", "1,0\n0,1\n"),
+                  d.write("wk.csv", "0, 1\n1, 0\n"), d.file("i.csv")};
+  const Files json{d.write("x.json", "[[2,0],[1,1],[0,2]]"), d.write("i.json", "[[1,0],[0,1]]"),
+                   d.write("wk.json", "[[0,1],[1,0]]"), d.file("i.json")};
+  for (const Files& f : {npy, csv, json}) {
+    const std::string args = "attention --x " + f.x + " --w-q " + f.wq + " --w-k " + f.wk +
+                             " --w-v " + f.wv + " --device cpu";
+    const auto text = run_demo(args);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("output    0    [0.277, 1.723]"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("output    1    [1, 1]"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("output    2    [1.723, 0.277]"), std::string::npos) << text.out;
+    const auto js = run_demo(args + " --format json");
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const auto doc = nlohmann::json::parse(js.out);
+    std::vector<double> got;
+    for (const auto& row : doc["tables"][0]["rows"])
+      if (row["quantity"] == "output")
+        for (const auto& v : row["values"]) got.push_back(v.get<double>());
+    ASSERT_EQ(got.size(), 6u);
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(got[i], want[i], 1e-15) << f.x;
+  }
+}
+
+// 1,000 problems (per-problem W_Q and W_K, shared W_V) against numpy's float64 answers.
+// Stated tolerances: float64 1e-12 (1 + |ref|); float32 (the inputs' own type) 1e-5 (1 + |ref|).
+TEST(AttentionCommand, ThousandProblemsAgreeWithNumpyFloat64) {
+  const auto out_ref = load(kData + "out_ref.npy"), w_ref = load(kData + "weights_ref.npy"),
+             outc_ref = load(kData + "out_causal_ref.npy");
+  const std::string in = " --x " + kData + "x.npy --w-q " + kData + "w_q.npy --w-k " + kData +
+                         "w_k.npy --w-v " + kData + "w_v.npy --device cpu";
+  struct Case {
+    std::string extra;
+    const xt::xarray<double>* ref;
+    double tol;
+  };
+  for (const Case& c : {Case{" --dtype f64", &out_ref, 1e-12}, Case{"", &out_ref, 1e-5},
+                        Case{" --dtype f64 --causal", &outc_ref, 1e-12}}) {
+    TempDir d;
+    const auto r = run_demo("attention" + in + c.extra + " --out " + d.file("o") + " --no-plots");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("max_weight"), std::string::npos) << r.out;  // the batch summary
+    // float32 results are written as float32 .npy: read them as such.
+    xt::xarray<double> out;
+    if (c.extra.find("f64") == std::string::npos) {
+      xt::xarray<float> f = xt::load_npy<float>(d.file("o/out.npy"));
+      out = f;
+    } else {
+      out = load(d.file("o/out.npy"));
+    }
+    ASSERT_EQ(out.shape(), c.ref->shape());
+    double worst = 0;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      worst = std::max(worst,
+                       std::fabs(out.flat(i) - c.ref->flat(i)) / (1 + std::fabs(c.ref->flat(i))));
+    EXPECT_LT(worst, c.tol) << c.extra;
+    if (c.extra == " --dtype f64") {
+      const auto w = load(d.file("o/weights.npy"));
+      ASSERT_EQ(w.shape(), w_ref.shape());
+      double we = 0;
+      for (std::size_t i = 0; i < w.size(); ++i)
+        we = std::max(we, std::fabs(w.flat(i) - w_ref.flat(i)));
+      EXPECT_LT(we, 1e-12);
+    }
+  }
+}
+
+TEST(AttentionCommand, OutWritesEveryArrayWithTheInputsBatchShape) {
+  TempDir d;
+  const std::string x = save<double>(d, "x.npy", {2, 0, 1, 1, 0, 2}, {3, 2});
+  const std::string wv = save<double>(d, "wv.npy", {1, 0, 2, 0, 1, 2}, {2, 3});
+  const std::string wq = save<double>(d, "wq.npy", {1, 0, 0, 1}, {2, 2});
+  const auto r = run_demo("attention --x " + x + " --w-q " + wq + " --w-k " + wq + " --w-v " + wv +
+                          " --out " + d.file("o") + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::pair<const char*, std::vector<std::size_t>> want[] = {
+      {"q", {3, 2}},      {"k", {3, 2}},       {"v", {3, 3}},
+      {"scores", {3, 3}}, {"weights", {3, 3}}, {"out", {3, 3}}};
+  for (const auto& [name, shape] : want) {
+    const auto a = load(d.file(std::string("o/") + name + ".npy"));
+    EXPECT_EQ(std::vector<std::size_t>(a.shape().begin(), a.shape().end()), shape) << name;
+  }
+  const auto doc = nlohmann::json::parse(std::ifstream(d.file("o/attention.json")));
+  EXPECT_EQ(doc["provenance"]["backend"], "cpu");
+  EXPECT_EQ(doc["provenance"]["inputs"]["x"]["path"], x);
+  if (std::system("gnuplot --version >/dev/null 2>&1") == 0) {
+    EXPECT_TRUE(std::filesystem::exists(d.file("o/attention-weights.png")));
+    EXPECT_TRUE(std::filesystem::exists(d.file("o/attention-weights.svg")));
+  }
+  // A second run into the same folder is refused (nothing replaced) unless --force.
+  const auto again = run_demo("attention --x " + x + " --w-q " + wq + " --w-k " + wq + " --w-v " +
+                              wv + " --out " + d.file("o") + " --device cpu");
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("exists"), std::string::npos) << again.err;
+}
+
+// --heads 2 equals two one-head runs on the column halves of the weights, concatenated.
+TEST(AttentionCommand, TwoHeadsAreTwoSingleHeadsConcatenated) {
+  TempDir d;
+  std::vector<double> x(2 * 5 * 4), wq(4 * 4), wk(4 * 4), wv(4 * 6);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * i + 0.3);
+  for (std::size_t i = 0; i < wq.size(); ++i) wq[i] = std::cos(1.3 * i), wk[i] = std::sin(2.1 * i);
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(0.4 * i + 1);
+  const std::string xf = save(d, "x.npy", x, {2, 5, 4});
+  const auto r =
+      run_demo("attention --x " + xf + " --w-q " + save(d, "wq.npy", wq, {4, 4}) + " --w-k " +
+               save(d, "wk.npy", wk, {4, 4}) + " --w-v " + save(d, "wv.npy", wv, {4, 6}) +
+               " --heads 2 --causal --device cpu --out " + d.file("h") + " --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = load(d.file("h/out.npy")), w = load(d.file("h/weights.npy"));
+  ASSERT_EQ(out.dimension(), 3u);
+  ASSERT_EQ(w.dimension(), 4u);  // (batch, heads, n, n)
+  for (int h = 0; h < 2; ++h) {
+    std::vector<double> q2, k2, v2;
+    for (int row = 0; row < 4; ++row) {
+      for (int c = 0; c < 2; ++c)
+        q2.push_back(wq[row * 4 + h * 2 + c]), k2.push_back(wk[row * 4 + h * 2 + c]);
+      for (int c = 0; c < 3; ++c) v2.push_back(wv[row * 6 + h * 3 + c]);
+    }
+    const std::string dir = d.file("one" + std::to_string(h));
+    const auto one =
+        run_demo("attention --x " + xf + " --w-q " + save(d, "q2.npy", q2, {4, 2}) + " --w-k " +
+                 save(d, "k2.npy", k2, {4, 2}) + " --w-v " + save(d, "v2.npy", v2, {4, 3}) +
+                 " --causal --device cpu --out " + dir + " --no-plots");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const auto o1 = load(dir + "/out.npy"), w1 = load(dir + "/weights.npy");
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < 5; ++i) {
+        for (int c = 0; c < 3; ++c) EXPECT_EQ(out(b, i, h * 3 + c), o1(b, i, c));
+        for (int j = 0; j < 5; ++j) EXPECT_EQ(w(b, h, i, j), w1(b, i, j));
+      }
+  }
+}
+
+// Fortran-order .npy is converted: the same answers as C order.
+TEST(AttentionCommand, FortranOrderIsConvertedToCOrder) {
+  TempDir d;
+  const std::string wk = save<double>(d, "wk.npy", {0, 1, 1, 0}, {2, 2});
+  const std::string wq = save<double>(d, "wq.npy", {1, 0, 0, 1}, {2, 2});
+  // x = [[2,0],[1,1],[0,2]] stored column by column.
+  std::string data;
+  for (double v : {2.0, 1.0, 0.0, 0.0, 1.0, 2.0}) data.append(reinterpret_cast<char*>(&v), 8);
+  const std::string x =
+      raw_npy(d, "xf.npy", "{'descr': '<f8', 'fortran_order': True, 'shape': (3, 2), }", data);
+  const auto r = run_demo("attention --x " + x + " --w-q " + wq + " --w-k " + wk + " --w-v " + wq +
+                          " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("output    0    [0.277, 1.723]"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("Fortran order, converted"), std::string::npos) << r.err;
+}
+
+// ---- non-finite rules through the command (issue 11 item 4, issue 10.1) -------------------
+
+TEST(AttentionCommand, MaskedNaNNeverReachesAVisibleOutputAndIsNamed) {
+  TempDir d;
+  const std::string one = d.write("one.csv", "1\n");
+  for (const std::string& dtype : {"f32", "f64"}) {
+    const std::string dir = d.file("o" + dtype);
+    const auto r = run_demo("attention --x " + d.write("x.csv", "1\nnan\n") + " --w-q " + one +
+                            " --w-k " + one + " --w-v " + one + " --causal --dtype " + dtype +
+                            " --device cpu --no-plots --out " + dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // float32 files hold float32: read with the right type.
+    xt::xarray<double> o, ww;
+    if (dtype == "f64") {
+      o = load(dir + "/out.npy");
+      ww = load(dir + "/weights.npy");
+    } else {
+      xt::xarray<float> of = xt::load_npy<float>(dir + "/out.npy");
+      xt::xarray<float> wf = xt::load_npy<float>(dir + "/weights.npy");
+      o = of;
+      ww = wf;
+    }
+    EXPECT_EQ(ww(0, 0), 1.0) << dtype;
+    EXPECT_EQ(ww(0, 1), 0.0) << dtype;
+    EXPECT_EQ(o(0, 0), 1.0) << dtype;           // word 0 sees only itself
+    EXPECT_TRUE(std::isnan(o(1, 0))) << dtype;  // word 1 depends on the NaN
+    EXPECT_NE(r.err.find("--x"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nan at [1, 0]"), std::string::npos) << r.err;
+  }
+}
+
+TEST(AttentionCommand, FloatScoreOverflowGivesWeightOne) {
+  TempDir d;
+  const std::string x = save<float>(d, "x.npy", {2e19f}, {1, 1});
+  const std::string w = save<float>(d, "w.npy", {1.0f}, {1, 1});
+  const auto r = run_demo("attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w +
+                          " --device cpu --no-plots --out " + d.file("o"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const xt::xarray<float> p = xt::load_npy<float>(d.file("o/weights.npy"));
+  const xt::xarray<float> o = xt::load_npy<float>(d.file("o/out.npy"));
+  const xt::xarray<float> s = xt::load_npy<float>(d.file("o/scores.npy"));
+  EXPECT_TRUE(std::isinf(s(0, 0)) && s(0, 0) > 0);  // 4e38 is beyond float
+  EXPECT_EQ(p(0, 0), 1.0f);
+  EXPECT_EQ(o(0, 0), 2e19f);
+  EXPECT_NE(r.err.find("beyond float32's range"), std::string::npos) << r.err;
+}
+
+// ---- bad input (issue 11 item 5): one line naming the file, exit 2, nothing written --------
+
+TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
+  TempDir d;
+  const std::string x = save<double>(d, "x.npy", {2, 0, 1, 1, 0, 2}, {3, 2});
+  const std::string w = save<double>(d, "w.npy", {1, 0, 0, 1}, {2, 2});
+  const std::string w3 = save<double>(d, "w3.npy", std::vector<double>(12, 1.0), {3, 2, 2});
+  const std::string xb = save<double>(d, "xb.npy", std::vector<double>(12, 1.0), {2, 3, 2});
+  const std::string w4 = save<double>(d, "w4.npy", std::vector<double>(8, 1.0), {2, 4});
+  const std::string w23 = save<double>(d, "w23.npy", std::vector<double>(6, 1.0), {2, 3});
+  const std::string w32 = save<double>(d, "w32.npy", std::vector<double>(6, 1.0), {3, 2});
+  std::ifstream xin(x, std::ios::binary);
+  const std::string full((std::istreambuf_iterator<char>(xin)), std::istreambuf_iterator<char>());
+  const std::string truncated = d.write("trunc.npy", full.substr(0, full.size() - 5));
+  std::string i8(6 * 8, '\0'), c16(6 * 16, '\0'), be(6 * 8, '\0');
+  const std::string int64 =
+      raw_npy(d, "i8.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 2), }", i8);
+  const std::string cplx =
+      raw_npy(d, "c16.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (3, 2), }", c16);
+  const std::string bige =
+      raw_npy(d, "be.npy", "{'descr': '>f8', 'fortran_order': False, 'shape': (3, 2), }", be);
+  // n = 1,000,000 words: scores and weights would need 2 x 10^12 doubles (16 TB).
+  std::string big_csv;
+  for (int i = 0; i < 1000000; ++i) big_csv += "1\n";
+  const std::string big = d.write("big.csv", big_csv);
+  const std::string one = d.write("one.csv", "1\n");
+  struct Case {
+    std::string args, must_name, must_say;
+  };
+  auto run = [&](const std::string& xx, const std::string& q, const std::string& k,
+                 const std::string& v, const std::string& more = "") {
+    return "attention --x " + xx + " --w-q " + q + " --w-k " + k + " --w-v " + v + more;
+  };
+  const std::vector<Case> cases = {
+      {run(d.file("missing.npy"), w, w, w), "missing.npy", "no such file"},
+      {run(d.write("x.txt", "1"), w, w, w), "x.txt", "unknown extension '.txt'"},
+      {run(truncated, w, w, w), "trunc.npy", "truncated .npy"},
+      {run(d.write("r.csv", "1,2\n3\n"), w, w, w), "r.csv", "ragged CSV: line 2 has 1"},
+      {run(d.write("bad.csv", "1,x\n3,4\n"), w, w, w), "bad.csv", "'x' is not a number"},
+      {run(d.write("r.json", "[[1,2],[3]]"), w, w, w), "r.json", "not a rectangular array"},
+      {run(d.write("m.json", "[[1,2],[3,4]"), w, w, w), "m.json", "malformed JSON"},
+      {run(d.write("s.json", "[[1,\"a\"],[3,4]]"), w, w, w), "s.json", "is not a number"},
+      {run(int64, w, w, w), "i8.npy", "dtype int64 is refused"},
+      {run(cplx, w, w, w), "c16.npy", "dtype complex128 is refused"},
+      {run(bige, w, w, w), "be.npy", "big-endian float64 is refused"},
+      {run(x, w32, w, w), "w32.npy", "shape (3, 2) does not fit --x"},
+      {run(x, w32, w, w), "x.npy shape (3, 2)", "d_model = 2 rows"},
+      {run(x, w, w4, w), "w4.npy", "d_k = 4"},
+      {run(x, w, w23, w), "w23.npy", "d_k = 3"},
+      {run(x, w, w, w, " --heads 3"), "w.npy", "not divisible"},
+      {run(xb, w3, w, w), "w3.npy", "a batch of 3 weight matrices"},
+      {run(big, one, one, one), "big.csv", "available"},
+      {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
+      {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
+      {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
+  };
+  for (const Case& c : cases) {
+    const std::string out = d.file("never");
+    const auto r = run_demo(c.args + " --device cpu --out " + out);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << c.args;
+    const auto lines = lines_of(r.err);
+    ASSERT_EQ(lines.size(), 1u) << c.args << "\n" << r.err;
+    EXPECT_NE(lines[0].find(c.must_name), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find(c.must_say), std::string::npos) << lines[0];
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
+  }
+}
+
+}  // namespace
+}  // namespace attn
