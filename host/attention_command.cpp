@@ -63,6 +63,7 @@ struct Plan {
   int heads = 1;
   bool causal = false, f32 = false;
   double scale = 0;
+  double device_bytes = 0;  // what the GPU path needs at once: inputs and one head's outputs
 };
 
 // A weight's (d_model, cols) and whether it is per entry, checked against x.
@@ -158,6 +159,7 @@ Plan plan_request(const AttentionRequest& r) {
   const double outputs = B * n * (2.0 * p.d_k + 2.0 * p.d_v) + 2.0 * B * p.heads * n * n;
   const double per_head = outputs / p.heads + inputs;
   const double need = 8 * inputs + word * (inputs + outputs + (p.heads > 1 ? per_head : 0));
+  p.device_bytes = word * (inputs + per_head);
   if (need > double(budget))
     throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the problem needs about " +
                    gib(need) + " of memory (scores and weights alone " +
@@ -473,6 +475,13 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
 
+  const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
+  if (backend.kind() == DeviceKind::cuda && backend.gpu().memory_gib > 0 &&
+      p.device_bytes > backend.gpu().memory_gib * 1024.0 * 1024 * 1024)
+    throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the GPU path needs about " +
+                   gib(p.device_bytes) + " of device memory, " + backend.gpu().name + " has " +
+                   gib(backend.gpu().memory_gib * 1024.0 * 1024 * 1024) +
+                   " (--device cpu, or a smaller batch)");
   // Destinations before the work.
   const bool plots = !r.no_plots && !r.out_dir.empty() && gnuplot_available();
   if (!r.out_dir.empty()) {
@@ -485,7 +494,6 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
       for (const char* ext : {".png", ".svg"})
         refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
   }
-  const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
   KernelTime kt;
   const Result<T> res = compute<T>(p, backend, kt);
   const double kernel_seconds = kt.wall, kernel_cpu_seconds = kt.cpu;
@@ -514,6 +522,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
                    : r.format == "markdown" ? Format::markdown
                                             : Format::table;
   std::cout << render({t}, f, provenance) << std::flush;
+  if (!std::cout) throw std::runtime_error("cannot write the results to stdout");
 
   if (!r.out_dir.empty()) {
     const std::string d = r.out_dir + "/";

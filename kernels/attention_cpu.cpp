@@ -20,8 +20,8 @@ namespace {
 using Index = std::ptrdiff_t;
 
 // c (rows, cols) = a (rows, inner) * b (inner, cols), all row-major with leading dimensions
-// lda, ldb, ldc; row i of c sums over k < limit(i) only (limit(i) <= inner), so that the
-// weighted sum of a causal row never touches a masked key. Each c entry is
+// lda, ldb, ldc; row i of c sums over k < limit(i) only (limit non-decreasing in i), so that
+// the weighted sum of a causal row never touches a masked key. Each c entry is
 // sum_{k < limit(i)} a[i][k] * b[k][j], accumulated in ascending k.
 template <class T, class Limit>
 ATTN_INLINE void matmul_rows(const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,

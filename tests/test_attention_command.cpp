@@ -3,6 +3,7 @@
 // reference for 1,000 random problems (tools/make_attention_data.py, tests/data/attention).
 // Files are written and read back with xtensor directly, not through the code under test.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <complex>
@@ -298,6 +299,13 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
   for (int i = 0; i < 1000000; ++i) big_csv += "1\n";
   const std::string big = d.write("big.csv", big_csv);
   const std::string one = d.write("one.csv", "1\n");
+  // Siblings of the same faults: JSON nested 100,000 deep (a recursive reader would crash), a
+  // FIFO (a reader would wait forever), a directory, an empty array.
+  const std::string deep =
+      d.write("deep.json", std::string(100000, '[') + "1" + std::string(100000, ']'));
+  const std::string fifo = d.file("fifo.npy");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_directories(d.file("dir.npy"));
   struct Case {
     std::string args, must_name, must_say;
   };
@@ -324,6 +332,10 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(x, w, w, w, " --heads 3"), "w.npy", "not divisible"},
       {run(xb, w3, w, w), "w3.npy", "a batch of 3 weight matrices"},
       {run(big, one, one, one), "big.csv", "available"},
+      {run(deep, w, w, w), "deep.json", "more than 3 levels"},
+      {run(fifo, w, w, w), "fifo.npy", "not a regular file"},
+      {run(d.file("dir.npy"), w, w, w), "dir.npy", "not a regular file"},
+      {run(d.write("e.json", "[]"), w, w, w), "e.json", "empty array"},
       {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
       {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
       {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
