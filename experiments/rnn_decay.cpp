@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "experiments/registry.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 
@@ -10,7 +11,7 @@ std::vector<Table> run_rnn_decay(const RunContext& ctx) {
   Table t;
   t.name = "rnn-decay";
   t.title = "the first word's effect after n later words is multiplied by w^n (w = " +
-            std::to_string(ctx.opt.rnn_w).substr(0, 6) + ")";
+            human_number(ctx.opt.rnn_w) + ")";
   t.columns = {{"n"}, {"w"}, {"factor", "%.3g"}};
   for (std::int64_t n : ctx.opt.rnn_n)
     t.add_row({n, ctx.opt.rnn_w, std::pow(ctx.opt.rnn_w, static_cast<double>(n))});

@@ -18,8 +18,8 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
   const int keys = ctx.opt.keys;
   Table t;
   t.name = "softmax-saturation";
-  t.title = "softmax of q.k over " + std::to_string(keys) +
-            " keys, unscaled vs / sqrt(d_k): max weight, entropy (nats), ||J||_F";
+  t.title = "softmax of q.k over " + human_count(keys, "key", "keys") +
+            ", unscaled vs / sqrt(d_k): max weight, entropy (nats), ||J||_F";
   t.columns = {{"d_k"},
                {"keys"},
                {"samples"},
@@ -54,10 +54,9 @@ std::vector<Table> run_softmax_saturation(const RunContext& ctx) {
   }
   progress.finish();
   const double n = keys;
-  t.notes.push_back(
-      "equal scores would give max weight 1/n = " + std::to_string(1 / n).substr(0, 6) +
-      ", entropy ln n = " + std::to_string(std::log(n)).substr(0, 6) +
-      ", ||J||_F = sqrt(n-1)/n = " + std::to_string(std::sqrt(n - 1) / n).substr(0, 6));
+  t.notes.push_back("equal scores would give max weight 1/n = " + human_number(1 / n) +
+                    ", entropy ln n = " + human_number(std::log(n)) +
+                    ", ||J||_F = sqrt(n-1)/n = " + human_number(std::sqrt(n - 1) / n));
   t.run = {{"generator", "Philox4x32-10 + Box-Muller (float32), counter (block, 2^31 | d_k, row)"},
            {"seed", ctx.opt.seed},
            {"samples", rows},

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "host/format.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
@@ -35,14 +36,16 @@ Backend Backend::select(const std::string& requested, int threads) {
   }
   if (requested == "cuda")
     throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
-  spdlog::info("no GPU ({}); running on the CPU with {} threads", b.gpu_.why_not, b.threads_);
+  spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
+               human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
   return b;
 }
 
 std::string Backend::device_description() const {
   if (kind_ == DeviceKind::cuda)
     return gpu_.name + " (cc " + gpu_.compute_capability + ", driver " + gpu_.driver + ")";
-  return cpu_model() + ", " + std::to_string(threads_) + " threads";
+  return cpu_model() + ", " +
+         human_count(static_cast<std::uint64_t>(threads_), "thread", "threads");
 }
 
 void Backend::attention_forward(const AttentionProblem<double>& p) const {

@@ -119,9 +119,13 @@ Cli parse_command_line(int argc, char** argv) {
   cmp->add_option("second", cli.compare.b, "Second JSON file")
       ->required()
       ->check(CLI::ExistingFile);
-  std::string tolerance = "1e-9";
-  cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
+  std::string tolerance = "1e-9", atol;
+  cmp->add_option("--tolerance", tolerance,
+                  "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)")
       ->capture_default_str();
+  cmp->add_option("--atol", atol,
+                  "Absolute floor for every column (default: per column, rtol x the column's "
+                  "largest |b|)");
 
   // What --help shows in place of CLI11's generic TEXT.
   const std::pair<const char*, const char*> kinds[] = {{"--table", "NAMES"},
@@ -150,6 +154,7 @@ Cli parse_command_line(int argc, char** argv) {
                                                        {"--per-seed", "FILE"}};
   for (const auto& [name, kind] : kinds) app.get_option(name)->type_name(kind);
   cmp->get_option("--tolerance")->type_name("X");
+  cmp->get_option("--atol")->type_name("X");
 
   try {
     app.parse(argc, argv);
@@ -180,7 +185,8 @@ Cli parse_command_line(int argc, char** argv) {
   try {
     if (*cmp) {
       cli.action = Cli::Action::compare;
-      cli.compare.tolerance = parse_real("--tolerance", tolerance, 0, 1e300, false);
+      cli.compare.rule.rtol = parse_real("--tolerance", tolerance, 0, 1e300, false);
+      if (cmp->count("--atol")) cli.compare.rule.atol = parse_real("--atol", atol, 0, 1e300, false);
       return cli;
     }
     for (const std::string& name : parse_name_list("--table", table, [] {
@@ -198,6 +204,10 @@ Cli parse_command_line(int argc, char** argv) {
       for (const auto& a : add)  // each table once, in the order first named
         if (std::find(o.tables.begin(), o.tables.end(), a) == o.tables.end()) o.tables.push_back(a);
     }
+    if (app.count("--out") && o.out_dir.empty())
+      throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
+    if (app.count("--per-seed") && o.per_seed_file.empty())
+      throw std::invalid_argument("--per-seed: an empty file name");
     o.device = parse_choice("--device", device, {"auto", "cpu", "cuda"});
     const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
     o.format = f == "csv"        ? Format::csv

@@ -4,13 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "host/compare.hpp"
 #include "host/options.hpp"
 
 namespace attn {
 
 struct CompareRequest {
   std::string a, b;
-  double tolerance = 1e-9;
+  CompareRule rule;  // --tolerance (rtol), --atol
 };
 
 struct Cli {
