@@ -2,6 +2,7 @@
 #include "host/compare.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,10 +106,10 @@ void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::
 
 // The tables of a result document, checked for the shape demo writes; throws
 // std::invalid_argument naming what is missing.
-std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) {
+std::map<std::string, const nlohmann::json*> tables_by_name(const nlohmann::json& doc) {
   if (!doc.is_object() || !doc.contains("tables") || !doc.at("tables").is_array())
     throw std::invalid_argument("not a demo result file (no \"tables\" array)");
-  std::map<std::string, nlohmann::json> m;
+  std::map<std::string, const nlohmann::json*> m;
   for (const auto& t : doc.at("tables")) {
     if (!t.is_object() || !t.contains("name") || !t.at("name").is_string() ||
         !t.contains("columns") || !t.at("columns").is_array() || !t.contains("rows") ||
@@ -125,7 +126,7 @@ std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) 
     }
     for (const auto& r : t.at("rows"))
       if (!r.is_object()) throw std::invalid_argument("table " + name + ": a row is not an object");
-    if (!m.emplace(name, t).second)
+    if (!m.emplace(name, &t).second)
       throw std::invalid_argument("two tables named " + name + " (which one to compare?)");
   }
   return m;
@@ -175,6 +176,44 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
   return d;
 }
 
+// Bytes this process can still allocate: the least of the address-space and data limits
+// (setrlimit, `ulimit -v`) less what it uses, the cgroup's memory.max less its usage, and the
+// system's MemAvailable. A limit that cannot be read counts as none.
+double memory_available() {
+  double avail = INFINITY;
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double vm_size = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long pages = 0;
+    if (std::fscanf(f, "%lu", &pages) == 1) vm_size = static_cast<double>(pages) * page;
+    std::fclose(f);
+  }
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+      avail = std::fmin(avail, static_cast<double>(r.rlim_cur) - vm_size);
+  }
+  const auto read_number = [](const char* path, double& out) {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return false;
+    const bool ok = std::fscanf(f, "%lf", &out) == 1;
+    std::fclose(f);
+    return ok;
+  };
+  double max = 0, current = 0;
+  if (read_number("/sys/fs/cgroup/memory.max", max) &&
+      read_number("/sys/fs/cgroup/memory.current", current))
+    avail = std::fmin(avail, max - current);
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    double kb;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = std::fmin(avail, kb * 1024);
+    std::fclose(f);
+  }
+  return avail;
+}
+
 }  // namespace
 
 std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b,
@@ -190,7 +229,7 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
       out.push_back(d);
       continue;
     }
-    out.push_back(compare_table(name, x, it->second, rule));
+    out.push_back(compare_table(name, *x, *it->second, rule));
   }
   for (const auto& [name, y] : tb)
     if (!ta.count(name)) {
@@ -226,8 +265,10 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
     text.append(buf, static_cast<std::size_t>(n));
   }
   close(fd);
-  // Depth of [ and { outside strings, before the parser and the recursive destructor see it.
+  // Depth of [ and { outside strings, before the parser and the recursive destructor see it;
+  // and the number of values, for the memory the parsed document will take.
   int depth = 0;
+  double values = 1;
   bool in_string = false, escaped = false;
   for (const char c : text) {
     if (in_string) {
@@ -239,7 +280,10 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
         in_string = false;
     } else if (c == '"') {
       in_string = true;
+    } else if (c == ',') {
+      ++values;
     } else if (c == '[' || c == '{') {
+      ++values;
       if (++depth > max_depth)
         throw std::runtime_error("JSON nested deeper than " + std::to_string(max_depth) +
                                  " levels: not a demo result file");
@@ -247,6 +291,16 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
       --depth;
     }
   }
+  // Planned before parsing: running out of memory inside nlohmann-json can end in a destructor,
+  // where it cannot be caught. Per value: 16 bytes, twice while a vector grows, a map node and
+  // its key for object members; 96 bytes is an upper estimate.
+  const double need = 96 * values + static_cast<double>(text.size());
+  const double available = memory_available();
+  if (need > available)
+    throw std::runtime_error("out of memory: reading it takes about " +
+                             std::to_string(static_cast<long long>(need / 1e6)) + " MB, " +
+                             std::to_string(static_cast<long long>(std::fmax(available, 0) / 1e6)) +
+                             " MB are available");
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw std::runtime_error("not JSON (expected demo's --format json)");
   return doc;

@@ -51,7 +51,10 @@ void flush_stdout() {
   errno = 0;
   std::cout.flush();
   const bool ok = !std::cout.fail() && std::fflush(stdout) == 0 && !std::ferror(stdout);
-  if (!ok) throw errno_error("cannot write to stdout", errno ? errno : EIO);
+  if (!ok) {
+    if (errno == 0) throw std::runtime_error("cannot write to stdout");
+    throw errno_error("cannot write to stdout", errno);
+  }
 }
 
 bool is_valid_utf8(const std::string& s) {
