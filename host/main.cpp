@@ -176,11 +176,12 @@ bool standard_descriptors_ok() {
 }
 
 int main_checked(int argc, char** argv) {
-  if (!standard_descriptors_ok()) {
+  const bool stdout_open = standard_descriptors_ok();
+  const Cli cli = parse_command_line(argc, argv);  // opens no file
+  if (!stdout_open && cli.action != Cli::Action::done) {
     std::fputs("demo: error: stdout is closed; results go to stdout\n", stderr);
-    return 1;
+    return cli.action == Cli::Action::compare ? 2 : 1;
   }
-  const Cli cli = parse_command_line(argc, argv);
   if (cli.action == Cli::Action::done) {
     try {
       flush_stdout();  // --help, --version, --list

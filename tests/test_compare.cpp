@@ -422,10 +422,12 @@ TEST(DemoCompare, OutOfMemoryIsOneLineAndExitTwo) {
 TEST(DemoCompare, FullStdoutIsAnError) {
   TempDir dir;
   const std::string good = dir.write("good.json", doc().dump());
-  const ProcessResult r = run_demo(args(good, good, "0") + " > /dev/full");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("stdout"), std::string::npos) << r.err;
-  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  for (const char* redirect : {" > /dev/full", " >&-"}) {
+    const ProcessResult r = run_demo(args(good, good, "0") + redirect);
+    EXPECT_EQ(r.exit_code, 2) << redirect << ": " << r.err;
+    EXPECT_NE(r.err.find("stdout"), std::string::npos) << r.err;
+    EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  }
 }
 
 }  // namespace

@@ -48,9 +48,15 @@ Stopped run_and_signal(const std::string& args, int sig, int wait_ms, bool group
 
 void expect_stops(const std::string& args, int sig) {
   SCOPED_TRACE("demo " + args + (sig == SIGINT ? " + SIGINT" : " + SIGTERM"));
-  const Stopped s = run_and_signal(args, sig, 800, false);
+  Stopped s = run_and_signal(args, sig, 800, false);
+  // Typical: about 0.1 s. One retry absorbs a scheduling spike on a loaded 2-core machine; a
+  // loop that ignores the signal fails both.
+  if (s.exit_code == (sig == SIGINT ? 130 : 143) && s.seconds >= 1.0)
+    s = run_and_signal(args, sig, 800, false);
   EXPECT_EQ(s.exit_code, sig == SIGINT ? 130 : 143) << "0 means it ran to the end, ignoring it";
   EXPECT_LT(s.seconds, 1.0) << "took too long to stop";
+  testing::Test::RecordProperty(sig == SIGINT ? "sigint_seconds" : "sigterm_seconds",
+                                std::to_string(s.seconds));
 }
 
 // The examples of the issue: each ignored SIGINT, or took about 20 s to stop.
