@@ -233,6 +233,14 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir, const 
     const auto at = name.rfind(".tmp-");
     if (at == std::string::npos || at == 0) continue;
     if (!only.empty() && name.compare(0, at, only) != 0) continue;
+    // Only what demo writes: NAME.csv, .json, .png, .svg (a user's "notes.tmp-2024" stays).
+    const std::string target = name.substr(0, at);
+    bool ours = !only.empty();
+    for (const char* ext : {".csv", ".json", ".png", ".svg"}) {
+      const std::size_t n = std::strlen(ext);
+      ours = ours || (target.size() > n && target.compare(target.size() - n, n, ext) == 0);
+    }
+    if (!ours) continue;
     const std::string digits = name.substr(at + 5);
     if (digits.empty() || digits.size() > 9 ||
         digits.find_first_not_of("0123456789") != std::string::npos)

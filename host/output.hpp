@@ -101,9 +101,9 @@ class DirLock {
   int fd_ = -1;
 };
 
-// Removes "NAME.tmp-PID" entries of dir whose process PID no longer runs (temporaries of a run
-// killed with SIGKILL); when only is non-empty, only those of the file named only. Returns the
-// paths removed.
+// Removes "NAME.tmp-PID" files of dir whose process PID no longer runs (temporaries of a run
+// killed with SIGKILL), where NAME ends in .csv, .json, .png or .svg (what demo writes); when
+// only is non-empty, exactly the temporaries of the file named only. Returns the paths removed.
 std::vector<std::string> remove_stale_temporaries(const std::string& dir,
                                                   const std::string& only = "");
 

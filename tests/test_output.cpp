@@ -442,12 +442,14 @@ TEST(StaleTemporaries, LeftByAKilledRunAreRemovedWithANote) {
   spit(out + "/dk-std.png.tmp-" + dead, "half");
   spit(out + "/knob.json.tmp-" + live, "a live run's");
   spit(out + "/notes.tmp-txt", "not ours");
+  spit(out + "/notes.tmp-" + dead, "a user's file, not demo's");
   const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("rnn-decay.csv.tmp-" + dead), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("dk-std.png.tmp-" + dead), std::string::npos) << r.err;
-  EXPECT_EQ(names_in(out), (std::vector<std::string>{"knob.json.tmp-" + live, "notes.tmp-txt",
-                                                     "rnn-decay.csv", "rnn-decay.json"}));
+  EXPECT_EQ(names_in(out),
+            (std::vector<std::string>{"knob.json.tmp-" + live, "notes.tmp-" + dead, "notes.tmp-txt",
+                                      "rnn-decay.csv", "rnn-decay.json"}));
   // The per-seed file's folder: only that file's temporaries.
   spit(dir.file("runs.csv.tmp-" + dead), "half");
   spit(dir.file("other.csv.tmp-" + dead), "not this run's file");
