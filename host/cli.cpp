@@ -68,7 +68,7 @@ Cli parse_command_line(int argc, char** argv) {
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR");
-  app.add_flag("--force", o.force, "Replace existing files under --out (and --per-seed)");
+  app.add_flag("--force", o.force, "Replace existing regular files under --out and --per-seed");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
 
   std::string rnn_w = "0.5", rnn_n = "1,2,3,5,10,50";
