@@ -38,12 +38,15 @@ Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_
                        std::uint64_t seed, Monitor& monitor) {
   const dkstd::Plan plan = dkstd::make_plan(samples, d_k, seed);
   const std::uint64_t wave = b.dkstd_chunks_per_call();
+  // Waves of about 0.1 s (chunks merge left to right whatever the waves: same result).
+  ChunkPacer pacer(8, 2, wave);
   std::vector<Moments> parts(static_cast<std::size_t>(std::min(wave, plan.chunks())));
   Moments total;
-  for (std::uint64_t c0 = 0; c0 < plan.chunks(); c0 += wave) {
+  for (std::uint64_t c0 = 0, count = 0; c0 < plan.chunks(); c0 += count) {
     monitor.checkpoint();
-    const std::uint64_t count = std::min(wave, plan.chunks() - c0);
+    count = pacer.next(plan.chunks() - c0);
     b.dkstd_chunks(plan, c0, count, parts.data());
+    pacer.done();
     for (std::uint64_t i = 0; i < count; ++i) total = merge(total, parts[i]);
     const std::uint64_t done =
         std::min(samples, (c0 + count) * plan.chunk_samples()) - c0 * plan.chunk_samples();
@@ -92,8 +95,8 @@ std::vector<Table> run(const RunContext& ctx) {
   if (numpy && normals > 1e9)  // 3 normals generated per 2 used, about 2.4 ns each, one core
     spdlog::warn(
         "warning: --rng numpy draws its {:.3g} normals from one sequential stream: "
-        "about {:.0f} minutes; --rng philox runs in parallel",
-        normals, normals * 1.5 * 2.4e-9 / 60);
+        "about {}; --rng philox runs in parallel",
+        normals, human_duration(normals * 1.5 * 2.4e-9));
 
   Table t;
   t.name = "dk-std";

@@ -6,6 +6,7 @@
 
 #include "experiments/registry.hpp"
 #include "experiments/small_attention.hpp"
+#include "host/progress.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -18,7 +19,7 @@ std::vector<Table> run(const RunContext& ctx) {
   for (int m = 1; m < 3; ++m) p.w[m][0][0] = p.w[m][1][1] = 1.0;  // W_K = W_V = I, W_Q = 0
   Table t;
   t.name = "knob";
-  t.title = "gradient descent on c, from c = 0 with lr = " + fixed(lr, 2);
+  t.title = "gradient descent on c, from c = 0 with lr = " + human_number(lr);
   t.columns = {{"step"},
                {"c", "%.3f"},
                {"weight_on_apple", "%.3f"},
@@ -32,6 +33,7 @@ std::vector<Table> run(const RunContext& ctx) {
   double previous_c = 0, previous_step_size = 1e300;
   bool growing_slower = true;
   for (std::int64_t step = 0; step <= last; ++step) {
+    if ((step & 0xFFFF) == 0) stop_point();  // 65536 steps: well under 0.1 s
     double g[2][2];
     tiny::analytic_grad(p, 0, g);
     const auto f = tiny::forward(p);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "experiments/registry.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 
@@ -12,8 +13,9 @@ std::vector<Table> run(const RunContext& ctx) {
   const double w = ctx.get<double>("--w");
   Table t;
   t.name = "rnn-decay";
-  t.title = "the first word's effect after n later words is multiplied by w^n (w = " +
-            std::to_string(w).substr(0, 6) + ")";
+  t.title =
+      "the first word's effect after n later words is multiplied by w^n (w = " + human_number(w) +
+      ")";
   t.columns = {{"n"}, {"w"}, {"factor", "%.3g"}};
   for (std::int64_t n : ctx.get<std::vector<std::int64_t>>("--n"))
     t.add_row({n, w, std::pow(w, static_cast<double>(n))});

@@ -3,6 +3,7 @@
 // Identity starts do not depend on the seed and run once.
 #include "experiments/registry.hpp"
 #include "experiments/training_common.hpp"
+#include "host/progress.hpp"
 
 namespace attn {
 
@@ -24,10 +25,18 @@ std::vector<Table> run(const RunContext& ctx) {
     else
       list.push_back(0);
     std::vector<tiny::TrainResult> r(list.size());
-    ctx.backend.train_seeds(c, list.data(), static_cast<std::int64_t>(list.size()),
-                            train_options(ctx.settings), precision(ctx.settings), r.data());
+    // In chunks of about 0.1 s, so that a stop signal is seen within a second.
+    ChunkPacer pacer(16, 16, std::uint64_t{1} << 20);
+    for (std::uint64_t i0 = 0; i0 < list.size();) {
+      stop_point();
+      const std::uint64_t m = pacer.next(list.size() - i0);
+      ctx.backend.train_seeds(c, list.data() + i0, static_cast<std::int64_t>(m),
+                              train_options(ctx.settings), precision(ctx.settings), r.data() + i0);
+      pacer.done();
+      i0 += m;
+    }
     for (std::size_t i = 0; i < list.size(); ++i) {
-      const Cell seed = config_uses_seed(c) ? Cell(static_cast<std::int64_t>(list[i])) : Cell();
+      const Cell seed = config_uses_seed(c) ? Cell(list[i]) : Cell();
       t.add_row({name, seed, r[i].weight_on_apple, r[i].out_x, r[i].out_y, r[i].loss});
     }
   }

@@ -88,9 +88,11 @@ std::vector<Table> run(const RunContext& ctx) {
     const tiny::Config c = config_from_name(name);
     Summary s;
     s.weights.reserve(static_cast<std::size_t>(n));
-    for (std::uint64_t i0 = 0; i0 < n; i0 += chunk) {
+    // Chunks of about 0.1 s (up to `chunk` seeds), so that a stop signal is seen within a second.
+    ChunkPacer pacer(64, 16, chunk);
+    for (std::uint64_t i0 = 0, m = 0; i0 < n; i0 += m) {
       progress.checkpoint();
-      const std::uint64_t m = std::min(chunk, n - i0);
+      m = pacer.next(n - i0);
       chunk_seeds.resize(m);
       results.resize(m);
       for (std::uint64_t i = 0; i < m; ++i) chunk_seeds[i] = seeds.at(i0 + i);
@@ -119,13 +121,14 @@ std::vector<Table> run(const RunContext& ctx) {
         }
       }
       if (per_seed) per_seed->write(rows);
+      pacer.done();
       progress.advance(static_cast<double>(m) * train.steps);
     }
     const std::vector<double> q = s.weights.empty()
                                       ? std::vector<double>(kProbs.size(), NAN)
                                       : ctx.backend.quantiles(std::move(s.weights), kProbs);
-    t.add_row({name, static_cast<std::int64_t>(n), s.weight.mean, s.weight.stddev(), s.min, q[0],
-               q[1], q[2], q[3], q[4], s.max, static_cast<double>(s.converged) / n});
+    t.add_row({name, n, s.weight.mean, s.weight.stddev(), s.min, q[0], q[1], q[2], q[3], q[4],
+               s.max, static_cast<double>(s.converged) / n});
     hist[name] = s.histogram;
     if (s.not_finite > 0)
       t.notes.push_back(name + ": " + std::to_string(s.not_finite) +
@@ -134,7 +137,7 @@ std::vector<Table> run(const RunContext& ctx) {
   progress.finish();
   if (per_seed) per_seed->commit();
   t.notes.push_back("converged: fraction of runs with final loss < " +
-                    std::to_string(converged_below));
+                    human_number(converged_below));
   t.extra["histogram"] = {{"bins", kBins}, {"range", {0.0, 1.0}}, {"counts", hist}};
   t.run = training_settings(ctx.settings);
   t.run["seeds"] = seeds.text();

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "host/format.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
@@ -37,7 +38,8 @@ Backend Backend::select(const std::string& requested, int threads, int gpu) {
   }
   if (requested == "cuda")
     throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
-  spdlog::info("no GPU ({}); running on the CPU with {} threads", b.gpu_.why_not, b.threads_);
+  spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
+               human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
   return b;
 }
 
@@ -45,7 +47,8 @@ std::string Backend::device_description() const {
   if (kind_ == DeviceKind::cuda)
     return gpu_.name + " (GPU " + std::to_string(gpu_.index) + " of " + std::to_string(gpu_.count) +
            ", cc " + gpu_.compute_capability + ", driver " + gpu_.driver + ")";
-  return cpu_model() + ", " + std::to_string(threads_) + " threads";
+  return cpu_model() + ", " +
+         human_count(static_cast<std::uint64_t>(threads_), "thread", "threads");
 }
 
 void Backend::attention_forward(const AttentionProblem<double>& p) const {

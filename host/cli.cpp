@@ -118,7 +118,7 @@ Cli parse_command_line(int argc, char** argv) {
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
       ->type_name("DIR");
-  app.add_flag("--force", o.force, "Replace existing result files (--out and output files)");
+  app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
 
   // The tables' own flags, from their declarations, grouped by the tables that read them.
@@ -138,14 +138,14 @@ Cli parse_command_line(int argc, char** argv) {
   cmp->add_option("second", cli.compare.b, "Second JSON file")
       ->required()
       ->check(CLI::ExistingFile);
-  std::string tolerance = "1e-9";
-  cmp->add_option("--tolerance", tolerance, "Largest relative difference allowed")
+  std::string tolerance = "1e-9", atol;
+  cmp->add_option("--tolerance", tolerance,
+                  "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)")
       ->capture_default_str()
       ->type_name("X");
-  std::string atol = "0";
   cmp->add_option("--atol", atol,
-                  "Absolute floor: a cell agrees when |a-b| <= atol + tolerance * max(|a|,|b|)")
-      ->capture_default_str()
+                  "Absolute floor for every column (default: per column, rtol x the column's "
+                  "largest |b|)")
       ->type_name("X");
 
   add_attention_command(app, cli.attention);
@@ -179,8 +179,8 @@ Cli parse_command_line(int argc, char** argv) {
   try {
     if (*cmp) {
       cli.action = Cli::Action::compare;
-      cli.compare.tolerance = parse_real("--tolerance", tolerance, 0, 1e300, false);
-      cli.compare.atol = parse_real("--atol", atol, 0, 1e300, false);
+      cli.compare.rule.rtol = parse_real("--tolerance", tolerance, 0, 1e300, false);
+      if (cmp->count("--atol")) cli.compare.rule.atol = parse_real("--atol", atol, 0, 1e300, false);
       return cli;
     }
     for (const std::string& name : parse_name_list("--table", table, [] {
@@ -198,6 +198,8 @@ Cli parse_command_line(int argc, char** argv) {
       for (const auto& a : add)  // each table once, in the order first named
         if (std::find(o.tables.begin(), o.tables.end(), a) == o.tables.end()) o.tables.push_back(a);
     }
+    if (app.count("--out") && o.out_dir.empty())
+      throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
     o.device = parse_choice("--device", device, {"auto", "cpu", "cuda"});
     const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
     o.format = f == "csv"        ? Format::csv

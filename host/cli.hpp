@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "host/attention_command.hpp"
+#include "host/compare.hpp"
 #include "host/options.hpp"
 
 namespace attn {
 
 struct CompareRequest {
   std::string a, b;
-  double tolerance = 1e-9;
-  double atol = 0;  // absolute floor (compare.hpp)
+  CompareRule rule;  // --tolerance (rtol), --atol
 };
 
 struct Cli {

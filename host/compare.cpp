@@ -1,11 +1,21 @@
 // compare.cpp: see compare.hpp.
 #include "host/compare.hpp"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <map>
+#include <cstring>
+#include <new>
+#include <set>
 #include <stdexcept>
+
+#include "host/format.hpp"
+#include "host/output.hpp"
 
 namespace attn {
 namespace {
@@ -18,7 +28,7 @@ bool as_number(const nlohmann::json& v, double& out) {
     return true;
   }
   if (v.is_string()) {
-    const std::string s = v.get<std::string>();
+    const std::string& s = v.get_ref<const std::string&>();
     if (s == "nan")
       out = NAN;
     else if (s == "inf")
@@ -32,43 +42,62 @@ bool as_number(const nlohmann::json& v, double& out) {
   return false;
 }
 
+bool same_nonfinite(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));  // a == b also holds for equal infinities
+}
+
 double rel_diff(double a, double b) {
-  if (a == b) return 0;  // also equal infinities
-  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (same_nonfinite(a, b)) return 0;
   if (!std::isfinite(a) || !std::isfinite(b)) return INFINITY;
   return std::fabs(a - b) / std::fmax(std::fabs(a), std::fabs(b));
 }
 
-struct Tolerance {
-  double rtol, atol;
+// |a - b| / (atol + rtol |b|): at most 1 where numpy.isclose(a, b, rtol, atol) holds.
+double allclose_ratio(double a, double b, double rtol, double atol) {
+  if (same_nonfinite(a, b)) return 0;
+  if (!std::isfinite(a) || !std::isfinite(b)) return INFINITY;
+  const double diff = std::fabs(a - b), allowed = atol + rtol * std::fabs(b);
+  if (diff <= allowed) return allowed > 0 ? diff / allowed : 0;
+  return allowed > 0 ? diff / allowed : INFINITY;
+}
+
+// The largest finite |x| among the numbers of a cell (a number or an array of them).
+void largest_abs(const nlohmann::json& v, double& m) {
+  if (v.is_array()) {
+    for (const auto& x : v) largest_abs(x, m);
+    return;
+  }
+  double x;
+  if (as_number(v, x) && std::isfinite(x)) m = std::fmax(m, std::fabs(x));
+}
+
+struct Place {
+  const CompareRule& rule;
+  double atol;
 };
 
 void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::string& where,
-                   const Tolerance& tol, TableDiff& d) {
+                   const Place& p, TableDiff& d) {
   if (a.is_array() && b.is_array()) {
     if (a.size() != b.size()) {
-      d.mismatch = where + ": arrays of different lengths";
+      if (d.mismatch.empty()) d.mismatch = where + ": arrays of different lengths";
       return;
     }
     for (std::size_t i = 0; i < a.size(); ++i)
-      compare_cells(a[i], b[i], where + "[" + std::to_string(i) + "]", tol, d);
+      compare_cells(a[i], b[i], where + "[" + std::to_string(i) + "]", p, d);
     return;
   }
   double x, y;
   if (as_number(a, x) && as_number(b, y)) {
-    const double r = rel_diff(x, y);
-    const double abs_diff = r == 0 ? 0 : std::fabs(x - y);  // NaN or inf when non-finite
-    const bool agree =
-        r == 0 || (std::isfinite(r) &&
-                   abs_diff <= tol.atol + tol.rtol * std::fmax(std::fabs(x), std::fabs(y)));
-    if (!agree) ++d.outside;
-    if (std::isnan(abs_diff) || abs_diff > d.max_abs)
-      d.max_abs = std::isnan(abs_diff) ? INFINITY : abs_diff;
-    if (r > d.max_rel || (std::isinf(r) && d.where.empty())) {
-      d.max_rel = r;
+    const double r = allclose_ratio(x, y, p.rule.rtol, p.atol);
+    d.max_rel = std::fmax(d.max_rel, rel_diff(x, y));
+    if (!same_nonfinite(x, y)) d.max_abs = std::fmax(d.max_abs, std::fabs(x - y));
+    if (r > d.worst || (d.where.empty() && r > 0)) {
+      d.worst = r;
       d.where = where;
       d.a = x;
       d.b = y;
+      d.atol_there = p.atol;
     }
     return;
   }
@@ -77,59 +106,130 @@ void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::
 
 // The tables of a result document, checked for the shape demo writes; throws
 // std::invalid_argument naming what is missing.
-std::map<std::string, nlohmann::json> tables_by_name(const nlohmann::json& doc) {
+std::map<std::string, const nlohmann::json*> tables_by_name(const nlohmann::json& doc) {
   if (!doc.is_object() || !doc.contains("tables") || !doc.at("tables").is_array())
     throw std::invalid_argument("not a demo result file (no \"tables\" array)");
-  std::map<std::string, nlohmann::json> m;
+  std::map<std::string, const nlohmann::json*> m;
   for (const auto& t : doc.at("tables")) {
     if (!t.is_object() || !t.contains("name") || !t.at("name").is_string() ||
         !t.contains("columns") || !t.at("columns").is_array() || !t.contains("rows") ||
         !t.at("rows").is_array())
       throw std::invalid_argument("a table lacks name, columns or rows");
-    for (const auto& c : t.at("columns"))
+    const std::string name = t.at("name").get<std::string>();
+    std::set<std::string> columns;
+    for (const auto& c : t.at("columns")) {
       if (!c.is_string())
-        throw std::invalid_argument("table " + t.at("name").get<std::string>() +
-                                    ": a column name is not text");
+        throw std::invalid_argument("table " + name + ": a column name is not text");
+      if (!columns.insert(c.get<std::string>()).second)
+        throw std::invalid_argument("table " + name + ": two columns named " +
+                                    c.get<std::string>());
+    }
     for (const auto& r : t.at("rows"))
-      if (!r.is_object())
-        throw std::invalid_argument("table " + t.at("name").get<std::string>() +
-                                    ": a row is not an object");
-    m[t.at("name").get<std::string>()] = t;
+      if (!r.is_object()) throw std::invalid_argument("table " + name + ": a row is not an object");
+    if (!m.emplace(name, &t).second)
+      throw std::invalid_argument("two tables named " + name + " (which one to compare?)");
   }
   return m;
+}
+
+TableDiff compare_table(const std::string& name, const nlohmann::json& x, const nlohmann::json& y,
+                        const CompareRule& rule) {
+  TableDiff d;
+  d.table = name;
+  const auto& ra = x.at("rows");
+  const auto& rb = y.at("rows");
+  if (x.at("columns") != y.at("columns")) {
+    d.mismatch = "different columns";
+    return d;
+  }
+  if (ra.size() != rb.size()) {
+    d.mismatch = "different numbers of rows";
+    return d;
+  }
+  // A listed column missing from a row is a difference, never a match of two absent values.
+  for (int file = 0; file < 2; ++file) {
+    const auto& rows = file == 0 ? ra : rb;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      for (const auto& col : x.at("columns"))
+        if (!rows[r].contains(col.get<std::string>())) {
+          d.mismatch = "row " + std::to_string(r) + " of the " + (file == 0 ? "first" : "second") +
+                       " file lacks column " + col.get<std::string>();
+          return d;
+        }
+  }
+  for (const auto& col : x.at("columns")) {
+    const std::string c = col.get<std::string>();
+    double scale = 0;
+    bool numeric = false;
+    for (const auto& row : rb) {
+      double v;
+      numeric = numeric || as_number(row.at(c), v) || row.at(c).is_array();
+      largest_abs(row.at(c), scale);
+    }
+    const double atol = rule.atol ? *rule.atol : rule.rtol * scale;
+    if (numeric) d.atol[c] = atol;
+    const Place place{rule, atol};
+    for (std::size_t r = 0; r < ra.size(); ++r)
+      compare_cells(ra[r].at(c), rb[r].at(c), "row " + std::to_string(r) + ", column " + c, place,
+                    d);
+  }
+  return d;
+}
+
+// Bytes this process can still allocate: the least of the address-space and data limits
+// (setrlimit, `ulimit -v`) less what it uses, the cgroup's memory.max less its usage, and the
+// system's MemAvailable. A limit that cannot be read counts as none.
+double memory_available() {
+  double avail = INFINITY;
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double vm_size = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long pages = 0;
+    if (std::fscanf(f, "%lu", &pages) == 1) vm_size = static_cast<double>(pages) * page;
+    std::fclose(f);
+  }
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+      avail = std::fmin(avail, static_cast<double>(r.rlim_cur) - vm_size);
+  }
+  const auto read_number = [](const char* path, double& out) {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return false;
+    const bool ok = std::fscanf(f, "%lf", &out) == 1;
+    std::fclose(f);
+    return ok;
+  };
+  double max = 0, current = 0;
+  if (read_number("/sys/fs/cgroup/memory.max", max) &&
+      read_number("/sys/fs/cgroup/memory.current", current))
+    avail = std::fmin(avail, max - current);
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    double kb;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = std::fmin(avail, kb * 1024);
+    std::fclose(f);
+  }
+  return avail;
 }
 
 }  // namespace
 
 std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::json& b,
-                                       double rtol, double atol) {
-  const Tolerance tol{rtol, atol};
+                                       const CompareRule& rule) {
   const auto ta = tables_by_name(a), tb = tables_by_name(b);
   std::vector<TableDiff> out;
   for (const auto& [name, x] : ta) {
-    TableDiff d;
-    d.table = name;
     const auto it = tb.find(name);
     if (it == tb.end()) {
+      TableDiff d;
+      d.table = name;
       d.mismatch = "only in the first file";
       out.push_back(d);
       continue;
     }
-    const auto& y = it->second;
-    const auto& ra = x.at("rows");
-    const auto& rb = y.at("rows");
-    if (x.at("columns") != y.at("columns"))
-      d.mismatch = "different columns";
-    else if (ra.size() != rb.size())
-      d.mismatch = "different numbers of rows";
-    else
-      for (std::size_t r = 0; r < ra.size(); ++r)
-        for (const auto& col : x.at("columns")) {
-          const std::string c = col.get<std::string>();
-          compare_cells(ra[r].value(c, nlohmann::json()), rb[r].value(c, nlohmann::json()),
-                        "row " + std::to_string(r) + ", column " + c, tol, d);
-        }
-    out.push_back(d);
+    out.push_back(compare_table(name, *x, *it->second, rule));
   }
   for (const auto& [name, y] : tb)
     if (!ta.count(name)) {
@@ -141,48 +241,142 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
   return out;
 }
 
-int run_compare(const std::string& path_a, const std::string& path_b, double tolerance,
-                double atol) {
-  std::vector<TableDiff> diffs;
-  nlohmann::json docs[2];
-  const std::string paths[2] = {path_a, path_b};
-  for (int i = 0; i < 2; ++i) {
-    std::ifstream in(paths[i]);
-    docs[i] = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (docs[i].is_discarded()) {
-      std::fprintf(stderr, "demo: error: compare: %s is not JSON (expected demo's --format json)\n",
-                   paths[i].c_str());
-      return 2;
+nlohmann::json read_result_file(const std::string& path, int max_depth) {
+  // O_NONBLOCK: opening a FIFO for reading does not wait for a writer; it is refused below.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw std::runtime_error(std::string("cannot open it: ") + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw std::runtime_error("not a regular file (a demo result file is a regular JSON file)");
+  }
+  std::string text;
+  text.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      throw std::runtime_error(std::string("cannot read it: ") + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  // Depth of [ and { outside strings, before the parser and the recursive destructor see it;
+  // and the number of values, for the memory the parsed document will take.
+  int depth = 0;
+  double values = 1;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ',') {
+      ++values;
+    } else if (c == '[' || c == '{') {
+      ++values;
+      if (++depth > max_depth)
+        throw std::runtime_error("JSON nested deeper than " + std::to_string(max_depth) +
+                                 " levels: not a demo result file");
+    } else if (c == ']' || c == '}') {
+      --depth;
     }
   }
+  // Planned before parsing: running out of memory inside nlohmann-json can end in a destructor,
+  // where it cannot be caught. Per value: 16 bytes, twice while a vector grows, a map node and
+  // its key for object members; 96 bytes is an upper estimate.
+  const double need = 96 * values + static_cast<double>(text.size());
+  const double available = memory_available();
+  if (need > available)
+    throw std::runtime_error("out of memory: reading it takes about " +
+                             std::to_string(static_cast<long long>(need / 1e6)) + " MB, " +
+                             std::to_string(static_cast<long long>(std::fmax(available, 0) / 1e6)) +
+                             " MB are available");
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw std::runtime_error("not JSON (expected demo's --format json)");
+  return doc;
+}
+
+int run_compare(const std::string& path_a, const std::string& path_b, const CompareRule& rule) {
+  // Every failure below is one line on stderr; the out-of-memory handler allocates nothing.
   try {
-    diffs = compare_results(docs[0], docs[1], tolerance, atol);
+    const std::string paths[2] = {path_a, path_b};
+    nlohmann::json docs[2];
+    for (int i = 0; i < 2; ++i) {
+      try {
+        docs[i] = read_result_file(paths[i]);
+      } catch (const std::runtime_error& e) {
+        std::fprintf(stderr, "demo: error: compare: %s: %s\n", paths[i].c_str(), e.what());
+        return 2;
+      }
+    }
+    std::vector<TableDiff> diffs;
+    try {
+      diffs = compare_results(docs[0], docs[1], rule);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "demo: error: compare: %s vs %s: %s\n", path_a.c_str(), path_b.c_str(),
+                   e.what());
+      return 2;
+    }
+    if (diffs.empty()) {
+      std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
+      return 2;
+    }
+    bool ok = true;
+    std::string report;
+    char line[512];
+    std::snprintf(line, sizeof line, "%-20s %-10s %-8s %s\n", "table", "worst", "verdict",
+                  "where (first, second; atol of that column)");
+    report += line;
+    for (const auto& d : diffs) {
+      const bool pass = d.mismatch.empty() && d.worst <= 1;
+      ok = ok && pass;
+      if (!d.mismatch.empty()) {
+        std::snprintf(line, sizeof line, "%-20s %-10s %-8s ", d.table.c_str(), "-", "DIFFERS");
+        report += line + d.mismatch + "\n";
+        continue;
+      }
+      std::snprintf(line, sizeof line, "%-20s %-10.3g %-8s ", d.table.c_str(), d.worst,
+                    pass ? "ok" : "FAIL");
+      report += line;
+      if (d.where.empty())
+        report += "- (identical)\n";
+      else
+        report += d.where + " (" + round_trip(d.a) + ", " + round_trip(d.b) + "; atol " +
+                  human_number(d.atol_there) + ")\n";
+      if (!d.atol.empty()) {
+        std::string floors;
+        for (const auto& [c, v] : d.atol)
+          floors += (floors.empty() ? "" : ", ") + c + " " + human_number(v);
+        report += "  atol per column: " + floors + "\n";
+      }
+    }
+    report +=
+        "rule: |a - b| <= atol + rtol*|b| per number (numpy's allclose; b: second file), rtol " +
+        human_number(rule.rtol) + " (--tolerance), atol " +
+        (rule.atol ? human_number(*rule.atol) + " for every column (--atol)"
+                   : std::string("rtol x the column's largest |b| (--atol sets one)")) +
+        "; worst = largest |a - b| / (atol + rtol*|b|), agree when <= 1\n";
+    report += ok ? "all tables agree\n" : "differences found\n";
+    write_stdout(report);
+    return ok ? 0 : 1;
+  } catch (const std::bad_alloc&) {
+    std::fputs("demo: error: compare: out of memory (the files are too large to compare)\n",
+               stderr);
+    return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo: error: compare: %s vs %s: %s\n", path_a.c_str(), path_b.c_str(),
-                 e.what());
+    std::fprintf(stderr, "demo: error: compare: %s\n", e.what());
     return 2;
   }
-  if (diffs.empty()) {
-    std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
-    return 2;
-  }
-  bool ok = true;
-  std::printf("%-20s %-12s %-12s %-8s %s\n", "table", "max_rel_diff", "max_abs_diff", "verdict",
-              "where the relative difference is largest (first, second)");
-  for (const auto& d : diffs) {
-    const bool pass = d.mismatch.empty() && d.outside == 0;
-    ok = ok && pass;
-    if (!d.mismatch.empty())
-      std::printf("%-20s %-12s %-12s %-8s %s\n", d.table.c_str(), "-", "-", "DIFFERS",
-                  d.mismatch.c_str());
-    else
-      std::printf("%-20s %-12.3e %-12.3e %-8s %s (%.17g, %.17g)%s\n", d.table.c_str(), d.max_rel,
-                  d.max_abs, pass ? "ok" : "FAIL", d.where.empty() ? "-" : d.where.c_str(), d.a,
-                  d.b, pass ? "" : (", " + std::to_string(d.outside) + " cells outside").c_str());
-  }
-  std::printf("tolerance %.3g, atol %.3g: %s\n", tolerance, atol,
-              ok ? "all tables agree" : "differences found");
-  return ok ? 0 : 1;
 }
 
 }  // namespace attn

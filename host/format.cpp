@@ -24,6 +24,18 @@ std::string round_trip(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string human_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v == 0 ? 0.0 : v);
+  return buf;
+}
+
+std::string human_count(std::uint64_t n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 std::string display_real(double v, const std::string& display) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -55,7 +67,7 @@ std::string cell_text(const Cell& c, const Column& col) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::monostate>)
           return "-";
-        else if constexpr (std::is_same_v<V, std::int64_t>)
+        else if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, std::uint64_t>)
           return std::to_string(v);
         else if constexpr (std::is_same_v<V, double>)
           return display_real(v, col.display);
@@ -77,7 +89,7 @@ std::string cell_csv(const Cell& c) {
         using V = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<V, std::monostate>)
           return "";
-        else if constexpr (std::is_same_v<V, std::int64_t>)
+        else if constexpr (std::is_same_v<V, std::int64_t> || std::is_same_v<V, std::uint64_t>)
           return std::to_string(v);
         else if constexpr (std::is_same_v<V, double>)
           return round_trip(v);
@@ -213,7 +225,8 @@ std::string render(const std::vector<Table>& tables, Format f, const nlohmann::j
       j["provenance"] = provenance;
       j["tables"] = nlohmann::json::array();
       for (const auto& t : tables) j["tables"].push_back(table_json(t));
-      return j.dump(2) + "\n";
+      // Invalid UTF-8 in a text (a path in the command line) becomes U+FFFD, never an exception.
+      return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     }
     case Format::csv:
       for (std::size_t i = 0; i < tables.size(); ++i) {

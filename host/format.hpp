@@ -1,6 +1,7 @@
 // format.hpp: rendering tables (table.hpp) for people and for programs.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +14,12 @@ enum class Format { table, csv, json, markdown };
 
 // Shortest decimal that reads back as the same double ("0.1", "0.7317287020936569", "1e-27").
 std::string round_trip(double v);
+// A number in a title, note or message, for people: C's "%g" (6 significant digits, shortest
+// of fixed and exponent form): 0.5, 1e+06, 1e-07, 0.333333, 1e-09; "nan", "inf", "-inf"; never
+// "-0". The one formatter for every number a person reads outside a table's columns.
+std::string human_number(double v);
+// "1 thread", "2 threads": a count with its noun in the right number.
+std::string human_count(std::uint64_t n, const std::string& singular, const std::string& plural);
 // A real as a column displays it in the text and Markdown formats.
 std::string display_real(double v, const std::string& display);
 

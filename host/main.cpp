@@ -1,13 +1,23 @@
 // main.cpp: `demo`, the attnlab experiment runner. Parses the command line, picks the device,
 // runs the tables, prints them on stdout (logs go to stderr) and, with --out, writes CSV,
-// JSON and figures. Exit status: 0 success, 1 a run error, 2 bad usage, 130 interrupted.
+// JSON and figures. Exit status: 0 success, 1 a run error (including a failed write to stdout),
+// 2 bad usage, 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM.
+//
+// A run is one unit: every destination is checked, and every folder written into is locked
+// (DIR/.demo.lock), before any work; files are written under temporary names and renamed into
+// place together after stdout was written; any failure or signal before that leaves nothing.
+#include <fcntl.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
+#include <memory>
+#include <new>
 
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
@@ -22,6 +32,7 @@
 namespace {
 
 using namespace attn;
+namespace fs = std::filesystem;
 
 void setup_logging(const Options& o) {
   auto logger = spdlog::stderr_color_mt("demo");
@@ -32,43 +43,98 @@ void setup_logging(const Options& o) {
   spdlog::set_default_logger(logger);
 }
 
-// Every file the run would write (--out, and the tables' output-file flags), refused up front
-// if one exists (unless --force). Returns whether it created the directory (so that a failed
-// run can remove it again).
-bool check_outputs(const Options& o) {
-  for (const std::string& name : o.tables)
-    for (const Param& p : find_experiment(name)->params) {
-      if (!p.output_file || !o.given.count(p.flag)) continue;
-      const std::string& path = o.given.at(p.flag);
-      refuse_existing(path, o.force);
-      const auto dir = std::filesystem::path(path).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir))
-        throw std::runtime_error(p.flag + " " + path + ": no directory " + dir.string());
-    }
-  if (o.out_dir.empty()) return false;
-  std::error_code ec;
-  const bool created = std::filesystem::create_directories(o.out_dir, ec);
-  if (ec) throw std::runtime_error("--out " + o.out_dir + ": cannot create it: " + ec.message());
-  for (const std::string& name : o.tables) {
-    for (const char* ext : {".csv", ".json"})
-      refuse_existing(o.out_dir + "/" + name + ext, o.force);
-    if (o.plots)
-      for (const auto& f : figure_names(find_experiment(name)->figures))
-        refuse_existing(o.out_dir + "/" + f, o.force);
-  }
-  return created;
+// The destinations of a run, checked and locked before any work.
+struct OutputPlan {
+  bool created_out_dir = false;
+  std::vector<std::unique_ptr<DirLock>> locks;
+};
+
+void refuse_non_utf8(const char* option, const std::string& path) {
+  if (!is_valid_utf8(path))
+    throw std::runtime_error(std::string(option) +
+                             ": the path is not valid UTF-8 (result files record it in JSON); "
+                             "choose a UTF-8 name");
 }
 
-// Removes the --out directory again when this run created it and wrote nothing there.
+void note_stale(const std::vector<std::string>& removed) {
+  for (const auto& f : removed)
+    spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
+}
+
+// Every file this run would write: refused up front when it exists (unless --force, and then
+// only regular files), when two outputs name the same file, or when a folder cannot be
+// written; each folder is locked against a second run. Fills plan.
+void check_outputs(const Options& o, OutputPlan& plan) {
+  std::vector<std::pair<std::string, std::string>> files;      // (path, which option)
+  std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
+  // The tables' output files (param::output_file flags the user gave).
+  for (const std::string& name : o.tables)
+    for (const Param& param : find_experiment(name)->params) {
+      if (!param.output_file || !o.given.count(param.flag)) continue;
+      const std::string& path = o.given.at(param.flag);
+      if (std::find_if(files.begin(), files.end(), [&](const auto& f) {
+            return f.first == path && f.second == param.flag;
+          }) != files.end())
+        continue;  // one flag read by two tables
+      refuse_non_utf8(param.flag.c_str(), path);
+      const fs::path p(path);
+      if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
+        throw std::runtime_error(param.flag + " " + path + ": names a folder, not a file");
+      const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+      if (!fs::is_directory(dir))
+        throw std::runtime_error(param.flag + " " + path + ": no folder " + dir);
+      refuse_existing(path, o.force);
+      files.push_back({path, param.flag});
+      file_dirs.push_back({dir, p.filename().string()});
+    }
+  if (!o.out_dir.empty()) {
+    refuse_non_utf8("--out", o.out_dir);
+    std::error_code ec;
+    plan.created_out_dir = fs::create_directories(o.out_dir, ec);
+    if (ec) throw std::runtime_error("--out " + o.out_dir + ": cannot create it: " + ec.message());
+    if (!fs::is_directory(o.out_dir))
+      throw std::runtime_error("--out " + o.out_dir + ": not a folder");
+    for (const std::string& name : o.tables) {
+      for (const char* ext : {".csv", ".json"})
+        files.push_back({o.out_dir + "/" + name + ext, "--out"});
+      if (o.plots)
+        for (const auto& f : figure_names(find_experiment(name)->figures))
+          files.push_back({o.out_dir + "/" + f, "--out"});
+    }
+    plan.locks.push_back(std::make_unique<DirLock>(o.out_dir));
+    note_stale(remove_stale_temporaries(o.out_dir));
+  }
+  for (const auto& [dir, name] : file_dirs) {
+    std::error_code ec;
+    bool locked = !o.out_dir.empty() && fs::equivalent(dir, o.out_dir, ec);
+    for (const auto& lock : plan.locks) locked = locked || fs::equivalent(dir, lock->dir(), ec);
+    if (!locked) plan.locks.push_back(std::make_unique<DirLock>(dir));
+    note_stale(remove_stale_temporaries(dir, name));
+  }
+  // Two outputs naming one file: the second would silently replace the first.
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const auto& [path, option] : files) {
+    const std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
+    for (const auto& [other, other_option] : seen)
+      if (other == canonical)
+        throw std::runtime_error(option + " and " + other_option + " both write " + path +
+                                 "; give them different names");
+    seen.push_back({canonical, option});
+    refuse_existing(path, o.force);
+  }
+  if (!o.out_dir.empty() && o.plots && !gnuplot_available())
+    spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+}
+
+// Removes the --out directory again when this run created it and left nothing there.
 void remove_if_created_and_empty(const Options& o, bool created) {
   std::error_code ec;
-  if (created && std::filesystem::is_empty(o.out_dir, ec)) std::filesystem::remove(o.out_dir, ec);
+  if (created && fs::is_empty(o.out_dir, ec)) fs::remove(o.out_dir, ec);
 }
 
+// Writes every --out file under its temporary name (OutputSet renames them later).
 void write_outputs(const Options& o, const std::vector<Table>& tables,
                    const nlohmann::json& provenance) {
-  if (o.plots && !gnuplot_available())
-    spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
   for (const Table& t : tables) {
     const std::string stem = o.out_dir + "/" + t.name;
     write_file_atomic(stem + ".csv", render_csv(t), o.force);
@@ -79,7 +145,6 @@ void write_outputs(const Options& o, const std::vector<Table>& tables,
       for (const auto& f : write_figures(t, find_experiment(t.name)->figures, o.out_dir, o.force))
         spdlog::debug("wrote {}", f);
   }
-  spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
 }
 
 int run(const Options& o, bool& created_out_dir) {
@@ -87,28 +152,58 @@ int run(const Options& o, bool& created_out_dir) {
   prov.command_line = o.command_line;
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
-  created_out_dir = check_outputs(o);
+  OutputPlan plan;
+  check_outputs(o, plan);
+  created_out_dir = plan.created_out_dir;
+  OutputSet files;  // after plan: its temporaries go before the locks are released
   const Backend backend = Backend::select(o.device, o.threads, o.gpu);
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
   for (const std::string& name : o.tables) {
+    stop_point();
     auto made = run_experiment(*find_experiment(name), o, o.given, backend);
     tables.insert(tables.end(), made.begin(), made.end());
   }
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const nlohmann::json provenance = prov.to_json(backend);
-  std::cout << render(tables, o.format, provenance) << std::flush;
+  const std::string printed = render(tables, o.format, provenance);
   if (!o.out_dir.empty()) write_outputs(o, tables, provenance);
+  stop_point();
+  write_stdout(printed);
+  files.commit_all();
+  if (!o.out_dir.empty()) spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
   return 0;
 }
 
-}  // namespace
+// A closed stdout would let the next open() take descriptor 1 and receive the results; a
+// closed stdin or stderr is pointed at /dev/null for the same reason.
+bool standard_descriptors_ok() {
+  for (int fd : {0, 2})
+    if (fcntl(fd, F_GETFD) == -1) {
+      const int null = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (null >= 0 && null != fd) close(null);
+    }
+  return fcntl(1, F_GETFD) != -1;
+}
 
-int main(int argc, char** argv) {
-  const Cli cli = parse_command_line(argc, argv);
-  if (cli.action == Cli::Action::done) return cli.exit_code;
+int main_checked(int argc, char** argv) {
+  const bool stdout_open = standard_descriptors_ok();
+  const Cli cli = parse_command_line(argc, argv);  // opens no file
+  if (!stdout_open && cli.action != Cli::Action::done) {
+    std::fputs("demo: error: stdout is closed; results go to stdout\n", stderr);
+    return cli.action == Cli::Action::compare ? 2 : 1;
+  }
+  if (cli.action == Cli::Action::done) {
+    try {
+      flush_stdout();  // --help, --version, --list
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "demo: error: %s\n", e.what());
+      return cli.exit_code != 0 ? cli.exit_code : 1;
+    }
+    return cli.exit_code;
+  }
   if (cli.action == Cli::Action::compare)
-    return run_compare(cli.compare.a, cli.compare.b, cli.compare.tolerance, cli.compare.atol);
+    return run_compare(cli.compare.a, cli.compare.b, cli.compare.rule);
   setup_logging(cli.options);
   for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
   install_stop_handler();
@@ -118,11 +213,27 @@ int main(int argc, char** argv) {
     return run(cli.options, created_out_dir);
   } catch (const Interrupted&) {
     remove_if_created_and_empty(cli.options, created_out_dir);
-    std::fprintf(stderr, "\ndemo: interrupted; no results written\n");
-    return 130;
+    const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+    std::fprintf(stderr, "\ndemo: interrupted (%s); no results written\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + sig;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     std::fprintf(stderr, "demo: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return main_checked(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("demo: error: out of memory\n", stderr);  // allocates nothing
+    return 1;
+  } catch (...) {
+    std::fputs("demo: error: an unexpected failure\n", stderr);
     return 1;
   }
 }

@@ -1,25 +1,133 @@
 // output.cpp: see output.hpp.
 #include "host/output.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <stdexcept>
 
 namespace attn {
+namespace {
+
+OutputSet* g_active_set = nullptr;
+
+std::runtime_error errno_error(const std::string& what, int e) {
+  return std::runtime_error(what + ": " + std::strerror(e));
+}
+
+// What kind of thing stands at path (not following a symbolic link), for messages.
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0) return true;  // not a process id: leave the file alone
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
+
+void write_stdout(const std::string& text) {
+  std::cout.flush();
+  errno = 0;
+  const bool ok =
+      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  if (!ok || std::ferror(stdout)) throw errno_error("cannot write to stdout", errno ? errno : EIO);
+}
+
+void flush_stdout() {
+  errno = 0;
+  std::cout.flush();
+  const bool ok = !std::cout.fail() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!ok) {
+    if (errno == 0) throw std::runtime_error("cannot write to stdout");
+    throw errno_error("cannot write to stdout", errno);
+  }
+}
+
+bool is_valid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < s.size()) {
+    const unsigned c = byte(i);
+    std::size_t n;
+    unsigned min;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      n = 1, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3, min = 0x10000;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;  // the sequence is cut short
+    unsigned cp = c & (0x3F >> n);
+    for (std::size_t k = 1; k <= n; ++k) {
+      if ((byte(i + k) & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (byte(i + k) & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
 
 void refuse_existing(const std::string& path, bool overwrite) {
-  if (!overwrite && std::filesystem::exists(path))
-    throw std::runtime_error(path + " exists; pass --force to replace it");
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw errno_error(path, errno);
+  }
+  if (!S_ISREG(st.st_mode))
+    throw std::runtime_error(path + " is " + kind_of(st.st_mode) +
+                             "; demo replaces only regular files: choose another name");
+  if (!overwrite) throw std::runtime_error(path + " exists; pass --force to replace it");
+}
+
+void commit_file(const std::string& tmp, const std::string& path, bool overwrite) {
+  if (g_active_set) {
+    g_active_set->files_.push_back({tmp, path, overwrite});
+    return;
+  }
+  try {
+    refuse_existing(path, overwrite);
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    throw errno_error("cannot write " + path, e);
+  }
+}
+
+std::string AtomicFile::temporary_name(const std::string& path) {
+  return path + ".tmp-" + std::to_string(getpid());
 }
 
 AtomicFile::AtomicFile(std::string path, bool overwrite)
-    : path_(std::move(path)), tmp_(path_ + ".tmp-" + std::to_string(getpid())) {
+    : path_(std::move(path)), tmp_(temporary_name(path_)), overwrite_(overwrite) {
   refuse_existing(path_, overwrite);
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (!f_) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  std::remove(tmp_.c_str());             // this process's own leftover, if any
+  f_ = std::fopen(tmp_.c_str(), "wbx");  // x: never through a link planted at the temporary name
+  if (!f_) throw errno_error("cannot write " + path_, errno);
 }
 
 AtomicFile::~AtomicFile() {
@@ -31,24 +139,118 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(const std::string& data) {
   if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
-    throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    throw errno_error("cannot write " + path_, errno);
 }
 
 void AtomicFile::commit() {
   const bool ok = std::fflush(f_) == 0 && fsync(fileno(f_)) == 0;
-  std::fclose(f_);
+  const int e = errno;
+  const bool closed = std::fclose(f_) == 0;
   f_ = nullptr;
-  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
+  if (!ok || !closed) {
     std::remove(tmp_.c_str());
-    throw std::runtime_error("cannot write " + path_ + ": " + why);
+    throw errno_error("cannot write " + path_, ok ? errno : e);
   }
+  commit_file(tmp_, path_, overwrite_);
 }
 
 void write_file_atomic(const std::string& path, const std::string& data, bool overwrite) {
   AtomicFile f(path, overwrite);
   f.write(data);
   f.commit();
+}
+
+OutputSet::OutputSet() {
+  if (g_active_set) throw std::logic_error("one OutputSet at a time");
+  g_active_set = this;
+}
+
+OutputSet::~OutputSet() {
+  g_active_set = nullptr;
+  for (const File& f : files_) std::remove(f.tmp.c_str());
+}
+
+void OutputSet::commit_all() {
+  for (const File& f : files_) refuse_existing(f.path, f.overwrite);
+  for (std::size_t i = 0; i < files_.size(); ++i)
+    if (std::rename(files_[i].tmp.c_str(), files_[i].path.c_str()) != 0) {
+      const int e = errno;
+      files_.erase(files_.begin(), files_.begin() + static_cast<std::ptrdiff_t>(i));
+      throw errno_error("cannot write " + files_.front().path, e);
+    }
+  files_.clear();
+}
+
+DirLock::DirLock(const std::string& dir) : dir_(dir), path_(dir + "/.demo.lock") {
+  // Lock, then check that the file locked is still the one at path_: a run that releases the
+  // lock removes the file first, so a lock on a removed file is retried.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) throw errno_error(dir + ": cannot write there", errno);
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int e = errno;
+      char pid[32] = {0};
+      const ssize_t n = pread(fd_, pid, sizeof pid - 1, 0);
+      close(fd_);
+      fd_ = -1;
+      if (e != EWOULDBLOCK) throw errno_error(dir + ": cannot lock it", e);
+      const std::string who = n > 0 ? " (pid " + std::string(pid, strcspn(pid, "\n")) + ")" : "";
+      throw std::runtime_error("another demo run" + who + " is writing into " + dir +
+                               "; wait for it to finish or choose another folder");
+    }
+    struct stat held {
+    }, now{};
+    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      const std::string pid = std::to_string(getpid()) + "\n";
+      if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+        const int e = errno;
+        unlink(path_.c_str());
+        close(fd_);
+        fd_ = -1;
+        throw errno_error(dir + ": cannot write there", e);
+      }
+      return;
+    }
+    close(fd_);
+    fd_ = -1;
+  }
+  throw std::runtime_error(dir + ": cannot lock it (its lock file keeps changing)");
+}
+
+DirLock::~DirLock() {
+  if (fd_ < 0) return;
+  unlink(path_.c_str());
+  close(fd_);
+}
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir, const std::string& only) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto at = name.rfind(".tmp-");
+    if (at == std::string::npos || at == 0) continue;
+    if (!only.empty() && name.compare(0, at, only) != 0) continue;
+    // Only what demo writes: NAME.csv, .json, .png, .svg (a user's "notes.tmp-2024" stays).
+    const std::string target = name.substr(0, at);
+    bool ours = !only.empty();
+    for (const char* ext : {".csv", ".json", ".png", ".svg"}) {
+      const std::size_t n = std::strlen(ext);
+      ours = ours || (target.size() > n && target.compare(target.size() - n, n, ext) == 0);
+    }
+    if (!ours) continue;
+    const std::string digits = name.substr(at + 5);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const long pid = std::stol(digits);
+    if (pid == getpid() || process_alive(pid)) continue;
+    std::error_code rm;
+    if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) removed.push_back(it->path());
+  }
+  return removed;
 }
 
 }  // namespace attn

@@ -1,35 +1,111 @@
-// output.hpp: result files that are either complete or absent.
+// output.hpp: results on stdout and on disk are complete or absent.
 //
-// An AtomicFile writes to "PATH.tmp-PID" and renames it to PATH on commit(); if the run stops
-// first (an error, Ctrl-C), the destructor removes the temporary file, so no half-written
-// result ever carries the real name. An existing PATH is refused unless overwriting was asked.
+// - stdout: write_stdout/flush_stdout throw when a write fails (a full disk, a closed pipe end,
+//   /dev/full), so that demo exits non-zero instead of reporting success.
+// - files: an AtomicFile writes to "PATH.tmp-PID" and renames it to PATH on commit(); if the run
+//   stops first (an error, Ctrl-C), the destructor removes the temporary file. While an
+//   OutputSet lives, commits wait and the OutputSet renames every file at the end of the run,
+//   so one run's files appear together or not at all.
+// - places: a DirLock on DIR/.demo.lock keeps two runs from writing into one folder at once;
+//   remove_stale_temporaries clears "NAME.tmp-PID" files that a killed run (PID gone) left.
+// - destinations: only a regular file is ever replaced (and only when asked: --force); a
+//   directory, symbolic link, device, FIFO or socket is refused, --force or not.
 #pragma once
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attn {
 
+// Writes text to stdout and flushes it. Throws std::runtime_error("cannot write to stdout: ...")
+// when any byte could not be written.
+void write_stdout(const std::string& text);
+// Flushes std::cout and stdout; throws like write_stdout when anything written to them failed.
+void flush_stdout();
+
+// Whether text is valid UTF-8 (JSON files hold only UTF-8; demo refuses other paths up front).
+bool is_valid_utf8(const std::string& text);
+
+// Throws std::runtime_error, before any work, unless path can be written: nothing is there, or
+// a regular file is there and overwrite is true. Anything else (a directory, symbolic link,
+// device, FIFO, socket) is refused whatever overwrite says, and --force is not suggested.
+void refuse_existing(const std::string& path, bool overwrite);
+
+// Renames tmp to path now, or, while an OutputSet lives, when it commits. Re-checks path with
+// refuse_existing first. Throws std::runtime_error (tmp is then removed).
+void commit_file(const std::string& tmp, const std::string& path, bool overwrite);
+
 class AtomicFile {
  public:
-  // Throws std::runtime_error when PATH exists and !overwrite, or when it cannot be created.
+  // Throws std::runtime_error when PATH may not be written (refuse_existing), or when the
+  // temporary file cannot be created.
   AtomicFile(std::string path, bool overwrite);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(const std::string& data);  // throws on a write error
-  void commit();                        // flush, close, rename into place
+  void commit();                        // flush, fsync, close, rename (see commit_file)
+
+  // "PATH.tmp-PID": the temporary name for path in this process.
+  static std::string temporary_name(const std::string& path);
 
  private:
   std::string path_, tmp_;
+  bool overwrite_;
   std::FILE* f_ = nullptr;
 };
 
 // Writes a whole file atomically (AtomicFile in one go).
 void write_file_atomic(const std::string& path, const std::string& data, bool overwrite);
 
-// Throws std::runtime_error when path exists and !overwrite (checked before any work starts).
-void refuse_existing(const std::string& path, bool overwrite);
+// One run's files, made visible together. At most one lives at a time (the run's); commits
+// made while it lives are deferred to commit_all(). Destroyed without commit_all(), it removes
+// every temporary file it holds.
+class OutputSet {
+ public:
+  OutputSet();
+  ~OutputSet();
+  OutputSet(const OutputSet&) = delete;
+  OutputSet& operator=(const OutputSet&) = delete;
+
+  // Checks every destination again, then renames every file into place. Throws
+  // std::runtime_error (nothing renamed) when a destination was taken meanwhile.
+  void commit_all();
+  std::size_t pending() const { return files_.size(); }
+
+ private:
+  friend void commit_file(const std::string&, const std::string&, bool);
+  struct File {
+    std::string tmp, path;
+    bool overwrite;
+  };
+  std::vector<File> files_;
+};
+
+// An exclusive lock on DIR/.demo.lock (flock), held while the object lives; the lock file is
+// removed again when it is released. Throws std::runtime_error when another process holds it
+// ("another demo run (pid N) is writing into DIR") or when DIR cannot be written (read-only
+// file system, /proc, no permission): both before any work.
+class DirLock {
+ public:
+  explicit DirLock(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  const std::string& dir() const { return dir_; }  // the folder locked
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
+// Removes "NAME.tmp-PID" files of dir whose process PID no longer runs (temporaries of a run
+// killed with SIGKILL), where NAME ends in .csv, .json, .png or .svg (what demo writes); when
+// only is non-empty, exactly the temporaries of the file named only. Returns the paths removed.
+std::vector<std::string> remove_stale_temporaries(const std::string& dir,
+                                                  const std::string& only = "");
 
 }  // namespace attn

@@ -1,16 +1,22 @@
 // plots.cpp: see plots.hpp. Each figure is a gnuplot script with its data inline (datablocks),
-// run once per format; gnuplot writes to a temporary name that is renamed into place only when
-// it succeeded.
+// run once per format; gnuplot writes to a temporary name that is committed under the real name
+// only when the file is complete.
 #include "host/plots.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "host/output.hpp"
+#include "host/progress.hpp"
 
 namespace attn {
 
@@ -18,6 +24,7 @@ namespace plot {
 double num(const Cell& c) {
   if (const auto* d = std::get_if<double>(&c)) return *d;
   if (const auto* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
+  if (const auto* u = std::get_if<std::uint64_t>(&c)) return static_cast<double>(*u);
   return NAN;
 }
 std::string text(const Cell& c) {
@@ -33,25 +40,92 @@ std::string quote(const std::string& s) {
 
 namespace {
 
-// Runs gnuplot on script; false when it cannot be started or fails.
+// Runs gnuplot on script; false when it cannot be started or fails. SIGPIPE is ignored while
+// the script is written, so a gnuplot that dies (Ctrl-C reaches it too) fails this call instead
+// of killing demo before it can clean up.
 bool run_gnuplot(const std::string& script) {
-  std::FILE* p = popen("gnuplot 2>/dev/null", "w");
-  if (!p) return false;
-  std::fwrite(script.data(), 1, script.size(), p);
-  return pclose(p) == 0;
+  struct sigaction ignore {
+  }, saved{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &saved);
+  bool ok = false;
+  if (std::FILE* p = popen("exec gnuplot 2>/dev/null", "w")) {
+    const bool written = std::fwrite(script.data(), 1, script.size(), p) == script.size();
+    ok = pclose(p) == 0 && written;
+  }
+  sigaction(SIGPIPE, &saved, nullptr);
+  return ok;
 }
 
 }  // namespace
 
 bool gnuplot_available() {
-  static const bool ok = std::system("gnuplot --version >/dev/null 2>&1") == 0;
+  // Found on PATH, without running anything (a subprocess could be killed by Ctrl-C and make
+  // gnuplot look missing).
+  static const bool ok = [] {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    std::size_t at = 0;
+    while (at <= dirs.size()) {
+      const std::size_t end = std::min(dirs.find(':', at), dirs.size());
+      const std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+      if (access((dir + "/gnuplot").c_str(), X_OK) == 0) return true;
+      at = end + 1;
+    }
+    return false;
+  }();
   return ok;
+}
+
+bool figure_complete(const std::string& path, bool png, std::string& why) {
+  std::ifstream f(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.good() && !f.eof()) return why = "cannot read it", false;
+  if (data.empty()) return why = "empty", false;
+  if (png) {
+    static const std::string signature("\x89PNG\r\n\x1a\n", 8);
+    static const std::string iend("\0\0\0\0IEND\xae\x42\x60\x82", 12);  // PNG spec 11.2.5
+    if (data.compare(0, 8, signature) != 0) return why = "no PNG signature", false;
+    if (data.size() < 20 || data.compare(data.size() - 12, 12, iend) != 0)
+      return why = "truncated PNG (no IEND chunk at its end)", false;
+    return true;
+  }
+  std::size_t end = data.find_last_not_of(" \t\r\n");
+  if (data.compare(0, 5, "<?xml") != 0 && data.compare(0, 4, "<svg") != 0)
+    return why = "not SVG", false;
+  if (end == std::string::npos || end < 5 || data.compare(end - 5, 6, "</svg>") != 0)
+    return why = "truncated SVG (no closing </svg>)", false;
+  return true;
 }
 
 std::vector<std::string> figure_names(const std::vector<Figure>& figures) {
   std::vector<std::string> names;
   for (const Figure& f : figures) names.insert(names.end(), {f.stem + ".png", f.stem + ".svg"});
   return names;
+}
+
+void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
+                          bool overwrite) {
+  refuse_existing(path, overwrite);
+  const std::string tmp = AtomicFile::temporary_name(path);
+  const bool png = std::filesystem::path(path).extension() == ".png";
+  const std::string term = png ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
+                               : "set terminal svg size " + size + " font 'sans,11'\n";
+  std::remove(tmp.c_str());
+  const bool ran =
+      run_gnuplot(term + "set output " + plot::quote(tmp) + "\n" + body + "unset output\n");
+  std::string why;
+  if (stop_requested_by_signal()) {
+    std::remove(tmp.c_str());
+    throw Interrupted();
+  }
+  if (!ran || !figure_complete(tmp, png, why)) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("gnuplot failed to draw " + path +
+                             (ran ? " (" + why + "; is the disk full?)" : ""));
+  }
+  commit_file(tmp, path, overwrite);
 }
 
 std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
@@ -67,20 +141,6 @@ std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>
     }
   }
   return written;
-}
-
-void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
-                          bool overwrite) {
-  refuse_existing(path, overwrite);
-  const std::string tmp = path + ".tmp-" + std::to_string(getpid());
-  const bool png = std::filesystem::path(path).extension() == ".png";
-  const std::string term = png ? "set terminal pngcairo size " + size + " font 'sans,11'\n"
-                               : "set terminal svg size " + size + " font 'sans,11'\n";
-  if (!run_gnuplot(term + "set output " + plot::quote(tmp) + "\n" + body + "unset output\n")) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("gnuplot failed to draw " + path);
-  }
-  std::filesystem::rename(tmp, path);
 }
 
 }  // namespace attn

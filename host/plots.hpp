@@ -21,25 +21,22 @@ struct Figure {
 // The figure files (without directory) that write_figures makes for these figures.
 std::vector<std::string> figure_names(const std::vector<Figure>& figures);
 
-// Draws t's figures into dir (atomically, like every result file). Returns the paths written.
-// Throws std::runtime_error when gnuplot is missing or fails, or when a file exists and
-// !overwrite.
+// Draws t's figures into dir (atomically, like every result file: committed with commit_file,
+// so inside an OutputSet they appear with the run's other files). Returns the paths written.
+// Throws std::runtime_error when gnuplot is missing or fails, or writes an incomplete file
+// (gnuplot exits 0 on a full disk), or when a destination may not be written
+// (refuse_existing); Interrupted when a stop signal came meanwhile. No file of a figure's name
+// is left behind by a failure.
 std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
                                        const std::string& dir, bool overwrite);
 
 // Draws one figure: runs gnuplot on `body` (everything after "set terminal/output") for PATH,
-// whose extension (.png or .svg) picks the terminal; size "W,H" in pixels. Written under a
-// temporary name and renamed into place when gnuplot succeeded. Throws std::runtime_error when
-// gnuplot fails or PATH exists and !overwrite.
+// whose extension (.png or .svg) picks the terminal; size "W,H" in pixels. Errors as
+// write_figures.
 void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
                           bool overwrite);
 
-// Draws one figure from a gnuplot script body (everything after "set terminal/output") into
-// path (.png or .svg) of size "W,H" pixels, atomically. Throws like write_figures.
-void write_gnuplot_figure(const std::string& body, const std::string& path, const std::string& size,
-                          bool overwrite);
-
-// Whether gnuplot can be run.
+// Whether gnuplot is on PATH (nothing is run to find out).
 bool gnuplot_available();
 
 // Helpers for figure scripts.
@@ -48,5 +45,10 @@ double num(const Cell& c);                // a numeric cell as double (NaN other
 std::string text(const Cell& c);          // a text cell ("" otherwise)
 std::string quote(const std::string& s);  // a gnuplot string literal
 }  // namespace plot
+
+// Whether a figure file gnuplot wrote (a PNG when png, else an SVG) is complete: not empty; a PNG
+// starts with the PNG signature and ends with its IEND chunk (PNG spec 5.2, 11.2.5); an SVG starts
+// with <?xml or <svg and ends with </svg>. Else false, with the reason in why.
+bool figure_complete(const std::string& path, bool png, std::string& why);
 
 }  // namespace attn

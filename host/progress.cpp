@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -11,9 +12,12 @@
 namespace attn {
 namespace {
 
-std::atomic<bool> g_stop{false};
+std::atomic<int> g_stop{0};  // the signal number, 0 while none came
 
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
+extern "C" void on_stop_signal(int sig) {
+  int none = 0;
+  g_stop.compare_exchange_strong(none, sig);  // the first signal decides the exit status
+}
 
 }  // namespace
 
@@ -25,7 +29,28 @@ void install_stop_handler() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool stop_requested_by_signal() { return g_stop.load(); }
+bool stop_requested_by_signal() { return g_stop.load() != 0; }
+int stop_signal() { return g_stop.load(); }
+void stop_point() {
+  if (stop_requested_by_signal()) throw Interrupted();
+}
+
+ChunkPacer::ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
+                       double target_seconds)
+    : size_(std::min(std::max(first, min), max)), min_(min), max_(max), target_(target_seconds) {}
+
+std::uint64_t ChunkPacer::next(std::uint64_t remaining) {
+  start_ = std::chrono::steady_clock::now();
+  return std::min(size_, remaining);
+}
+
+void ChunkPacer::done() {
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (t < target_ / 2 && size_ <= max_ / 2)
+    size_ *= 2;
+  else if (t > target_ * 2)  // far too long: straight to the size that fits the target
+    size_ = std::max(min_, static_cast<std::uint64_t>(static_cast<double>(size_) * target_ / t));
+}
 
 std::string human_duration(double s) {
   char buf[32];

@@ -3,11 +3,13 @@
 // On a terminal: one line on stderr, redrawn at most 10 times a second, with percent, rate and
 // ETA; it appears only once a run has taken about a second. Off a terminal: a log line at most
 // every 10 seconds. Nothing with --quiet. Ctrl-C (SIGINT) or SIGTERM sets a flag; long loops
-// see it at their next checkpoint and throw Interrupted, and the driver exits with status 130
-// without writing results.
+// see it at their next checkpoint (at least every ~0.2 s: ChunkPacer sizes chunks of work by
+// time) and throw Interrupted, and the driver exits without writing results, with status
+// 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM (the shell's convention).
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "monitor.hpp"
@@ -17,6 +19,30 @@ namespace attn {
 // Installs the SIGINT/SIGTERM handler (once, from main).
 void install_stop_handler();
 bool stop_requested_by_signal();
+// The signal that asked to stop (SIGINT or SIGTERM), 0 when none did.
+int stop_signal();
+// Throws Interrupted when a signal asked to stop; for loops that have no Monitor.
+void stop_point();
+
+// Sizes the chunks of a loop over many independent items so that each chunk takes about
+// target_seconds: the first chunk has `first` items, the size doubles after a chunk that took
+// less than half the target and shrinks to fit the target after one that took more than twice
+// it, within [min, max]. Results must not depend on how the items are chunked (each item
+// independent).
+class ChunkPacer {
+ public:
+  ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
+             double target_seconds = 0.1);
+  // The size of the next chunk (at most remaining); starts its clock.
+  std::uint64_t next(std::uint64_t remaining);
+  // The chunk ended: adapts the size for the next one.
+  void done();
+
+ private:
+  std::uint64_t size_, min_, max_;
+  double target_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 class Progress : public Monitor {
  public:

@@ -70,7 +70,7 @@ Param seeds(std::string flag, std::string def, std::string help) {
 Param output_file(std::string flag, std::string help) {
   Param p = make(std::move(flag), "FILE", "", std::move(help),
                  [](const std::string& f, const std::string& t) -> Value {
-                   if (t.empty()) throw std::invalid_argument(f + ": an empty path");
+                   if (t.empty()) throw std::invalid_argument(f + ": an empty file name");
                    return t;
                  });
   p.output_file = true;

@@ -10,8 +10,10 @@
 
 namespace attn {
 
-// A cell: empty, an integer, a real, text, or a row of reals (one row of a small matrix).
-using Cell = std::variant<std::monostate, std::int64_t, double, std::string, std::vector<double>>;
+// A cell: empty, a signed integer, an unsigned 64-bit integer (seeds: every value 0 .. 2^64 - 1
+// prints as itself in every format), a real, text, or a row of reals (one row of a matrix).
+using Cell = std::variant<std::monostate, std::int64_t, std::uint64_t, double, std::string,
+                          std::vector<double>>;
 
 struct Column {
   std::string name;

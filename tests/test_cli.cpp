@@ -326,5 +326,36 @@ TEST(CliRefuses, UnwritableOutputsBeforeAnyWork) {
   }
 }
 
+// A failed write to stdout is an error on every path (issue 10, item 2): exit 1 and one line
+// naming stdout, never a silent success. /dev/full fails every write with ENOSPC.
+TEST(CliStdout, FullStdoutFailsEveryPath) {
+  for (const char* args : {"--table knob", "--table rnn-decay --format json", "--list", "--help",
+                           "--version", "--table knob --format csv -q"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_demo(std::string(args) + " > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout"), std::string::npos) << r.err;
+    // One error line, the last (notices such as "no GPU" may come before it).
+    EXPECT_EQ(r.err.find("demo: error"), r.err.rfind("demo: error")) << r.err;
+    EXPECT_EQ(lines_of(r.err).back().rfind("demo: error: cannot write to stdout", 0), 0u) << r.err;
+  }
+}
+
+TEST(CliStdout, ClosedStdoutFails) {
+  for (const char* args : {"--table knob", "--version", "--list"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_demo(std::string(args) + " -q >&-");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(is_one_line(r.err)) << r.err;
+    EXPECT_NE(r.err.find("stdout"), std::string::npos) << r.err;
+  }
+}
+
+// --out "" and --per-seed "" were silently ignored.
+TEST(CliRefuses, EmptyOutFolder) { expect_refused("--table rnn-decay --out ''"); }
+TEST(CliRefuses, EmptyPerSeedFile) {
+  expect_refused("--table training-sweep --seeds 0:4 --per-seed ''");
+}
+
 }  // namespace
 }  // namespace attn

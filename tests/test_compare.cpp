@@ -1,6 +1,9 @@
 // test_compare.cpp: host/compare.hpp (compare_results) and `demo compare A B --tolerance T`.
 #include <gtest/gtest.h>
 
+#include <optional>
+
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 
 #include "helpers.hpp"
 #include "host/compare.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 namespace {
@@ -162,32 +166,35 @@ TEST(CompareResults, NonFiniteValues) {
 }
 
 // The training table's loss is rounding noise near 1e-24: a relative test fails on it, an
-// absolute floor (numpy's allclose, made symmetric) lets it pass without loosening the others.
+// absolute floor (numpy's allclose) lets it pass without loosening the others.
+bool outside(const nlohmann::json& a, const nlohmann::json& b, double rtol,
+             std::optional<double> atol, const std::string& table) {
+  const TableDiff* t = find(compare_results(a, b, CompareRule{rtol, atol}), table);
+  return t->worst > 1 || !t->mismatch.empty();
+}
+
 TEST(CompareResults, AbsoluteFloorCountsCellsOutside) {
   json b = doc();
   b["tables"][1]["rows"][0]["x"] = 10.0 * (1 + 1e-6);
   json a = doc(), c = b;
   a["tables"][0]["rows"][0]["v"] = 1e-24;
   c["tables"][0]["rows"][0]["v"] = 3e-24;
-  b["tables"][0]["rows"][0]["v"] = 1e-24;
-  const auto rel_only = compare_results(a, c, 1e-5, 0);
-  EXPECT_EQ(find(rel_only, "alpha")->outside, 1);
-  EXPECT_DOUBLE_EQ(find(rel_only, "alpha")->max_abs, 2e-24);
-  EXPECT_EQ(find(rel_only, "beta")->outside, 0);  // 1e-6 relative, within 1e-5
-  const auto floored = compare_results(a, c, 1e-5, 1e-12);
-  EXPECT_EQ(find(floored, "alpha")->outside, 0);
+  EXPECT_TRUE(outside(a, c, 1e-5, 0.0, "alpha"));
+  EXPECT_DOUBLE_EQ(find(compare_results(a, c, CompareRule{1e-5, 0.0}), "alpha")->max_abs, 2e-24);
+  EXPECT_FALSE(outside(a, c, 1e-5, 0.0, "beta"));  // 1e-6 relative, within 1e-5
+  EXPECT_FALSE(outside(a, c, 1e-5, 1e-12, "alpha"));
   // The floor does not excuse a difference above it: 1e-5 absolute on x = 10 at rtol 1e-9.
-  EXPECT_EQ(find(compare_results(a, c, 1e-9, 1e-12), "beta")->outside, 1);
-  // |a - b| <= atol + rtol max(|a|, |b|): exactly on the line agrees.
+  EXPECT_TRUE(outside(a, c, 1e-9, 1e-12, "beta"));
+  // |a - b| <= atol + rtol |b|: exactly on the line agrees.
   json d = doc(), e = doc();
   d["tables"][1]["rows"][0]["x"] = 1.0;
   e["tables"][1]["rows"][0]["x"] = 1.5;
-  EXPECT_EQ(find(compare_results(d, e, 0, 0.5), "beta")->outside, 0);
-  EXPECT_EQ(find(compare_results(d, e, 0, 0.25), "beta")->outside, 1);
-  EXPECT_EQ(find(compare_results(d, e, 0.25, 0.125), "beta")->outside, 0);  // 0.125 + 0.375
+  EXPECT_FALSE(outside(d, e, 0, 0.5, "beta"));
+  EXPECT_TRUE(outside(d, e, 0, 0.25, "beta"));
+  EXPECT_FALSE(outside(d, e, 0.25, 0.125, "beta"));  // 0.125 + 0.25 * 1.5
   // Non-finite values: never excused by a floor.
   e["tables"][1]["rows"][0]["x"] = "nan";
-  EXPECT_EQ(find(compare_results(d, e, 1, 1e300), "beta")->outside, 1);
+  EXPECT_TRUE(outside(d, e, 1, 1e300, "beta"));
 }
 
 // ---- demo compare ----------------------------------------------------------------------------
@@ -289,6 +296,190 @@ TEST(DemoCompare, JsonThatIsNotAResultFileIsExitTwo) {
   expect_unreadable(dir.write("rows-not-objects.json",
                               R"({"tables": [{"name": "beta", "columns": ["x"], "rows": [1]}]})"),
                     good);
+}
+
+// ---- allclose with a per-column absolute floor (issue 10, item 9) ------------------------------
+
+// A table "t" with one column "y" holding the given values.
+json column_doc(const std::vector<json>& ys) {
+  json d = json::parse(R"({"tables": [{"name": "t", "columns": ["y"], "rows": []}]})");
+  for (const auto& y : ys) d["tables"][0]["rows"].push_back({{"y", y}});
+  return d;
+}
+
+// numpy.isclose(a, b, rtol, atol) = |a - b| <= atol + rtol * |b| decides, value by value.
+TEST(CompareAllclose, ValuesCrossingZero) {
+  // A CPU residue -1.39e-17 against 0, in a column whose values are of order 1: the default
+  // floor is rtol x the column's largest |b| = 1e-9, so they agree (before: relative difference
+  // 1, failing at any tolerance).
+  const auto near = compare_results(column_doc({1.0, -1.39e-17}), column_doc({1.0, 0.0}));
+  ASSERT_EQ(near.size(), 1u);
+  EXPECT_EQ(near[0].mismatch, "");
+  EXPECT_DOUBLE_EQ(near[0].atol.at("y"), 1e-9);
+  EXPECT_LE(near[0].worst, 1.0);
+  EXPECT_DOUBLE_EQ(near[0].worst, 1.39e-17 / 1e-9);
+  // With --atol 0 it is the relative rule again, and fails.
+  CompareRule strict;
+  strict.atol = 0.0;
+  EXPECT_GT(compare_results(column_doc({1.0, -1.39e-17}), column_doc({1.0, 0.0}), strict)[0].worst,
+            1.0);
+  // Values of opposite sign at the column's own scale differ.
+  const auto cross = compare_results(column_doc({1e-3, 1.0}), column_doc({-1e-3, 1.0}));
+  EXPECT_GT(cross[0].worst, 1.0);
+  EXPECT_NE(cross[0].where.find("row 0"), std::string::npos);
+  EXPECT_EQ(cross[0].a, 1e-3);
+  EXPECT_EQ(cross[0].b, -1e-3);
+}
+
+TEST(CompareAllclose, TinyLossesNeedAnAbsoluteFloor) {
+  // Losses 1e-27 against 3e-27 (GPU against CPU): the column's own scale is 3e-27, so by
+  // default they differ (worst = 2e-27 / (1e-9 * 3e-27 + 1e-9 * 3e-27)).
+  const auto d = compare_results(column_doc({1e-27}), column_doc({3e-27}));
+  EXPECT_GT(d[0].worst, 1.0);
+  CompareRule loose;
+  loose.atol = 1e-20;  // --atol 1e-20
+  const auto e = compare_results(column_doc({1e-27}), column_doc({3e-27}), loose);
+  EXPECT_LE(e[0].worst, 1.0);
+  EXPECT_DOUBLE_EQ(e[0].worst, 2e-27 / (1e-20 + 1e-9 * 3e-27));
+  EXPECT_DOUBLE_EQ(e[0].atol.at("y"), 1e-20);
+  EXPECT_DOUBLE_EQ(e[0].atol_there, 1e-20);
+}
+
+TEST(CompareAllclose, RuleIsNumpysIsclose) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  // Pairs around the boundary, decided here and by numpy.
+  const std::vector<std::pair<double, double>> pairs = {
+      {1.0, 1.0 + 2e-9}, {1.0, 1.0 + 5e-10}, {0.0, 1e-12}, {-5e-10, 5e-10}, {2.0, 2.0}};
+  std::string program = "import numpy as np\n";
+  for (const auto& [a, b] : pairs)
+    program += "print(int(np.isclose(" + round_trip(a) + ", " + round_trip(b) +
+               ", rtol=1e-9, atol=1e-9)))\n";
+  const auto lines = test::lines_of(test::run_python(program));
+  ASSERT_EQ(lines.size(), pairs.size());
+  CompareRule rule;
+  rule.atol = 1e-9;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto d =
+        compare_results(column_doc({pairs[i].first}), column_doc({pairs[i].second}), rule);
+    EXPECT_EQ(d[0].worst <= 1.0, lines[i] == "1") << pairs[i].first << " vs " << pairs[i].second;
+  }
+}
+
+TEST(DemoCompare, AtolIsSettableAndStated) {
+  TempDir dir;
+  const std::string a = dir.write("a.json", column_doc({1e-27}).dump());
+  const std::string b = dir.write("b.json", column_doc({3e-27}).dump());
+  const ProcessResult strict = run_demo("compare '" + a + "' '" + b + "'");
+  EXPECT_EQ(strict.exit_code, 1) << strict.out << strict.err;
+  EXPECT_NE(strict.out.find("atol per column: y 3e-36"), std::string::npos) << strict.out;
+  const ProcessResult loose = run_demo("compare '" + a + "' '" + b + "' --atol 1e-20");
+  EXPECT_EQ(loose.exit_code, 0) << loose.out << loose.err;
+  EXPECT_NE(loose.out.find("atol per column: y 1e-20"), std::string::npos) << loose.out;
+  EXPECT_NE(loose.out.find("atol + rtol*|b|"), std::string::npos) << loose.out;
+  for (const char* bad : {"-1", "nan", "x"}) {
+    const ProcessResult r = run_demo("compare '" + a + "' '" + b + "' --atol " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// ---- files demo compare must refuse without crashing or hanging (issue 10, item 4) ------------
+
+TEST(CompareResults, RowLackingAListedColumnDiffers) {
+  json b = doc();
+  b["tables"][0]["rows"][1].erase("v");
+  for (const auto& d : {compare_results(doc(), b), compare_results(b, doc())}) {
+    const TableDiff* t = find(d, "alpha");
+    ASSERT_NE(t, nullptr);
+    EXPECT_NE(t->mismatch.find("lacks column v"), std::string::npos) << t->mismatch;
+  }
+  // Both lacking it: still not "agree".
+  EXPECT_NE(find(compare_results(b, b), "alpha")->mismatch, "");
+}
+
+TEST(CompareResults, TwoTablesOfOneNameAreRefused) {
+  json b = doc();
+  b["tables"].push_back(b["tables"][0]);
+  EXPECT_THROW(compare_results(doc(), b), std::invalid_argument);
+  EXPECT_THROW(compare_results(b, doc()), std::invalid_argument);
+}
+
+TEST(DemoCompare, MissingColumnAndDuplicateTablesThroughTheBinary) {
+  TempDir dir;
+  json lacking = doc();
+  lacking["tables"][0]["rows"][1].erase("v");
+  json twice = doc();
+  twice["tables"].push_back(twice["tables"][1]);
+  const std::string good = dir.write("good.json", doc().dump());
+  const ProcessResult r = run_demo(args(good, dir.write("lacking.json", lacking.dump()), "1e300"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("DIFFERS"), std::string::npos) << r.out;
+  expect_unreadable(good, dir.write("twice.json", twice.dump()));
+}
+
+TEST(DemoCompare, DeepNestingIsRefusedNotACrash) {
+  TempDir dir;
+  const std::string good = dir.write("good.json", doc().dump());
+  const std::string deep =
+      dir.write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  expect_unreadable(deep, good);
+  const std::string deep_objects =
+      dir.write("deep-objects.json",
+                "{\"tables\": " + std::string(50000, '[') + std::string(50000, ']') + "}");
+  expect_unreadable(good, deep_objects);
+  // Brackets inside strings do not count.
+  json text = doc();
+  text["tables"][0]["rows"][0]["label"] = std::string(1000, '[');
+  const std::string t = dir.write("text.json", text.dump());
+  const ProcessResult r = run_demo(args(t, t, "0"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(DemoCompare, FifoAndDirectoryAreRefusedWithoutWaiting) {
+  TempDir dir;
+  const std::string good = dir.write("good.json", doc().dump());
+  const std::string fifo = dir.file("fifo.json");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // `timeout` turns a hang into exit 124.
+  const ProcessResult r = test::run_command("timeout 20 " + std::string(ATTN_DEMO) + " compare '" +
+                                            fifo + "' '" + good + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  const ProcessResult d = run_demo("compare '" + good + "' /dev/null");
+  EXPECT_EQ(d.exit_code, 2) << d.err;
+}
+
+TEST(DemoCompare, OutOfMemoryIsOneLineAndExitTwo) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";
+#else
+  TempDir dir;
+  // 30 MB of numbers: about 1 GB as parsed JSON values, beyond a 400 MB address-space limit.
+  std::string big = "{\"tables\": [{\"name\": \"t\", \"columns\": [\"y\"], \"rows\": [{\"y\": [";
+  big.reserve(31u << 20);
+  while (big.size() < (30u << 20)) big += "1,2,3,4,5,6,7,8,";
+  big += "9]}]}]}";
+  const std::string path = dir.write("big.json", big);
+  big.clear();
+  big.shrink_to_fit();
+  const ProcessResult r = test::run_command("ulimit -v 400000; " + std::string(ATTN_DEMO) +
+                                            " compare '" + path + "' '" + path + "'");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("out of memory"), std::string::npos) << r.err;
+#endif
+}
+
+TEST(DemoCompare, FullStdoutIsAnError) {
+  TempDir dir;
+  const std::string good = dir.write("good.json", doc().dump());
+  for (const char* redirect : {" > /dev/full", " >&-"}) {
+    const ProcessResult r = run_demo(args(good, good, "0") + redirect);
+    EXPECT_EQ(r.exit_code, 2) << redirect << ": " << r.err;
+    EXPECT_NE(r.err.find("stdout"), std::string::npos) << r.err;
+    EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  }
 }
 
 }  // namespace

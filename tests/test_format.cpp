@@ -446,5 +446,110 @@ TEST(Render, TextOfSeveralTablesAndVectors) {
   EXPECT_NE(mt.find("[4, 2, 0.13]"), std::string::npos) << mt;  // integral entries as integers
 }
 
+// ---- human_number: every number a person reads outside a table's columns (issue 10, item 6) ----
+
+// Expected strings: C's "%g" (6 significant digits, exponent form below 1e-4 and from 1e6),
+// written out by hand.
+TEST(HumanNumber, ShowsEveryMagnitude) {
+  EXPECT_EQ(human_number(1e6), "1e+06");   // was "100000" (to_string(x).substr(0, 6))
+  EXPECT_EQ(human_number(1e-7), "1e-07");  // was "0.0000"
+  EXPECT_EQ(human_number(1e-9), "1e-09");  // was "0.000000"
+  EXPECT_EQ(human_number(0.5), "0.5");
+  EXPECT_EQ(human_number(1.0), "1");
+  EXPECT_EQ(human_number(-3.25), "-3.25");
+  EXPECT_EQ(human_number(1.0 / 3.0), "0.333333");
+  EXPECT_EQ(human_number(123456.0), "123456");
+  EXPECT_EQ(human_number(1234567.0), "1.23457e+06");
+  EXPECT_EQ(human_number(-0.0), "0");
+  EXPECT_EQ(human_number(kNan), "nan");
+  EXPECT_EQ(human_number(kInf), "inf");
+  EXPECT_EQ(human_number(-kInf), "-inf");
+}
+
+// Whatever the magnitude, the text reads back within 6 significant digits and is never a
+// string of zeros for a non-zero value.
+TEST(HumanNumber, ReadsBackToSixSignificantDigits) {
+  std::mt19937_64 gen(10);
+  std::uniform_real_distribution<double> mantissa(-10, 10);
+  std::uniform_int_distribution<int> exponent(-300, 300);
+  for (int i = 0; i < 20000; ++i) {
+    const double v = mantissa(gen) * std::pow(10.0, exponent(gen));
+    if (v == 0 || !std::isfinite(v)) continue;
+    const std::string s = human_number(v);
+    const double back = std::strtod(s.c_str(), nullptr);
+    ASSERT_LE(std::fabs(back - v), 5e-6 * std::fabs(v)) << v << " shown as " << s;
+    ASSERT_NE(s.find_first_of("123456789"), std::string::npos) << v << " shown as " << s;
+  }
+}
+
+TEST(HumanCount, SingularAndPlural) {
+  EXPECT_EQ(human_count(1, "thread", "threads"), "1 thread");
+  EXPECT_EQ(human_count(2, "thread", "threads"), "2 threads");
+  EXPECT_EQ(human_count(0, "key", "keys"), "0 keys");
+}
+
+// ---- seeds are unsigned 64-bit in every format ----------------------------------------------
+
+TEST(UnsignedCells, LargestSeedInEveryFormat) {
+  Table t;
+  t.name = "s";
+  t.title = "seeds";
+  t.columns = {{"seed"}, {"n"}};
+  const std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t two63 = std::uint64_t{1} << 63;
+  t.add_row({max, std::int64_t{-1}});
+  t.add_row({two63, std::int64_t{2}});
+  for (Format f : {Format::table, Format::csv, Format::markdown}) {
+    const std::string s = render({t}, f, nlohmann::json::object());
+    EXPECT_NE(s.find("18446744073709551615"), std::string::npos) << s;
+    EXPECT_NE(s.find("9223372036854775808"), std::string::npos) << s;
+    EXPECT_EQ(s.find("-9223372036854775808"), std::string::npos) << s;
+  }
+  const auto j = nlohmann::json::parse(render({t}, Format::json, nlohmann::json::object()));
+  EXPECT_EQ(j["tables"][0]["rows"][0]["seed"].get<std::uint64_t>(), max);
+  EXPECT_EQ(j["tables"][0]["rows"][1]["seed"].get<std::uint64_t>(), two63);
+  EXPECT_EQ(j["tables"][0]["rows"][0]["n"].get<std::int64_t>(), -1);
+}
+
+// The same through the real binary: --seeds 18446744073709551615 printed -1 before.
+TEST(UnsignedCells, DemoPrintsTheLargestSeed) {
+  const std::string args =
+      "--table training --configs qk-random --seeds 18446744073709551615 --steps 3 -q --format ";
+  for (const char* f : {"table", "csv", "json", "markdown"}) {
+    const auto r = test::run_demo(args + f);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("18446744073709551615"), std::string::npos) << f << ":\n" << r.out;
+    for (const char* negative : {" -1 ", ",-1,", "| -1 |", "\"seed\": -1"})
+      EXPECT_EQ(r.out.find(negative), std::string::npos) << f << ":\n" << r.out;
+  }
+}
+
+// Titles and notes through the real binary.
+TEST(HumanNumber, DemoTitlesAndNotes) {
+  const auto big = test::run_demo("--table rnn-decay --w 1e6 -q");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(big.out.find("(w = 1e+06)"), std::string::npos) << big.out;
+  const auto tiny = test::run_demo("--table rnn-decay --w 1e-7 -q");
+  ASSERT_EQ(tiny.exit_code, 0) << tiny.err;
+  EXPECT_NE(tiny.out.find("(w = 1e-07)"), std::string::npos) << tiny.out;
+  const auto lr = test::run_demo("--table knob --knob-lr 1e-7 --knob-steps 0,1 -q");
+  ASSERT_EQ(lr.exit_code, 0) << lr.err;
+  EXPECT_NE(lr.out.find("lr = 1e-07"), std::string::npos) << lr.out;
+  const auto sweep = test::run_demo(
+      "--table training-sweep --seeds 0:8 --steps 3 --grad analytic --converged-below 1e-9 -q");
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("loss < 1e-09"), std::string::npos) << sweep.out;
+  const auto one_key = test::run_demo("--table softmax-saturation --keys 1 --dk 1 --samples 10 -q");
+  ASSERT_EQ(one_key.exit_code, 0) << one_key.err;
+  EXPECT_NE(one_key.out.find("over 1 key,"), std::string::npos) << one_key.out;
+  // The notice of a run without a GPU names its thread count ("1 thread", never "1 threads").
+  const auto threads = test::run_demo("--table rnn-decay --device auto --threads 1");
+  ASSERT_EQ(threads.exit_code, 0) << threads.err;
+  EXPECT_EQ(threads.err.find("1 threads"), std::string::npos) << threads.err;
+  if (threads.err.find("running on the CPU") != std::string::npos) {
+    EXPECT_NE(threads.err.find("with 1 thread\n"), std::string::npos) << threads.err;
+  }
+}
+
 }  // namespace
 }  // namespace attn

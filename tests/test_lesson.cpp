@@ -200,7 +200,8 @@ TEST(LessonTraining, TheTable) {
     for (const auto& r : t.rows) {
       const bool seedless = std::holds_alternative<std::monostate>(r[1]);
       if (std::get<std::string>(r[0]) != w.config) continue;
-      if (w.seed >= 0 && (seedless || std::get<std::int64_t>(r[1]) != w.seed)) continue;
+      if (w.seed >= 0 && (seedless || std::get<std::uint64_t>(r[1]) != std::uint64_t(w.seed)))
+        continue;
       found = true;
       const double a = std::get<double>(r[t.column("weight_on_apple")]);
       EXPECT_NEAR(a, w.weight, 1e-9 * w.weight) << w.config;

@@ -1,6 +1,8 @@
 // test_output.cpp: host/output.hpp (result files that are complete or absent) and demo --out.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "helpers.hpp"
 #include "host/output.hpp"
+#include "host/plots.hpp"
 
 namespace attn {
 namespace {
@@ -256,6 +259,268 @@ TEST(DemoOut, TableNamedTwiceDoesNotFailOnItsOwnFiles) {
     EXPECT_FALSE(fs::exists(out + "/rnn-decay.csv"))
         << "refused, but wrote files; stderr: " << r.err;
   }
+}
+
+// ---- destinations: regular files only, checked before any work (issue 10, item 2) --------------
+
+// Refused whatever overwrite says, and without suggesting --force.
+void expect_never_replaced(const std::string& path) {
+  for (bool overwrite : {false, true}) {
+    try {
+      refuse_existing(path, overwrite);
+      ADD_FAILURE() << path << " accepted with overwrite " << overwrite;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("regular files"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RefuseExisting, OnlyRegularFilesAreEverReplaced) {
+  TempDir dir;
+  expect_never_replaced(dir.path.string());  // a directory
+  expect_never_replaced("/dev/null");        // a device
+  ASSERT_EQ(symlink(dir.file("target").c_str(), dir.file("link").c_str()), 0);
+  expect_never_replaced(dir.file("link"));  // a dangling symbolic link
+  spit(dir.file("target"), "t");
+  expect_never_replaced(dir.file("link"));  // a link to a regular file
+  ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  expect_never_replaced(dir.file("fifo"));  // a FIFO
+  EXPECT_EQ(slurp(dir.file("target")), "t");
+}
+
+// Runs demo and expects a refusal before any work: exit 1, one line on stderr, nothing on
+// stdout.
+void expect_refused_before_work(const std::string& args, const std::string& says) {
+  SCOPED_TRACE("demo " + args);
+  const ProcessResult r = run_demo(args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--force to"), std::string::npos) << r.err;
+}
+
+const char* kSweep = "--table training-sweep --seeds 0:16 --steps 5 --grad analytic -q ";
+
+TEST(DemoOut, PerSeedNeverReplacesADeviceOrALink) {
+  struct stat before {};
+  ASSERT_EQ(stat("/dev/null", &before), 0);
+  expect_refused_before_work(std::string(kSweep) + "--per-seed /dev/null --force", "a device");
+  struct stat after {};
+  ASSERT_EQ(stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode)) << "/dev/null was replaced";
+  EXPECT_EQ(before.st_rdev, after.st_rdev);
+
+  TempDir dir;
+  spit(dir.file("target.csv"), "keep");
+  ASSERT_EQ(symlink(dir.file("target.csv").c_str(), dir.file("link.csv").c_str()), 0);
+  expect_refused_before_work(
+      std::string(kSweep) + "--per-seed '" + dir.file("link.csv") + "' --force", "symbolic link");
+  EXPECT_TRUE(fs::is_symlink(dir.file("link.csv")));
+  EXPECT_EQ(slurp(dir.file("target.csv")), "keep");
+  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.path.string() + "'",
+                             "a directory");
+}
+
+TEST(DemoOut, TwoOutputsNamingOneFileAreRefused) {
+  TempDir dir;
+  spit(dir.file("training-sweep.csv"), "per-seed rows\n");
+  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.file("training-sweep.csv") +
+                                 "' --out '" + dir.path.string() + "' --force --no-plots",
+                             "both write");
+  EXPECT_EQ(slurp(dir.file("training-sweep.csv")), "per-seed rows\n");
+  // The same file spelled differently.
+  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.path.string() +
+                                 "/./training-sweep.csv' --out '" + dir.path.string() +
+                                 "/' --force --no-plots",
+                             "both write");
+  EXPECT_EQ(names_in(dir.path), std::vector<std::string>{"training-sweep.csv"});
+}
+
+TEST(DemoOut, UnwritablePlacesAreRefusedBeforeWork) {
+  expect_refused_before_work("--table rnn-decay --out /proc", "cannot write there");
+  TempDir dir;
+  const std::string ro = dir.file("ro");
+  fs::create_directories(ro);
+  if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro + "'").exit_code != 0)
+    GTEST_SKIP() << "cannot mount a read-only tmpfs here (needs root and mount rights)";
+  expect_refused_before_work("--table rnn-decay --out '" + ro + "'", "Read-only file system");
+  expect_refused_before_work("--table rnn-decay --out '" + ro + "/sub'", "Read-only file system");
+  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + ro + "/runs.csv'",
+                             "Read-only file system");
+  test::run_command("umount '" + ro + "'");
+}
+
+TEST(DemoOut, NonUtf8PathsAreRefusedUpFront) {
+  TempDir dir;
+  const std::string bad = dir.file("caf\xe9");  // Latin-1 e-acute: not UTF-8
+  expect_refused_before_work("--table rnn-decay,knob --out '" + bad + "'", "UTF-8");
+  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + bad + ".csv'", "UTF-8");
+  EXPECT_TRUE(names_in(dir.path).empty());
+  // Valid UTF-8 works.
+  const std::string good = dir.file("caf\xc3\xa9");
+  const ProcessResult r = run_demo("--table rnn-decay --out '" + good + "' -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(good + "/rnn-decay.json"));
+}
+
+TEST(Utf8, ValidAndInvalidSequences) {
+  EXPECT_TRUE(is_valid_utf8(""));
+  EXPECT_TRUE(is_valid_utf8("results/cpu"));
+  EXPECT_TRUE(is_valid_utf8("caf\xc3\xa9 \xe2\x88\x9a \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(is_valid_utf8("caf\xe9"));
+  EXPECT_FALSE(is_valid_utf8("\xc3"));              // cut short
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong "/"
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // a UTF-16 surrogate
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("\xff"));
+}
+
+// ---- one run is one unit: deferred renames, locks, stale temporaries ---------------------------
+
+TEST(OutputSet, FilesAppearOnlyAtCommitAll) {
+  TempDir dir;
+  {
+    OutputSet set;
+    write_file_atomic(dir.file("a.csv"), "a\n", false);
+    write_file_atomic(dir.file("b.csv"), "b\n", false);
+    EXPECT_FALSE(fs::exists(dir.file("a.csv")));
+    EXPECT_EQ(set.pending(), 2u);
+    set.commit_all();
+  }
+  EXPECT_EQ(names_in(dir.path), (std::vector<std::string>{"a.csv", "b.csv"}));
+  {
+    OutputSet set;
+    write_file_atomic(dir.file("c.csv"), "c\n", false);
+  }  // no commit_all: a failed run
+  EXPECT_EQ(names_in(dir.path), (std::vector<std::string>{"a.csv", "b.csv"}));
+}
+
+TEST(DirLock, ASecondRunIntoTheSameFolderIsRefused) {
+  TempDir dir;
+  const std::string out = dir.file("shared");
+  fs::create_directories(out);
+  {
+    DirLock held(out);  // as a first run would
+    EXPECT_THROW(DirLock second(out), std::runtime_error);
+    const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("another demo run (pid " + std::to_string(getpid()) + ")"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(names_in(out), std::vector<std::string>{".demo.lock"});
+    // --per-seed into the same folder waits for the same lock.
+    const ProcessResult p = run_demo(std::string(kSweep) + "--per-seed '" + out + "/runs.csv'");
+    EXPECT_EQ(p.exit_code, 1) << p.err;
+    EXPECT_NE(p.err.find("another demo run"), std::string::npos) << p.err;
+  }
+  // Released: the lock file is gone and a run goes through.
+  EXPECT_TRUE(names_in(out).empty());
+  const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(names_in(out), (std::vector<std::string>{"rnn-decay.csv", "rnn-decay.json"}));
+}
+
+// The process id of a process that has ended (a child that exited at once).
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(StaleTemporaries, LeftByAKilledRunAreRemovedWithANote) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  const std::string dead = std::to_string(dead_pid());
+  const std::string live = std::to_string(getpid());
+  spit(out + "/rnn-decay.csv.tmp-" + dead, "half");
+  spit(out + "/dk-std.png.tmp-" + dead, "half");
+  spit(out + "/knob.json.tmp-" + live, "a live run's");
+  spit(out + "/notes.tmp-txt", "not ours");
+  spit(out + "/notes.tmp-" + dead, "a user's file, not demo's");
+  const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("rnn-decay.csv.tmp-" + dead), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dk-std.png.tmp-" + dead), std::string::npos) << r.err;
+  EXPECT_EQ(names_in(out),
+            (std::vector<std::string>{"knob.json.tmp-" + live, "notes.tmp-" + dead, "notes.tmp-txt",
+                                      "rnn-decay.csv", "rnn-decay.json"}));
+  // The per-seed file's folder: only that file's temporaries.
+  spit(dir.file("runs.csv.tmp-" + dead), "half");
+  spit(dir.file("other.csv.tmp-" + dead), "not this run's file");
+  const ProcessResult p =
+      run_demo(std::string(kSweep) + "--per-seed '" + dir.file("runs.csv") + "'");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_FALSE(fs::exists(dir.file("runs.csv.tmp-" + dead)));
+  EXPECT_TRUE(fs::exists(dir.file("other.csv.tmp-" + dead)));
+  EXPECT_TRUE(fs::exists(dir.file("runs.csv")));
+}
+
+// ---- figures are complete or absent ------------------------------------------------------------
+
+TEST(FigureComplete, SignaturesAndEnds) {
+  TempDir dir;
+  std::string why;
+  const std::string iend("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + std::string(40, 'x') + iend;
+  EXPECT_TRUE(figure_complete(dir.write("ok.png", png), true, why)) << why;
+  EXPECT_FALSE(figure_complete(dir.write("empty.png", ""), true, why));
+  EXPECT_FALSE(figure_complete(dir.write("cut.png", png.substr(0, 30)), true, why));
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+  EXPECT_FALSE(figure_complete(dir.write("svg.png", "<svg></svg>"), true, why));
+  EXPECT_TRUE(figure_complete(dir.write("ok.svg", "<?xml version=\"1.0\"?>\n<svg>\n</svg>\n\n"),
+                              false, why))
+      << why;
+  EXPECT_FALSE(
+      figure_complete(dir.write("cut.svg", "<?xml version=\"1.0\"?>\n<svg>\n<g>"), false, why));
+  EXPECT_FALSE(figure_complete(dir.write("empty.svg", ""), false, why));
+}
+
+// A stand-in for gnuplot that exits 0 after writing a cut-off file, as gnuplot does on a full
+// disk: no figure may appear under its final name, and the run fails.
+TEST(DemoOut, IncompleteFiguresFailTheRunAndLeaveNothing) {
+  TempDir dir;
+  const std::string bin = dir.file("bin");
+  fs::create_directories(bin);
+  dir.write("bin/gnuplot",
+            "#!/bin/sh\n"
+            "while IFS= read -r line; do\n"
+            "  case \"$line\" in\n"
+            "    'set output '*) out=${line#set output \\\"}; out=${out%\\\"};"
+            " printf '\\211PNG\\r\\n\\032\\n' > \"$out\";;\n"
+            "  esac\n"
+            "done\n"
+            "exit 0\n");
+  fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
+  const std::string out = dir.file("out");
+  const ProcessResult r =
+      test::run_command("PATH='" + bin + "':\"$PATH\" " + std::string(ATTN_DEMO) +
+                        " --table rnn-decay,dk-std --out '" + out + "' -q");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("dk-std.png"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "left: " << (fs::exists(out) ? names_in(out).size() : 0);
+}
+
+// The same on a real full file system, where the test may mount one.
+TEST(DemoOut, FullFileSystemLeavesNoFigure) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot not installed";
+  TempDir dir;
+  const std::string small = dir.file("small");
+  fs::create_directories(small);
+  if (test::run_command("mount -t tmpfs -o size=60k tmpfs '" + small + "'").exit_code != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and mount rights)";
+  const ProcessResult r = run_demo("--table dk-std,qkv,weighted-average --out '" + small + "' -q");
+  const auto left = names_in(small);
+  test::run_command("umount '" + small + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(left.empty()) << left.front();
 }
 
 }  // namespace
