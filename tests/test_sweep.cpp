@@ -276,6 +276,19 @@ TEST(TrainingSweepSeeds, RepeatedSeedsRefused) {
   }
 }
 
+// softmax-saturation summarizes many rows too: it counts rows with a non-finite measure
+// (left out of the means), 0 for normal inputs.
+TEST(SaturationNonFinite, CountedInItsOwnColumn) {
+  const auto r =
+      test::run_demo("--table softmax-saturation --dk 4,1024 --samples 200 --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = nlohmann::json::parse(r.out)["tables"][0];
+  for (const auto& row : t["rows"]) {
+    EXPECT_EQ(row["non_finite"], 0);
+    EXPECT_TRUE(row["max_weight_unscaled"].is_number());
+  }
+}
+
 // Sorting NaN with `<` is undefined: quantiles leave NaN out (and +-inf sort as numbers).
 TEST(Quantiles, NaNLeftOutInfOrdered) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
