@@ -56,6 +56,7 @@ std::vector<Table> run(const RunContext& ctx) {
   t.columns = {{"d_k"},
                {"keys"},
                {"samples"},
+               {"non_finite"},
                {"max_weight_unscaled", "%.4f"},
                {"max_weight_scaled", "%.4f"},
                {"entropy_unscaled", "%.4f"},
@@ -64,6 +65,7 @@ std::vector<Table> run(const RunContext& ctx) {
                {"jacobian_norm_scaled", "%.4f"}};
   double total_normals = 0;
   for (std::int64_t d : dks) total_normals += static_cast<double>(rows) * (1 + keys) * d;
+  bool any_non_finite = false;
   Progress progress("softmax-saturation", total_normals, "normals", ctx.opt.quiet);
   for (std::int64_t d : dks) {
     const saturation::Params p{seed, static_cast<std::uint32_t>(d), keys};
@@ -72,6 +74,7 @@ std::vector<Table> run(const RunContext& ctx) {
         1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
     std::vector<double> stats;
     Moments m[saturation::kStats];
+    std::int64_t non_finite = 0;  // rows with a non-finite measure: counted, left out
     // Calls of about 0.1 s (each row is independent: same result whatever the chunks).
     ChunkPacer pacer(64, 1, static_cast<std::uint64_t>(chunk));
     for (std::uint64_t r0 = 0, done = 0; r0 < rows; r0 += done) {
@@ -81,15 +84,30 @@ std::vector<Table> run(const RunContext& ctx) {
       stats.resize(static_cast<std::size_t>(count) * saturation::kStats);
       ctx.backend.saturation_rows(p, r0, count, stats.data());
       pacer.done();
-      for (std::int64_t r = 0; r < count; ++r)
-        for (int s = 0; s < saturation::kStats; ++s) m[s].push(stats[r * saturation::kStats + s]);
+      for (std::int64_t r = 0; r < count; ++r) {
+        const double* row = &stats[r * saturation::kStats];
+        bool finite = true;
+        for (int s = 0; s < saturation::kStats; ++s) finite = finite && std::isfinite(row[s]);
+        if (!finite) {
+          ++non_finite;
+          continue;
+        }
+        for (int s = 0; s < saturation::kStats; ++s) m[s].push(row[s]);
+      }
       progress.advance(static_cast<double>(count) * p.normals_per_row());
     }
-    std::vector<Cell> row = {d,         std::int64_t{keys}, static_cast<std::int64_t>(rows),
-                             m[0].mean, m[3].mean,          m[1].mean,
-                             m[4].mean, m[2].mean,          m[5].mean};
-    t.add_row(std::move(row));
+    auto mean = [&](int s) { return m[s].n > 0 ? Cell(m[s].mean) : Cell(); };
+    t.add_row({d, std::int64_t{keys}, static_cast<std::int64_t>(rows), non_finite, mean(0), mean(3),
+               mean(1), mean(4), mean(2), mean(5)});
+    if (non_finite > 0) any_non_finite = true;
+    if (m[0].n == 0)
+      t.notes.push_back("d_k " + std::to_string(d) +
+                        ": every row had a non-finite measure: no means");
   }
+  if (any_non_finite)
+    t.notes.push_back(
+        "non_finite: rows with a non-finite max weight, entropy or ||J||_F, counted and left out "
+        "of the means (which are over samples - non_finite rows)");
   progress.finish();
   const double n = keys;
   t.notes.push_back("equal scores would give max weight 1/n = " + human_number(1 / n) +

@@ -1,13 +1,27 @@
 // training.cpp: section 4's "Deeper" table: train W_Q and W_K (W_V fixed), or all three, from
 // identity or random starts; every run reaches the target output, with different attention.
 // Identity starts do not depend on the seed and run once.
+#include <cmath>
+
 #include "experiments/registry.hpp"
 #include "experiments/training_common.hpp"
+#include "host/format.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
 
 namespace {
+
+// The table keeps one row per run in memory (its cells, about 400 bytes) and the run's result
+// (32 bytes): at most 2^20 seeds, about 0.45 GB.
+constexpr std::uint64_t kMaxSeeds = std::uint64_t{1} << 20;
+constexpr double kBytesPerSeed = 440;
+std::string too_many_seeds(std::uint64_t n) {
+  return "--table training keeps one row per seed in memory, about " +
+         display_real(static_cast<double>(n) * kBytesPerSeed / 1e9, "%.3g") +
+         " GB for these; it takes at most 1048576 seeds (about 0.46 GB). --table training-sweep "
+         "summarizes any number in bounded memory";
+}
 
 std::vector<Table> run(const RunContext& ctx) {
   const auto& configs = ctx.get<std::vector<std::string>>("--configs");
@@ -35,6 +49,13 @@ std::vector<Table> run(const RunContext& ctx) {
       pacer.done();
       i0 += m;
     }
+    std::uint64_t diverged = 0;
+    for (const tiny::TrainResult& x : r)
+      diverged += !std::isfinite(x.weight_on_apple) || !std::isfinite(x.loss);
+    if (diverged > 0)
+      t.notes.push_back(name + ": " + std::to_string(diverged) + " of " +
+                        std::to_string(list.size()) +
+                        " runs diverged (non-finite weight or loss; shown as they ended)");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const Cell seed = config_uses_seed(c) ? Cell(list[i]) : Cell();
       t.add_row({name, seed, r[i].weight_on_apple, r[i].out_x, r[i].out_y, r[i].loss});
@@ -53,7 +74,8 @@ const Experiment& training_experiment() {
                             "train W_Q, W_K, W_V: same loss, different attention (section 4)",
                             true,
                             Runs::backend,
-                            training_params("qk-identity,all-identity,all-random,qk-random", "0,1"),
+                            training_params("qk-identity,all-identity,all-random,qk-random", "0,1",
+                                            kMaxSeeds, too_many_seeds),
                             {},
                             {"demo --table training --grad analytic --format csv"},
                             run};

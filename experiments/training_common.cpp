@@ -15,11 +15,13 @@ bool config_uses_seed(tiny::Config c) {
   return c == tiny::Config::all_random || c == tiny::Config::qk_random;
 }
 
-std::vector<Param> training_params(const std::string& configs, const std::string& seeds) {
+std::vector<Param> training_params(const std::string& configs, const std::string& seeds,
+                                   std::uint64_t max_seeds,
+                                   std::function<std::string(std::uint64_t)> why) {
   return {
       param::names("--configs", configs, "qk-identity, all-identity, all-random, qk-random",
                    kConfigNames),
-      param::seeds("--seeds", seeds, "Seeds: a list 0,1 or a range A:B"),
+      param::seeds("--seeds", seeds, "Seeds: a list 0,1 (distinct) or a range A:B", max_seeds, why),
       param::integer("--steps", "3000", "Gradient steps", 1, 1000000000),
       param::real("--lr", "0.5", "Learning rate", 0, 1e6, true),
       param::choice("--grad", "numeric", "numeric (the lesson's central differences) or analytic",

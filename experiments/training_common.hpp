@@ -3,6 +3,7 @@
 // --seeds) and their values.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,8 +19,11 @@ inline const std::vector<std::string> kConfigNames = {"qk-identity", "all-identi
 tiny::Config config_from_name(const std::string& name);  // a name from kConfigNames
 bool config_uses_seed(tiny::Config c);
 
-// The flags both training tables read; configs and seeds are the table's defaults.
-std::vector<Param> training_params(const std::string& configs, const std::string& seeds);
+// The flags both training tables read; configs and seeds are the table's defaults; more than
+// max_seeds seeds are refused before any work with `why` (what they would need).
+std::vector<Param> training_params(const std::string& configs, const std::string& seeds,
+                                   std::uint64_t max_seeds,
+                                   std::function<std::string(std::uint64_t)> why);
 // Their values.
 tiny::TrainOptions train_options(const Settings& s);
 Precision precision(const Settings& s);

@@ -1,14 +1,16 @@
 // training_sweep.cpp: the training comparison over many seeds ("attention-map variability").
 // Per config: the distribution of sweet's weight on apple (mean, std, quantiles, a 20-bin
 // histogram on [0, 1]) and the fraction of runs whose loss ended below --converged-below.
-// Seeds go to the backend in chunks; per-seed results are folded in seed order, and only the
-// weights (8 bytes per seed, for exact quantiles) are kept, unless --per-seed asks for rows.
+// Seeds go to the backend in chunks; per-seed results are folded in seed order into a
+// SweepSummary (experiments/sweep_summary.hpp): bounded memory for any number of seeds (exact
+// quantiles up to --quantile-budget weights, binned beyond), diverged runs counted and left out.
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <sstream>
 
 #include "experiments/registry.hpp"
+#include "experiments/sweep_summary.hpp"
 #include "experiments/training_common.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
@@ -17,17 +19,16 @@
 namespace attn {
 namespace {
 
-constexpr int kBins = 20;
 const std::vector<double> kProbs = {0.05, 0.25, 0.5, 0.75, 0.95};
 
-struct Summary {
-  Moments weight;
-  double min = std::numeric_limits<double>::infinity();
-  double max = -std::numeric_limits<double>::infinity();
-  std::vector<std::int64_t> histogram = std::vector<std::int64_t>(kBins, 0);
-  std::int64_t converged = 0, not_finite = 0;
-  std::vector<double> weights;
-};
+// Runs are counted in Moments' double and int64: a sweep takes at most 2^53 seeds.
+constexpr std::uint64_t kMaxSeeds = std::uint64_t{1} << 53;
+// At most 2^27 weights kept for exact quantiles: 1 GiB.
+constexpr std::uint64_t kMaxQuantileBudget = std::uint64_t{1} << 27;
+std::string too_many_seeds(std::uint64_t) {
+  return "a sweep counts at most 2^53 = 9007199254740992 runs exactly (in double); split the "
+         "range into several runs";
+}
 
 // The figure: a histogram of the weight on apple per config, one panel each.
 std::string histogram_script(const Table& t) {
@@ -67,6 +68,7 @@ std::vector<Table> run(const RunContext& ctx) {
   const tiny::TrainOptions train = train_options(ctx.settings);
   const double converged_below = ctx.get<double>("--converged-below");
   const std::string& per_seed_file = ctx.get<std::string>("--per-seed");
+  const std::uint64_t budget = ctx.get<std::uint64_t>("--quantile-budget");
 
   std::unique_ptr<AtomicFile> per_seed;
   if (!per_seed_file.empty()) {
@@ -78,18 +80,22 @@ std::vector<Table> run(const RunContext& ctx) {
   Table t;
   t.name = "training-sweep";
   t.title = "sweet's weight on apple across seeds: spread when W_V trains, pinned when fixed";
-  t.columns = {{"config"},      {"seeds"},       {"mean", "%.4f"}, {"std", "%.4f"},
-               {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},  {"p50", "%.4f"},
-               {"p75", "%.4f"}, {"p95", "%.4f"}, {"max", "%.4f"},  {"converged", "%.4f"}};
+  t.columns = {
+      {"config"},      {"seeds"},       {"diverged"},          {"mean", "%.4f"}, {"std", "%.4f"},
+      {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},       {"p50", "%.4f"},  {"p75", "%.4f"},
+      {"p95", "%.4f"}, {"max", "%.4f"}, {"converged", "%.4f"}, {"quantiles"}};
   nlohmann::json hist = nlohmann::json::object();
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<tiny::TrainResult> results;
+  bool any_binned = false, any_diverged = false;
   for (const std::string& name : configs) {
     const tiny::Config c = config_from_name(name);
-    Summary s;
-    s.weights.reserve(static_cast<std::size_t>(n));
-    // Chunks of about 0.1 s (up to `chunk` seeds), so that a stop signal is seen within a second.
-    ChunkPacer pacer(64, 16, chunk);
+    SweepSummary s(budget, converged_below);
+    s.reserve(n);
+    // Chunks of about 0.1 s (up to `chunk` seeds), so that a stop signal is seen within a second
+    // and the first progress (and a long run's time estimate) comes early; results do not
+    // depend on the chunks.
+    ChunkPacer pacer(std::max<std::uint64_t>(1, chunk / 256), 16, chunk);
     for (std::uint64_t i0 = 0, m = 0; i0 < n; i0 += m) {
       progress.checkpoint();
       m = pacer.next(n - i0);
@@ -101,22 +107,12 @@ std::vector<Table> run(const RunContext& ctx) {
       std::string rows;
       for (std::uint64_t i = 0; i < m; ++i) {
         const tiny::TrainResult& r = results[i];
-        const double w = r.weight_on_apple;
-        if (!std::isfinite(w)) {
-          ++s.not_finite;
-        } else {
-          s.weight.push(w);
-          s.weights.push_back(w);
-          s.min = std::min(s.min, w);
-          s.max = std::max(s.max, w);
-          s.histogram[std::min(kBins - 1, std::max(0, static_cast<int>(w * kBins)))]++;
-        }
-        if (r.loss < converged_below) ++s.converged;
+        s.push(r.weight_on_apple, r.loss);
         if (per_seed) {
           char line[256];
           std::snprintf(line, sizeof line, "%s,%llu,%.17g,%.17g,%.17g,%.17g\n", name.c_str(),
-                        static_cast<unsigned long long>(chunk_seeds[i]), w, r.out_x, r.out_y,
-                        r.loss);
+                        static_cast<unsigned long long>(chunk_seeds[i]), r.weight_on_apple, r.out_x,
+                        r.out_y, r.loss);
           rows += line;
         }
       }
@@ -124,34 +120,56 @@ std::vector<Table> run(const RunContext& ctx) {
       pacer.done();
       progress.advance(static_cast<double>(m) * train.steps);
     }
-    const std::vector<double> q = s.weights.empty()
-                                      ? std::vector<double>(kProbs.size(), NAN)
-                                      : ctx.backend.quantiles(std::move(s.weights), kProbs);
-    t.add_row({name, n, s.weight.mean, s.weight.stddev(), s.min, q[0], q[1], q[2], q[3], q[4],
-               s.max, static_cast<double>(s.converged) / n});
-    hist[name] = s.histogram;
-    if (s.not_finite > 0)
-      t.notes.push_back(name + ": " + std::to_string(s.not_finite) +
-                        " runs ended with a non-finite weight (left out of mean, std, histogram)");
+    const SweepSummary::Row row = s.finish(kProbs, ctx.backend);
+    auto cell = [](const std::optional<double>& v) { return v ? Cell(*v) : Cell(); };
+    t.add_row({name, row.runs, row.diverged, cell(row.mean), cell(row.std), cell(row.min),
+               cell(row.quantiles[0]), cell(row.quantiles[1]), cell(row.quantiles[2]),
+               cell(row.quantiles[3]), cell(row.quantiles[4]), cell(row.max), row.converged,
+               row.used == 0 ? Cell() : Cell(std::string(row.exact ? "exact" : "binned"))});
+    hist[name] = row.histogram;
+    any_binned = any_binned || !row.exact;
+    any_diverged = any_diverged || row.diverged > 0;
+    if (row.used == 0)
+      t.notes.push_back(name + ": all " + std::to_string(row.runs) +
+                        " runs diverged (non-finite weight or loss): no statistics");
   }
   progress.finish();
   if (per_seed) per_seed->commit();
-  t.notes.push_back("converged: fraction of runs with final loss < " +
+  if (any_diverged)
+    t.notes.push_back(
+        "diverged: runs whose weight or loss ended non-finite; mean, std, min, quantiles, max "
+        "and the histogram are over the other seeds - diverged runs");
+  t.notes.push_back("converged: fraction of all runs with final loss < " +
                     human_number(converged_below));
-  t.extra["histogram"] = {{"bins", kBins}, {"range", {0.0, 1.0}}, {"counts", hist}};
+  t.notes.push_back(
+      any_binned
+          ? "quantiles: exact (numpy's linear) up to --quantile-budget weights per config; binned: "
+            "from a 2^20-bin histogram on [0, 1], within 4.8e-7 (half a bin) of the exact value"
+          : "quantiles: exact (numpy's linear, all weights kept)");
+  t.extra["histogram"] = {
+      {"bins", SweepSummary::kFigureBins}, {"range", {0.0, 1.0}}, {"counts", hist}};
   t.run = training_settings(ctx.settings);
   t.run["seeds"] = seeds.text();
   t.run["converged_below"] = converged_below;
+  t.run["quantile_budget"] = budget;
+  t.run["quantiles"] = any_binned ? "binned: 2^20-bin histogram on [0, 1], error <= 2^-21"
+                                  : "exact: type 7 (numpy's linear) on the sorted weights";
   return {t};
 }
 
 }  // namespace
 
 const Experiment& training_sweep_experiment() {
-  std::vector<Param> params = training_params("all-random,qk-random", "0:100000");
+  std::vector<Param> params =
+      training_params("all-random,qk-random", "0:100000", kMaxSeeds, too_many_seeds);
   params.push_back(param::real("--converged-below", "1e-4",
                                "A run converged if its loss ends below X", 0, 1e300, true));
   params.push_back(param::output_file("--per-seed", "Also write one CSV row per run to FILE"));
+  params.push_back(param::count_up_to(
+      "--quantile-budget", "16777216",
+      "Weights kept per config for exact quantiles (8 bytes each); beyond, quantiles come from a "
+      "2^20-bin histogram, within 4.8e-7",
+      kMaxQuantileBudget));
   static const Experiment e{
       "training-sweep",
       "the training comparison over many seeds (beyond)",

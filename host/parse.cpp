@@ -132,6 +132,14 @@ SeedSet parse_seed_set(const std::string& option, const std::string& text) {
     return s;
   }
   for (const std::string& part : split(text, ',')) s.list.push_back(parse_u64(option, part));
+  // A seed is one run: given twice, it would count twice in a sweep's statistics.
+  std::vector<std::uint64_t> sorted = s.list;
+  std::sort(sorted.begin(), sorted.end());
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end())
+    throw std::invalid_argument(option + ": seed " + std::to_string(*twice) +
+                                " is given twice in '" + text +
+                                "' (each seed is one run; give it once)");
   return s;
 }
 

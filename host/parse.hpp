@@ -27,7 +27,8 @@ double parse_real(const std::string& option, const std::string& text, double lo,
 std::vector<std::int64_t> parse_int_list(const std::string& option, const std::string& text,
                                          std::int64_t lo, std::int64_t hi);
 
-// Seeds: "A:B" (A <= s < B, A < B) or a comma list "0,1,7".
+// Seeds: "A:B" (A <= s < B, A < B) or a comma list "0,1,7" of distinct seeds (a repeated seed
+// is refused: each seed is one run).
 struct SeedSet {
   bool is_range = false;
   std::uint64_t first = 0, end = 0;  // the range

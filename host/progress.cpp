@@ -58,8 +58,12 @@ std::string human_duration(double s) {
     std::snprintf(buf, sizeof buf, "%.0fs", s);
   else if (s < 3600)
     std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);
-  else
+  else if (s < 86400 * 10)
     std::snprintf(buf, sizeof buf, "%dh%02dm", int(s) / 3600, (int(s) % 3600) / 60);
+  else if (s < 86400 * 365.25 * 10)
+    std::snprintf(buf, sizeof buf, "%.0f days", s / 86400);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g years", s / (86400 * 365.25));
   return buf;
 }
 
@@ -84,6 +88,15 @@ void Progress::advance(double units) {
   const auto now = std::chrono::steady_clock::now();
   const double since_start = std::chrono::duration<double>(now - start_).count();
   const double since_draw = std::chrono::duration<double>(now - last_draw_).count();
+  if (!estimated_ && since_start >= 0.1 && done_ > 0) {
+    estimated_ = true;
+    const double expected = since_start * total_ / done_;
+    if (expected > 60) {
+      if (tty_ && drawn_) std::fprintf(stderr, "\r\033[K");
+      spdlog::warn("{}: expected to take about {} (estimated from its first {})", label_,
+                   human_duration(expected), human_duration(since_start));
+    }
+  }
   if (tty_ ? (since_start >= 1.0 && since_draw >= 0.1) : since_draw >= 10.0) {
     last_draw_ = now;
     draw(false);

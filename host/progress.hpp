@@ -1,10 +1,12 @@
 // progress.hpp: progress for long runs, and Ctrl-C.
 //
 // On a terminal: one line on stderr, redrawn at most 10 times a second, with percent, rate and
-// ETA; it appears only once a run has taken about a second. Off a terminal: a log line at most
-// every 10 seconds. Nothing with --quiet. Ctrl-C (SIGINT) or SIGTERM sets a flag; long loops
-// see it at their next checkpoint (at least every ~0.2 s: ChunkPacer sizes chunks of work by
-// time) and throw Interrupted, and the driver exits without writing results, with status
+// ETA; it appears only once a run has taken about a second. A run expected to take more than a
+// minute says so once, at its first progress after 0.1 s (on or off a terminal, not --quiet):
+// "NAME: expected to take about 12m30s (estimated from its first 2s)". Off a terminal: a log line
+// at most every 10 seconds. Nothing with --quiet. Ctrl-C (SIGINT) or SIGTERM sets a flag; long
+// loops see it at their next checkpoint (at least every ~0.2 s: ChunkPacer sizes chunks of work
+// by time) and throw Interrupted, and the driver exits without writing results, with status
 // 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM (the shell's convention).
 #pragma once
 
@@ -64,7 +66,7 @@ class Progress : public Monitor {
 
   std::string label_, unit_;
   double total_, done_ = 0;
-  bool quiet_, tty_, drawn_ = false, finished_ = false;
+  bool quiet_, tty_, drawn_ = false, finished_ = false, estimated_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 

@@ -44,6 +44,16 @@ Param count(std::string flag, std::string def, std::string help) {
       std::move(flag), "N", std::move(def), std::move(help),
       [](const std::string& f, const std::string& t) -> Value { return parse_count(f, t); });
 }
+Param count_up_to(std::string flag, std::string def, std::string help, std::uint64_t max) {
+  return make(std::move(flag), "N", std::move(def), std::move(help),
+              [=](const std::string& f, const std::string& t) -> Value {
+                const std::uint64_t v = t == "0" ? 0 : parse_count(f, t);
+                if (v > max)
+                  throw std::invalid_argument(f + ": expected at most " + std::to_string(max) +
+                                              ", got '" + t + "'");
+                return v;
+              });
+}
 Param u64(std::string flag, std::string def, std::string help) {
   return make(std::move(flag), "N", std::move(def), std::move(help),
               [](const std::string& f, const std::string& t) -> Value { return parse_u64(f, t); });
@@ -62,10 +72,16 @@ Param names(std::string flag, std::string def, std::string help, std::vector<std
                 return parse_name_list(f, t, allowed);
               });
 }
-Param seeds(std::string flag, std::string def, std::string help) {
-  return make(
-      std::move(flag), "SEEDS", std::move(def), std::move(help),
-      [](const std::string& f, const std::string& t) -> Value { return parse_seed_set(f, t); });
+Param seeds(std::string flag, std::string def, std::string help, std::uint64_t max_count,
+            std::function<std::string(std::uint64_t n)> why) {
+  return make(std::move(flag), "SEEDS", std::move(def), std::move(help),
+              [=](const std::string& f, const std::string& t) -> Value {
+                SeedSet s = parse_seed_set(f, t);
+                if (s.size() > max_count)
+                  throw std::invalid_argument(f + ": " + std::to_string(s.size()) + " seeds; " +
+                                              why(s.size()));
+                return s;
+              });
 }
 Param output_file(std::string flag, std::string help) {
   Param p = make(std::move(flag), "FILE", "", std::move(help),

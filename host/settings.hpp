@@ -49,14 +49,18 @@ Param int_list(std::string flag, std::string def, std::string help, std::int64_t
                std::int64_t hi);
 // A positive count, plain or in exponent form ("1e9"), at most 2^53.
 Param count(std::string flag, std::string def, std::string help);
+// A count from 0 to max, plain or in exponent form ("0", "1e6").
+Param count_up_to(std::string flag, std::string def, std::string help, std::uint64_t max);
 // A non-negative integer below 2^64 (a seed).
 Param u64(std::string flag, std::string def, std::string help);
 // One of `allowed`.
 Param choice(std::string flag, std::string def, std::string help, std::vector<std::string> allowed);
 // Comma-separated names, each one of `allowed`.
 Param names(std::string flag, std::string def, std::string help, std::vector<std::string> allowed);
-// Seeds: "A:B" or "0,1,7".
-Param seeds(std::string flag, std::string def, std::string help);
+// Seeds: "A:B" or "0,1,7", at most max_count of them; a larger set of n is refused with
+// "FLAG: n seeds; " + why(n) (what the table would need for them).
+Param seeds(std::string flag, std::string def, std::string help, std::uint64_t max_count,
+            std::function<std::string(std::uint64_t n)> why);
 // A file the run writes (off unless given; an empty path is refused).
 Param output_file(std::string flag, std::string help);
 }  // namespace param

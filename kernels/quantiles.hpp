@@ -9,8 +9,11 @@
 
 namespace attn {
 
-// Quantiles of `values` at each probability in probs (each in [0, 1]); values must be
-// non-empty. The CPU sorts with std::sort; the CUDA build sorts on the device with Thrust.
+// Quantiles of the non-NaN `values` at each probability in probs (each in [0, 1]). NaN has no
+// place in an order (and `<` over NaN is not a strict weak ordering, undefined behaviour for
+// std::sort and Thrust's sort alike), so NaN values are removed before sorting; +-inf sort as
+// numbers. Throws std::invalid_argument when no value is left. The CPU sorts with std::sort; the
+// CUDA build sorts on the device with Thrust.
 std::vector<double> quantiles_cpu(std::vector<double> values, const std::vector<double>& probs);
 #if defined(ATTNLAB_WITH_CUDA)
 // Device-resident: sorts d_values[0, n) (device memory) in place, ascending.
@@ -31,8 +34,10 @@ std::vector<double> quantiles_of_sorted(std::size_t n, const std::vector<double>
     const double lo_h = std::floor(h);
     const std::size_t lo = static_cast<std::size_t>(lo_h);
     const std::size_t hi = lo + 1 < n ? lo + 1 : n - 1;
-    const double lower = sorted_at(lo);
-    out.push_back(lower + (h - lo_h) * (sorted_at(hi) - lower));
+    const double lower = sorted_at(lo), upper = sorted_at(hi);
+    // On an order statistic (or between equal ones) the value itself: also right for +-inf,
+    // where the interpolation would give 0 * inf = NaN.
+    out.push_back(h == lo_h || upper == lower ? lower : lower + (h - lo_h) * (upper - lower));
   }
   return out;
 }

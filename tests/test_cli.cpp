@@ -47,8 +47,8 @@ TEST(CliRefuses, SamplesZero) { expect_refused("--table dk-std --samples 0"); }
 TEST(CliRefuses, SeedNegative) { expect_refused("--table dk-std --seed -1"); }
 TEST(CliRefuses, StepsZero) { expect_refused("--table training --steps 0"); }
 TEST(CliRefuses, LearningRateNan) { expect_refused("--table training --lr nan"); }
-// Zero threads is not a thread count; "--threads N" takes 1 to 4096 (the default, when the
-// option is not given, is all cores).
+// Zero threads is not a thread count; "--threads N" takes 1 to 4 per core (the default, when
+// the option is not given, is all cores).
 TEST(CliRefuses, ThreadsZero) { expect_refused("--table rnn-decay --threads 0"); }
 TEST(CliRefuses, ThreadsNegative) { expect_refused("--table rnn-decay --threads -1"); }
 TEST(CliRefuses, UnknownDevice) { expect_refused("--device nosuch"); }

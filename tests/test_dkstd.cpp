@@ -1,12 +1,14 @@
 // test_dkstd.cpp: the dk-std sampler. The CPU twin's SIMD lanes equal the scalar per-lane code
 // the GPU runs (bit for bit); results do not depend on threads or on how chunks are grouped;
 // the statistics match the theory (std sqrt(d_k), kurtosis 3 + 6/d_k) and the 95% interval
-// covers the truth about 95% of the time.
+// covers the truth at least 93% of the time wherever it is printed (none below 1000 samples).
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <variant>
 
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
@@ -133,6 +135,95 @@ TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
   }
   EXPECT_GE(covered, 360);
   EXPECT_LE(covered, 396);
+}
+
+// Issue 10 item 7: the printed 95% interval covers sqrt(d_k) at least 93% of the time wherever
+// it is printed, measured over many seeds (Philox) at N = 10, 30, 100, 1000, 10^4 for d_k = 1
+// (q.k = a product of two normals, kurtosis 9: the heaviest tail this table has) and d_k = 512.
+// Below kMinSamplesForInterval samples no interval is printed.
+struct CoverageCase {
+  std::uint32_t d_k;
+  std::uint64_t n;
+  int seeds;
+};
+double coverage(const CoverageCase& c, double min_samples, int& printed) {
+  int covered = 0;
+  printed = 0;
+  for (int s = 0; s < c.seeds; ++s) {
+    const Moments m = fold(dkstd::make_plan(c.n, c.d_k, 700000 + s), 64);
+    const auto ci = std_interval(m, min_samples);
+    if (!ci) continue;
+    ++printed;
+    const double truth = std::sqrt(double(c.d_k));
+    covered += ci->first <= truth && truth <= ci->second;
+  }
+  return printed > 0 ? double(covered) / printed : NAN;
+}
+
+TEST(DkStdInterval, CoversAtLeast93PercentWhereverPrinted) {
+  const CoverageCase cases[] = {{1, 10, 2000},   {1, 30, 2000},    {1, 100, 2000},
+                                {1, 1000, 2000}, {1, 10000, 1000}, {512, 10, 1000},
+                                {512, 30, 1000}, {512, 100, 1000}, {512, 10000, 200}};
+  for (const CoverageCase& c : cases) {
+    SCOPED_TRACE("d_k " + std::to_string(c.d_k) + ", N " + std::to_string(c.n));
+    int printed = 0;
+    const double cov = coverage(c, kMinSamplesForInterval, printed);
+    std::printf("d_k %u, N %llu: interval printed in %d of %d runs, coverage %.4f\n", c.d_k,
+                static_cast<unsigned long long>(c.n), printed, c.seeds, cov);
+    if (c.n < kMinSamplesForInterval) {
+      EXPECT_EQ(printed, 0);
+    } else {
+      EXPECT_EQ(printed, c.seeds);
+      EXPECT_GE(cov, 0.93);
+      EXPECT_LE(cov, 0.975);  // an interval, not the whole line
+    }
+  }
+}
+
+// Why none is printed below 1000 samples: at d_k = 1 the same interval, printed anyway, covers
+// well under 93% (the issue measured 61%, 78%, 85% for the delta method at 10, 30, 100).
+TEST(DkStdInterval, BelowTheThresholdItWouldNotCover) {
+  for (std::uint64_t n : {10u, 30u, 100u}) {
+    int printed = 0;
+    const double cov = coverage({1, n, 2000}, 0, printed);
+    std::printf("d_k 1, N %llu: Bonett's interval printed anyway covers %.4f\n",
+                static_cast<unsigned long long>(n), cov);
+    EXPECT_EQ(printed, 2000) << n;
+    EXPECT_LT(cov, 0.93) << n;
+  }
+}
+
+// The issue's examples: 2 and 3 samples printed a zero-width and a far-off interval; now none,
+// with a note saying why.
+TEST(DkStdInterval, NoneForFewSamplesWithANote) {
+  for (const char* n : {"2", "3", "999"}) {
+    const Table t = dk_std({{"--rng", "philox"}, {"--samples", n}, {"--dk", "1"}});
+    ASSERT_EQ(t.rows.size(), 1u);
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_low")])) << n;
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_high")])) << n;
+    bool noted = false;
+    for (const auto& note : t.notes)
+      noted = noted || note.find("none below 1000") != std::string::npos;
+    EXPECT_TRUE(noted) << n;
+  }
+  const Table t = dk_std({{"--rng", "philox"}, {"--samples", "1000"}, {"--dk", "1"}});
+  const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
+  const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
+  EXPECT_GT(lo, 0);
+  EXPECT_LT(lo, hi);
+}
+
+// Bonett's interval, by hand from its formula for a small sample with known moments:
+// x = 1, 2, 3, 4, 10 (n 5, mean 4, M2 50, M4 1394).
+TEST(DkStdInterval, BonettFormulaByHand) {
+  Moments m;
+  for (double x : {1.0, 2.0, 3.0, 4.0, 10.0}) m.push(x);
+  const auto ci = std_interval(m, 0);
+  ASSERT_TRUE(ci);
+  const double z = 1.959963984540054, n = 5, s2 = 50.0 / 4, g = 5 * 1394.0 / (50.0 * 50.0);
+  const double c = n / (n - z), se = c * std::sqrt((g - (n - 3) / n) / (n - 1));
+  EXPECT_NEAR(ci->first, std::sqrt(c * s2 * std::exp(-z * se)), 1e-12);
+  EXPECT_NEAR(ci->second, std::sqrt(c * s2 * std::exp(z * se)), 1e-12);
 }
 
 // Progress counts what the table uses, 2 N d_k normals per d_k, so a run ends at 100%.

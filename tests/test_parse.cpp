@@ -181,7 +181,7 @@ TEST(ParseSeedSet, List) {
 }
 
 TEST(ParseSeedSet, TextReadsBackAsTheSameSet) {
-  for (const std::string text : {"0:100000", "3:4", "0,1,7", "9", "5,3,5"}) {
+  for (const std::string text : {"0:100000", "3:4", "0,1,7", "9", "5,3,8"}) {
     const SeedSet a = parse_seed_set("--seeds", text);
     const SeedSet b = parse_seed_set("--seeds", a.text());
     EXPECT_EQ(a.text(), text);
@@ -202,6 +202,17 @@ TEST(ParseSeedSet, RejectsEmptyAndBackwardRanges) {
     EXPECT_NE(msg, "<no error>") << "accepted '" << bad << "'";
     EXPECT_NE(msg.find("--seeds"), std::string::npos) << msg;
   }
+}
+
+// Issue 10 item 8: a repeated seed would count twice in a sweep's statistics: refused, naming it.
+TEST(ParseSeedSet, RejectsRepeatedSeeds) {
+  for (const std::string bad : {"0,0,1", "5,3,5", "18446744073709551615,1,18446744073709551615"}) {
+    SCOPED_TRACE(bad);
+    const std::string msg = error_of([&] { parse_seed_set("--seeds", bad); });
+    EXPECT_NE(msg.find("--seeds: seed "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("given twice"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(parse_seed_set("--seeds", "2,0,1").size(), 3u);  // distinct, any order
 }
 
 // ---- parse_choice and parse_name_list --------------------------------------------------------

@@ -1,16 +1,21 @@
 // test_sweep.cpp: `demo --table training-sweep`: the summary's columns and numbers against the
 // per-seed rows it writes, each per-seed row against the single-run table and numpy's oracle
-// data, the histogram, and bounded memory for 10^7 seeds.
+// data, the histogram, and bounded memory for 10^7 seeds; diverged runs, binned quantiles,
+// repeated seeds and requests too large (issue 10 items 5 and 8); the SweepSummary itself.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
+#include "experiments/sweep_summary.hpp"
 #include "helpers.hpp"
+#include "quantiles.hpp"
 
 namespace attn {
 namespace {
@@ -57,8 +62,9 @@ TEST(TrainingSweep, SummaryAgreesWithItsPerSeedRows) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   const auto& t = doc["tables"][0];
-  EXPECT_EQ(t["columns"], nlohmann::json({"config", "seeds", "mean", "std", "min", "p05", "p25",
-                                          "p50", "p75", "p95", "max", "converged"}));
+  EXPECT_EQ(t["columns"],
+            nlohmann::json({"config", "seeds", "diverged", "mean", "std", "min", "p05", "p25",
+                            "p50", "p75", "p95", "max", "converged", "quantiles"}));
   std::string header;
   const auto rows = read_per_seed(per_seed, header);
   EXPECT_EQ(header, "config,seed,weight_on_apple,out_x,out_y,loss");
@@ -79,6 +85,8 @@ TEST(TrainingSweep, SummaryAgreesWithItsPerSeedRows) {
     double var = 0;
     for (double x : w) var += (x - mean) * (x - mean);
     EXPECT_EQ(summary["seeds"], 400);
+    EXPECT_EQ(summary["diverged"], 0);
+    EXPECT_EQ(summary["quantiles"], "exact");
     EXPECT_NEAR(summary["mean"].get<double>(), mean, 1e-12);
     EXPECT_NEAR(summary["std"].get<double>(), std::sqrt(var / w.size()), 1e-12);
     EXPECT_EQ(summary["min"].get<double>(), *std::min_element(w.begin(), w.end()));
@@ -136,7 +144,8 @@ long peak_kb(const std::string& args, std::string& out) {
 }
 
 // 10^7 seeds (one step each, so it is quick): memory grows by about 8 bytes per seed (the
-// weights kept for exact quantiles), not by every run's results. Measured against the same
+// weights kept for exact quantiles, below the default --quantile-budget of 2^24), not by every
+// run's results. Measured against the same
 // command with 1000 seeds, so that the libraries' own footprint (CUDA's is large) cancels.
 TEST(TrainingSweep, TenMillionSeedsInBoundedMemory) {
   const std::string args =
@@ -149,12 +158,311 @@ TEST(TrainingSweep, TenMillionSeedsInBoundedMemory) {
   EXPECT_LT(big - small, 120 * 1024) << "1e7 seeds took " << big << " KB, 1000 seeds " << small;
 }
 
+// Beyond --quantile-budget (here 0: binned from the start) memory stays bounded whatever the
+// number of seeds: the 2^20-bin histogram (8 MiB), not 8 bytes per seed (40 MB here).
+TEST(TrainingSweep, BeyondTheBudgetMemoryIsBounded) {
+  const std::string args =
+      " --steps 1 --grad analytic --configs all-random --format csv -q --quantile-budget 0 "
+      "--table training-sweep";
+  std::string small_out, big_out;
+  const long small = peak_kb("--seeds 0:1000" + args, small_out);
+  const long big = peak_kb("--seeds 0:5000000" + args, big_out);
+  if (small < 0 || big < 0) GTEST_SKIP() << "/usr/bin/time not installed";
+  EXPECT_NE(big_out.find("all-random,5000000,0,"), std::string::npos) << big_out;
+  EXPECT_NE(big_out.find(",binned"), std::string::npos) << big_out;
+  EXPECT_LT(big - small, 16 * 1024) << "5e6 seeds took " << big << " KB, 1000 seeds " << small;
+}
+
 TEST(TrainingSweep, RefusesBadSeedRanges) {
   for (const char* bad : {"--seeds 5:5", "--seeds 7:3", "--seeds -1:4", "--seeds a:b"}) {
     const auto r = test::run_demo(std::string("--table training-sweep ") + bad);
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_TRUE(r.out.empty()) << bad;
   }
+}
+
+// ---- issue 10 item 8: runs that diverge ------------------------------------------------------
+
+// The issue's example: every run diverges. Today it printed mean 0, std nan, min inf, max -inf;
+// now the diverged count, no statistics (null in JSON) and a note that says so.
+TEST(TrainingSweepDiverged, AllRunsDivergedGiveCountAndNoStatistics) {
+  const auto r = test::run_demo(
+      "--table training-sweep --lr 50 --steps 200 --grad analytic --configs all-random "
+      "--seeds 0:2000 --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = nlohmann::json::parse(r.out)["tables"][0];
+  const auto& row = t["rows"][0];
+  EXPECT_EQ(row["seeds"], 2000);
+  EXPECT_EQ(row["diverged"], 2000);
+  for (const char* c : {"mean", "std", "min", "p05", "p25", "p50", "p75", "p95", "max"})
+    EXPECT_TRUE(row[c].is_null()) << c << " = " << row[c];
+  EXPECT_EQ(row["converged"], 0.0);
+  bool said = false;
+  for (const auto& n : t["notes"])
+    said = said || n.get<std::string>().find("all 2000 runs diverged") != std::string::npos;
+  EXPECT_TRUE(said) << t["notes"];
+  // The text table shows no number that contradicts the count.
+  const auto text = test::run_demo(
+      "--table training-sweep --lr 50 --steps 200 --grad analytic --configs all-random "
+      "--seeds 0:2000 -q");
+  EXPECT_EQ(text.out.find("nan"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("inf"), std::string::npos) << text.out;
+}
+
+// Some runs diverge (lr 5: most all-random runs): the count is the per-seed rows with a
+// non-finite weight or loss, and every statistic is over the others, computed here.
+TEST(TrainingSweepDiverged, StatisticsOverTheFiniteRunsWithTheirCount) {
+  const fs::path file =
+      fs::temp_directory_path() / ("attn-sweep-div-" + std::to_string(getpid()) + ".csv");
+  const auto r = test::run_demo(
+      "--table training-sweep --lr 5 --steps 200 --grad analytic --configs all-random "
+      "--seeds 0:300 --format json -q --force --per-seed " +
+      file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto row = nlohmann::json::parse(r.out)["tables"][0]["rows"][0];
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  std::vector<double> finite;
+  int diverged = 0, rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    std::vector<double> v;
+    std::size_t at = line.find(',', line.find(',') + 1);  // after config and seed
+    while (at != std::string::npos) {
+      v.push_back(std::strtod(line.c_str() + at + 1, nullptr));  // reads nan and inf too
+      at = line.find(',', at + 1);
+    }
+    ASSERT_EQ(v.size(), 4u) << line;
+    if (std::isfinite(v[0]) && std::isfinite(v[3]))
+      finite.push_back(v[0]);
+    else
+      ++diverged;
+  }
+  fs::remove(file);
+  ASSERT_EQ(rows, 300);
+  ASSERT_GT(diverged, 0);
+  ASSERT_GT(finite.size(), 10u);
+  EXPECT_EQ(row["diverged"], diverged);
+  double mean = 0;
+  for (double x : finite) mean += x / finite.size();
+  EXPECT_NEAR(row["mean"].get<double>(), mean, 1e-12);
+  EXPECT_EQ(row["min"].get<double>(), *std::min_element(finite.begin(), finite.end()));
+  EXPECT_EQ(row["max"].get<double>(), *std::max_element(finite.begin(), finite.end()));
+  EXPECT_NEAR(row["p50"].get<double>(), quantile(finite, 0.5), 1e-15);
+}
+
+// The training table itself: a note counts the runs that diverged.
+TEST(TrainingDiverged, NoteCountsDivergedRuns) {
+  const auto r = test::run_demo(
+      "--table training --lr 50 --steps 200 --grad analytic --configs all-random --seeds 0,1,2 "
+      "--format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto notes = nlohmann::json::parse(r.out)["tables"][0]["notes"];
+  bool said = false;
+  for (const auto& n : notes)
+    said = said || n.get<std::string>().find("3 of 3 runs diverged") != std::string::npos;
+  EXPECT_TRUE(said) << notes;
+}
+
+// Repeated seeds are refused (they would count twice in the statistics), in both tables.
+TEST(TrainingSweepSeeds, RepeatedSeedsRefused) {
+  for (const char* table : {"training-sweep", "training"}) {
+    const auto r = test::run_demo(std::string("--table ") + table + " --seeds 0,0,1");
+    EXPECT_EQ(r.exit_code, 2) << table;
+    EXPECT_TRUE(r.out.empty()) << table;
+    EXPECT_NE(r.err.find("seed 0 is given twice"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// softmax-saturation summarizes many rows too: it counts rows with a non-finite measure
+// (left out of the means), 0 for normal inputs.
+TEST(SaturationNonFinite, CountedInItsOwnColumn) {
+  const auto r =
+      test::run_demo("--table softmax-saturation --dk 4,1024 --samples 200 --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto t = nlohmann::json::parse(r.out)["tables"][0];
+  for (const auto& row : t["rows"]) {
+    EXPECT_EQ(row["non_finite"], 0);
+    EXPECT_TRUE(row["max_weight_unscaled"].is_number());
+  }
+}
+
+// Sorting NaN with `<` is undefined: quantiles leave NaN out (and +-inf sort as numbers).
+TEST(Quantiles, NaNLeftOutInfOrdered) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> probs = {0, 0.5, 1};
+  EXPECT_EQ(quantiles_cpu({nan, 3, 1, nan, 2, nan}, probs), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(quantiles_cpu({3, nan, -inf, 1, 2, inf}, probs), (std::vector<double>{-inf, 2, inf}));
+  EXPECT_EQ(quantiles_cpu({nan, 4, 1, nan}, {0.5}), (std::vector<double>{2.5}));
+  EXPECT_THROW(quantiles_cpu({nan, nan}, probs), std::invalid_argument);
+}
+
+// ---- issue 10 item 5: requests too large for the machine ------------------------------------
+
+// Refused before any work (well under a second), with what they would need, one line.
+TEST(TooLarge, HugeSeedRangesRefusedUpFront) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--table training-sweep --seeds 0:18446744073709551615", "at most 2^53"},
+      {"--table training --seeds 0:18446744073709551615", "GB for these"},
+      {"--table training --seeds 0:1048577", "at most 1048576 seeds"}};
+  for (const auto& [args, want] : cases) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = test::run_demo(args);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_TRUE(r.out.empty()) << args;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_LT(s, 5.0) << args;
+  }
+}
+
+// --threads 4096 is one clear line, not libgomp's abort.
+TEST(TooLarge, ThreadsBeyondTheMachineRefused) {
+  const auto r = test::run_demo("--table knob --threads 4096");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("--threads: at most"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("libgomp"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// A run expected to take more than a minute says its estimate within the first seconds (then
+// it is stopped with Ctrl-C).
+TEST(TooLarge, LongRunSaysItsEstimateEarly) {
+  const auto r = test::run_command("timeout -s INT 3 " + std::string(ATTN_DEMO) +
+                                   " --table training-sweep --seeds 0:1000000000 --grad analytic "
+                                   "--steps 100 --device cpu");
+  EXPECT_NE(r.err.find("training-sweep: expected to take about"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+// Beyond --quantile-budget the quantiles come from the 2^20-bin histogram: within 4.8e-7 of
+// the exact ones, and the table says which.
+TEST(TrainingSweepQuantiles, BinnedWithinTheStatedBoundOfExact) {
+  const std::string args =
+      "--table training-sweep --seeds 0:3000 --steps 300 --grad analytic --format json -q ";
+  const auto exact = test::run_demo(args);
+  const auto binned = test::run_demo(args + "--quantile-budget 1000");
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  ASSERT_EQ(binned.exit_code, 0) << binned.err;
+  const auto e = nlohmann::json::parse(exact.out)["tables"][0];
+  const auto b = nlohmann::json::parse(binned.out)["tables"][0];
+  ASSERT_EQ(e["rows"].size(), b["rows"].size());
+  for (std::size_t i = 0; i < e["rows"].size(); ++i) {
+    EXPECT_EQ(e["rows"][i]["quantiles"], "exact");
+    EXPECT_EQ(b["rows"][i]["quantiles"], "binned");
+    for (const char* c : {"p05", "p25", "p50", "p75", "p95"})
+      EXPECT_NEAR(b["rows"][i][c].get<double>(), e["rows"][i][c].get<double>(),
+                  SweepSummary::kQuantileErrorBound)
+          << c;
+    for (const char* c : {"seeds", "diverged", "min", "max", "converged"})
+      EXPECT_EQ(b["rows"][i][c], e["rows"][i][c]) << c;
+    EXPECT_NEAR(b["rows"][i]["mean"].get<double>(), e["rows"][i]["mean"].get<double>(), 1e-15);
+  }
+  bool named = false;
+  for (const auto& n : b["notes"])
+    named = named || n.get<std::string>().find("2^20-bin histogram") != std::string::npos;
+  EXPECT_TRUE(named) << b["notes"];
+  EXPECT_EQ(test::run_demo("--table training-sweep --quantile-budget 1e12").exit_code, 2);
+}
+
+// ---- SweepSummary: push, merge, finish ----------------------------------------------------
+
+// Values in [0, 1] with ties, clusters and both ends (a fixed LCG, so the test is exact).
+std::vector<double> test_weights(std::size_t n) {
+  std::vector<double> v;
+  std::uint64_t x = 12345;
+  for (std::size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;
+    v.push_back(i % 7 == 0 ? 0.5 : i % 11 == 0 ? 1.0 : i % 13 == 0 ? 0.0 : u * u * u);
+  }
+  return v;
+}
+
+const std::vector<double> kP = {0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1};
+
+TEST(SweepSummary, BinnedQuantilesWithinHalfABinOfExact) {
+  static const Backend cpu = Backend::select("cpu", 0);
+  const auto w = test_weights(100003);
+  SweepSummary binned(0, 1e-4);
+  for (double x : w) binned.push(x, 1.0);
+  const SweepSummary::Row r = binned.finish(kP, cpu);
+  EXPECT_FALSE(r.exact);
+  EXPECT_DOUBLE_EQ(SweepSummary::kQuantileErrorBound, std::ldexp(1.0, -21));
+  for (std::size_t i = 0; i < kP.size(); ++i)
+    EXPECT_LE(std::fabs(*r.quantiles[i] - quantile(w, kP[i])), SweepSummary::kQuantileErrorBound)
+        << kP[i];
+  EXPECT_EQ(*r.min, 0.0);
+  EXPECT_EQ(*r.max, 1.0);
+}
+
+TEST(SweepSummary, MergeEqualsOneStateExactAndBinned) {
+  static const Backend cpu = Backend::select("cpu", 0);
+  const auto w = test_weights(30000);
+  for (std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{12000}, std::uint64_t{100000}}) {
+    SCOPED_TRACE(budget);
+    SweepSummary whole(budget, 0.3), a(budget, 0.3), b(budget, 0.3), c(budget, 0.3);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double loss = i % 5 == 0 ? NAN : w[i];  // every fifth run diverged
+      whole.push(w[i], loss);
+      (i < 10000 ? a : i < 20000 ? b : c).push(w[i], loss);
+    }
+    a.merge(b);
+    a.merge(c);
+    const auto x = whole.finish(kP, cpu), y = a.finish(kP, cpu);
+    EXPECT_EQ(x.exact, budget >= 24000);  // 24000 finite runs
+    EXPECT_EQ(y.exact, x.exact);
+    EXPECT_EQ(x.runs, 30000);
+    EXPECT_EQ(x.diverged, 6000);
+    EXPECT_EQ(x.used, 24000);
+    EXPECT_EQ(y.runs, x.runs);
+    EXPECT_EQ(y.diverged, x.diverged);
+    EXPECT_EQ(y.quantiles, x.quantiles);  // exact: same values; binned: same counts
+    EXPECT_EQ(y.histogram, x.histogram);
+    EXPECT_EQ(*y.min, *x.min);
+    EXPECT_EQ(*y.max, *x.max);
+    EXPECT_NEAR(*y.mean, *x.mean, 1e-15);
+    EXPECT_NEAR(*y.std, *x.std, 1e-15);
+    EXPECT_DOUBLE_EQ(y.converged, x.converged);
+    std::vector<double> finite;
+    for (std::size_t i = 0; i < w.size(); ++i)
+      if (i % 5 != 0) finite.push_back(w[i]);
+    if (x.exact) {
+      for (std::size_t i = 0; i < kP.size(); ++i)
+        EXPECT_EQ(*x.quantiles[i], quantile(finite, kP[i]));
+    }
+  }
+}
+
+TEST(SweepSummary, NonFiniteRunsCountedAndLeftOut) {
+  static const Backend cpu = Backend::select("cpu", 0);
+  const double inf = std::numeric_limits<double>::infinity();
+  SweepSummary s(100, 1e-4);
+  s.push(NAN, 1.0);
+  s.push(0.25, inf);
+  s.push(inf, 0.0);
+  auto none = s.finish(kP, cpu);
+  EXPECT_EQ(none.diverged, 3);
+  EXPECT_EQ(none.used, 0);
+  EXPECT_FALSE(none.mean || none.std || none.min || none.max);
+  for (const auto& q : none.quantiles) EXPECT_FALSE(q);
+  s.push(0.5, 0.0);
+  s.push(0.75, 1e-5);
+  const auto r = s.finish(kP, cpu);
+  EXPECT_EQ(r.runs, 5);
+  EXPECT_EQ(r.diverged, 3);
+  EXPECT_EQ(r.used, 2);
+  EXPECT_EQ(*r.mean, 0.625);
+  EXPECT_EQ(*r.std, 0.125);
+  EXPECT_EQ(*r.min, 0.5);
+  EXPECT_EQ(*r.max, 0.75);
+  EXPECT_EQ(*r.quantiles[4], 0.625);       // p50 of {0.5, 0.75}
+  EXPECT_DOUBLE_EQ(r.converged, 2.0 / 5);  // losses 0 and 1e-5; a diverged run never converged
 }
 
 }  // namespace
