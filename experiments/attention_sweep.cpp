@@ -70,7 +70,7 @@ struct Shape {
 // A real in (lo, hi], or "auto" (the default), which reads as NaN: the task then picks the value.
 Param auto_real(std::string flag, std::string help, double lo, double hi) {
   Param p = param::real(std::move(flag), "1", std::move(help), lo, hi, true);
-  p.kind = "X|auto";
+  p.kind = "X";  // as the other tables' --lr; the default shows "auto"
   p.default_text = "auto";
   auto inner = p.parse;
   p.parse = [inner](const std::string& f, const std::string& text) -> Value {
@@ -198,11 +198,13 @@ std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
 std::string heatmap_script(const Table& t) {
   if (!t.extra.contains("mean_map") || t.extra["mean_map"].empty()) return "";
   const int r0 = t.extra["first_loss_row"].get<int>();
+  const int n = static_cast<int>(t.extra["mean_map"][0].size());
   std::ostringstream s;
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
   s << "set multiplot layout 1,2 title 'attention map across seeds (rows: queries in R, "
        "columns: keys)'\n"
-    << "set xlabel 'key j'\nset ylabel 'query i'\nset yrange [*:*] reverse\nset size ratio -1\n"
+    << "set xlabel 'key j'\nset ylabel 'query i'\nset size ratio -1\n"
+    << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << n - 0.5 << ":" << r0 - 0.5 << "]\n"
     << "set palette defined (0 'white', 1 '#1f77b4')\n";
   s << "set title 'mean weight'\nset cbrange [0:1]\nplot $M matrix using 1:($2+" << r0
     << "):3 with image notitle\n";
@@ -271,19 +273,26 @@ std::vector<Table> run(const RunContext& ctx) {
   const std::int64_t workspace = head::layout(m).total;
   const int map = s.map_size();
 
-  // Seeds per backend call: the backend's size, fewer for large shapes (about 256 MB of
-  // results and workspace per call), and even, so that the pairs never straddle two calls.
+  // Seeds per backend call: the backend's size, fewer for large shapes (at most about 4 GB of
+  // results and workspaces per call: the GPU keeps one workspace per seed of the call) or long
+  // runs, and even, so that the pairs never straddle two calls.
+  // By work too: the backend's size is for training-sweep's ~1e6 FLOPs per seed; a call here
+  // does at most about 5e6 FLOPs per seed of that size (CPU: 2^14 x 5e6 = 8e10 FLOPs, a few
+  // seconds on 2 cores, so progress and Ctrl-C stay responsive; GPU: 2^20 x 5e6, seconds).
   const double per_seed_bytes = 8.0 * (result + workspace);
-  std::uint64_t chunk = std::min<std::uint64_t>(
-      ctx.backend.seeds_per_call(),
-      std::max<std::uint64_t>(2, static_cast<std::uint64_t>(256e6 / per_seed_bytes)));
+  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
+  const double work =
+      m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
+  const double per_call = static_cast<double>(ctx.backend.seeds_per_call());
+  std::uint64_t chunk = static_cast<std::uint64_t>(
+      std::max(2.0, std::min({per_call, 4e9 / per_seed_bytes, per_call * 5e6 / work})));
   chunk -= chunk % 2;
   chunk = std::max<std::uint64_t>(chunk, 2);
 
-  // Refusals that depend on the sweep's size: memory (kept maps + one call's buffers + the CPU
-  // workspaces) and, with --per-seed, the disk.
+  // Refusals that depend on the sweep's size: host memory (kept maps + one call's results + the
+  // CPU's workspaces, one lane pack per thread) and, with --per-seed, the disk.
   const double kept = static_cast<double>(count) * (8.0 * (map + 2) + 1);
-  const double call = static_cast<double>(std::min<std::uint64_t>(chunk, count)) * per_seed_bytes +
+  const double call = static_cast<double>(std::min<std::uint64_t>(chunk, count)) * 8.0 * result +
                       64.0 * workspace * std::max(1, ctx.backend.threads());
   if (!per_seed_file.empty()) {
     const double need = static_cast<double>(count) * per_seed_row_bytes(s);
