@@ -493,7 +493,7 @@ std::vector<Table> run(const RunContext& ctx) {
   t.notes.push_back(
       "pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ...; output "
       "distance: RMS over R of |O_a - O_b|");
-  if (!ctx.settings.given("--lr") || !ctx.settings.given("--init-scale")) {
+  if (std::isnan(ctx.get<double>("--lr")) || std::isnan(ctx.get<double>("--init-scale"))) {
     char what[160];
     std::snprintf(what, sizeof what, "--lr %g, --init-scale %g (auto for --task %s)", m.lr,
                   m.init_scale, s.lesson ? "lesson" : "random");

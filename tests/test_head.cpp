@@ -342,6 +342,13 @@ TEST(AttentionSweep, IdenticalSeedsGiveZeroDistances) {
   EXPECT_EQ(cell(t, "output distance between pairs", "max"), 0.0);
   EXPECT_EQ(cell(t, "argmax agreement", "mean"), 1.0);
   EXPECT_EQ(cell(t, "P[1][2]", "std"), 0.0);
+  // --lr and --init-scale "auto" on the random task: the peers' 0.01 and 0.25.
+  EXPECT_EQ(t.run["lr"], 0.05);  // given
+  EXPECT_EQ(t.run["init_scale"], 0.25);
+  const Table a =
+      run_table("attention-sweep",
+                {{"--task", "random"}, {"--seeds", "0:2"}, {"--steps", "1"}, {"--lr", "auto"}});
+  EXPECT_EQ(a.run["lr"], 0.01);
 }
 
 TEST(AttentionSweep, LessonSeedsReachTheSameOutputWithDifferentMaps) {
@@ -349,6 +356,8 @@ TEST(AttentionSweep, LessonSeedsReachTheSameOutputWithDifferentMaps) {
   EXPECT_EQ(cell(t, "converged (fraction)", "mean"), 1.0);
   EXPECT_LT(cell(t, "output distance between pairs", "max"), 2 * std::sqrt(1e-4));
   EXPECT_GT(cell(t, "JSD between pairs of seeds", "mean"), 0.01);  // the maps differ
+  EXPECT_EQ(t.run["lr"], 0.5);  // "auto" on the lesson's task: the lesson's values
+  EXPECT_EQ(t.run["init_scale"], 1.0);
 }
 
 // Issue 12, item 6: refused before any work with one line, nothing on stdout, no file.
