@@ -11,7 +11,8 @@
   X(training)               \
   X(self_attention)         \
   X(softmax_saturation)     \
-  X(training_sweep)
+  X(training_sweep)         \
+  X(attention_sweep)
 
 namespace attn {
 

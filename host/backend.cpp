@@ -91,6 +91,15 @@ void Backend::train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64
   tiny::train_seeds_cpu<double>(c, seeds, n, o, out);
 }
 
+void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,
+                          double* out) const {
+  ++calls_;
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return head::train_seeds_cuda(m, seeds, count, out);
+#endif
+  head::train_seeds_cpu(m, seeds, count, out);
+}
+
 std::vector<double> Backend::quantiles(std::vector<double> values,
                                        const std::vector<double>& probs) const {
   ++calls_;

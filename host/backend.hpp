@@ -10,6 +10,7 @@
 #include "attention.hpp"
 #include "cuda_device.hpp"
 #include "dkstd.hpp"
+#include "head.hpp"
 #include "moments.hpp"
 #include "saturation.hpp"
 #include "tiny_model.hpp"
@@ -53,6 +54,11 @@ class Backend {
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
                    const tiny::TrainOptions& o, Precision precision, tiny::TrainResult* out) const;
+  // The general head (kernels/head.hpp): trains seeds[0 .. count) of model m; out holds
+  // count * head::result_size(m) values (loss, map rows, output rows per seed). m.x, m.y in
+  // host memory.
+  void train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,
+                   double* out) const;
   // Sorts `values` (moved in: a sweep's weights can be large) and returns the quantiles.
   std::vector<double> quantiles(std::vector<double> values, const std::vector<double>& probs) const;
 

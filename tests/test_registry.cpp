@@ -44,7 +44,7 @@ TEST(Registry, FigureFilesAreUnique) {
       EXPECT_NE(f, e.name + ".csv");
       EXPECT_NE(f, e.name + ".json");
     }
-  EXPECT_EQ(files.size(), 10u);  // five figures, PNG and SVG
+  EXPECT_EQ(files.size(), 16u);  // eight figures, PNG and SVG
 }
 
 // Settings: given values override defaults; errors name the flag; types are checked.

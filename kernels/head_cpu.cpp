@@ -1,0 +1,63 @@
+// head_cpu.cpp: CPU twin of the general head's training (head.hpp). OpenMP over groups of
+// kPackLanes seeds; each group trains in lockstep as one lane pack (lanes.hpp), so every
+// arithmetic operation is one SIMD instruction over kPackLanes seeds, and each lane computes
+// exactly what the GPU's thread computes for its seed. One workspace per thread, allocated once
+// per call; nothing is allocated or copied per step.
+#include <algorithm>
+#include <memory>
+#include <new>
+
+#include "cpu_clones.hpp"
+#include "head.hpp"
+#include "lanes.hpp"
+
+namespace attn::head {
+namespace {
+
+using P = PackD;
+
+// 64 bytes: a whole pack. Not alignof(P), which outside the AVX-512 clone is capped at the
+// default target's 16 while the clone's code assumes 64.
+constexpr std::align_val_t kAlign{64};
+
+struct Free {
+  void operator()(P* p) const { ::operator delete(p, kAlign); }
+};
+
+// Trains seeds[0 .. lanes) (lanes <= kPackLanes; a short group repeats its last seed) in the
+// workspace ws (layout(m).total packs) and writes their results.
+ATTN_CPU_CLONES void train_group(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
+                                 double* out) {
+  for (int lane = 0; lane < kPackLanes; ++lane) {
+    auto store = [ws, lane](std::int64_t at, double v) { ws[at][lane] = v; };
+    initial_weights(m, seeds[std::min(lane, lanes - 1)], store);
+  }
+  train<P>(m, ws);
+  const std::int64_t size = result_size(m);
+  for (int lane = 0; lane < lanes; ++lane) {
+    auto get = [ws, lane](std::int64_t at) { return ws[at][lane]; };
+    write_result(m, get, out + lane * size);
+  }
+}
+
+}  // namespace
+
+void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out) {
+  const std::int64_t groups = (count + kPackLanes - 1) / kPackLanes;
+  const std::int64_t total = layout(m).total;
+  const std::int64_t size = result_size(m);
+#pragma omp parallel if (groups > 1)
+  {
+    // Once per thread and call, aligned by hand (see kAlign; std::vector<P> would not).
+    const std::unique_ptr<P, Free> ws(
+        static_cast<P*>(::operator new(sizeof(P) * static_cast<std::size_t>(total), kAlign)));
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const std::int64_t first = g * kPackLanes;
+      const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, count - first));
+      train_group(m, seeds + first, lanes, ws.get(), out + first * size);
+    }
+  }
+}
+
+}  // namespace attn::head
