@@ -3,13 +3,14 @@
 // mean Frobenius norm of the softmax Jacobian, without and with the 1/sqrt(d_k) scaling.
 // Without it, the scores' std grows like sqrt(d_k): max weight -> 1, entropy -> 0 and the
 // Jacobian (which carries every gradient through softmax) -> 0.
+#include <array>
 #include <cmath>
 #include <sstream>
 
 #include "experiments/registry.hpp"
+#include "host/chunks.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
-#include "host/progress.hpp"
 #include "saturation.hpp"
 
 namespace attn {
@@ -62,30 +63,69 @@ std::vector<Table> run(const RunContext& ctx) {
                {"entropy_scaled", "%.4f"},
                {"jacobian_norm_unscaled", "%.4f"},
                {"jacobian_norm_scaled", "%.4f"}};
-  double total_normals = 0;
-  for (std::int64_t d : dks) total_normals += static_cast<double>(rows) * (1 + keys) * d;
-  Progress progress("softmax-saturation", total_normals, "normals", ctx.opt.quiet);
-  for (std::int64_t d : dks) {
-    const saturation::Params p{seed, static_cast<std::uint32_t>(d), keys};
-    // Rows per call: about 2^22 normals of q and keys, so memory stays bounded.
-    const std::int64_t chunk = std::max<std::int64_t>(
-        1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
-    std::vector<double> stats;
-    Moments m[saturation::kStats];
-    for (std::uint64_t r0 = 0; r0 < rows; r0 += chunk) {
-      progress.checkpoint();
-      const std::int64_t count =
-          static_cast<std::int64_t>(std::min<std::uint64_t>(chunk, rows - r0));
-      stats.resize(static_cast<std::size_t>(count) * saturation::kStats);
-      ctx.backend.saturation_rows(p, r0, count, stats.data());
-      for (std::int64_t r = 0; r < count; ++r)
-        for (int s = 0; s < saturation::kStats; ++s) m[s].push(stats[r * saturation::kStats + s]);
-      progress.advance(static_cast<double>(count) * p.normals_per_row());
-    }
-    t.add_row({d, std::int64_t{keys}, static_cast<std::int64_t>(rows), m[0].mean, m[3].mean,
-               m[1].mean, m[4].mean, m[2].mean, m[5].mean});
+  // Chunk-driver work (host/chunks.hpp): chunk i is a run of rows of one d_k, about 2^22
+  // normals of q and keys (so memory stays bounded); its state is the six Moments of its rows,
+  // pushed in row order; the driver folds the chunks' states in chunk order.
+  struct RowChunk {
+    std::size_t dk_index;
+    std::uint64_t first, count;
+  };
+  std::vector<saturation::Params> params;
+  std::vector<RowChunk> chunks;
+  for (std::size_t d = 0; d < dks.size(); ++d) {
+    params.push_back({seed, static_cast<std::uint32_t>(dks[d]), keys});
+    const std::uint64_t per = std::max<std::uint64_t>(
+        1, (std::uint64_t{1} << 22) / static_cast<std::uint64_t>(params[d].normals_per_row()));
+    for (std::uint64_t r0 = 0; r0 < rows; r0 += per)
+      chunks.push_back({d, r0, std::min(per, rows - r0)});
   }
-  progress.finish();
+  std::vector<std::array<Moments, saturation::kStats>> m(dks.size());
+  std::vector<double> stats;
+  ChunkJob job;
+  job.label = "softmax-saturation";
+  job.unit = "normals";
+  job.chunks = chunks.size();
+  job.work = [&](std::uint64_t i) {
+    return static_cast<double>(chunks[i].count) * params[chunks[i].dk_index].normals_per_row();
+  };
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count; ++i) {
+      const RowChunk& c = chunks[i];
+      stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
+      ctx.backend.saturation_rows(params[c.dk_index], c.first, static_cast<std::int64_t>(c.count),
+                                  stats.data());
+      Moments part[saturation::kStats];
+      for (std::uint64_t r = 0; r < c.count; ++r)
+        for (int k = 0; k < saturation::kStats; ++k)
+          part[k].push(stats[r * saturation::kStats + k]);
+      ChunkState s = ChunkState::array();
+      for (const Moments& p : part) s.push_back(exact(p));
+      states.push_back(std::move(s));
+    }
+    return states;
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    auto& to = m[chunks[i].dk_index];
+    for (int k = 0; k < saturation::kStats; ++k) to[k] = merge(to[k], exact_moments(s.at(k)));
+  };
+  job.save = [&] {
+    ChunkState s = ChunkState::array();
+    for (const auto& d : m)
+      for (const Moments& x : d) s.push_back(exact(x));
+    return s;
+  };
+  job.load = [&](const ChunkState& s) {
+    for (std::size_t d = 0; d < m.size(); ++d)
+      for (int k = 0; k < saturation::kStats; ++k)
+        m[d][k] = exact_moments(s.at(d * saturation::kStats + k));
+  };
+  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  for (std::size_t d = 0; d < dks.size(); ++d) {
+    const auto& x = m[d];
+    t.add_row({dks[d], std::int64_t{keys}, static_cast<std::int64_t>(rows), x[0].mean, x[3].mean,
+               x[1].mean, x[4].mean, x[2].mean, x[5].mean});
+  }
   const double n = keys;
   t.notes.push_back(
       "equal scores would give max weight 1/n = " + std::to_string(1 / n).substr(0, 6) +
@@ -112,7 +152,8 @@ const Experiment& softmax_saturation_experiment() {
        param::u64("--seed", "0", "Seed of the generator")},
       {{"softmax-saturation", true, figure_script}},
       {"demo --table softmax-saturation --keys 8"},
-      run};
+      run,
+      true};
   return e;
 }
 

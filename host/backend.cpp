@@ -23,12 +23,12 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-Backend Backend::select(const std::string& requested, int threads) {
+Backend Backend::select(const std::string& requested, int threads, int gpu_index) {
   Backend b;
   if (threads > 0) omp_set_num_threads(threads);
   b.threads_ = omp_get_max_threads();
   if (requested == "cpu") return b;
-  b.gpu_ = query_gpu();
+  b.gpu_ = query_gpu(gpu_index);
   if (b.gpu_.present) {
     b.kind_ = DeviceKind::cuda;
     return b;

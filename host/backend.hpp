@@ -24,8 +24,9 @@ class Backend {
  public:
   // requested: "auto" (CUDA when built with it and a device answers, else CPU with one notice on
   // stderr), "cpu" or "cuda" (throws std::runtime_error when no GPU answers). threads: CPU
-  // threads for the OpenMP loops (0: all cores).
-  static Backend select(const std::string& requested, int threads);
+  // threads for the OpenMP loops (0: all cores). gpu_index: which GPU (modulo the count; an MPI
+  // rank passes its rank on the node).
+  static Backend select(const std::string& requested, int threads, int gpu_index = 0);
 
   DeviceKind kind() const { return kind_; }
   const char* name() const { return kind_ == DeviceKind::cuda ? "cuda" : "cpu"; }

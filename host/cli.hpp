@@ -14,11 +14,12 @@ struct CompareRequest {
 };
 
 struct Cli {
-  enum class Action { run, compare, done };
+  enum class Action { run, compare, merge, done };
   Action action = Action::run;
   int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
   Options options;
   CompareRequest compare;
+  std::vector<std::string> merge_dirs;  // demo merge DIR...
   std::vector<std::string> warnings;  // e.g. options that none of the chosen tables uses
 };
 

@@ -14,7 +14,7 @@ std::string version_string(int v) {  // 12040 -> "12.4"
 
 }  // namespace
 
-GpuInfo query_gpu() {
+GpuInfo query_gpu(int index) {
   GpuInfo g;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -32,8 +32,14 @@ GpuInfo query_gpu() {
     g.why_not = "no CUDA device";
     return g;
   }
+  const int device = index % count;  // ranks on a node share its GPUs round-robin
+  if (cudaSetDevice(device) != cudaSuccess) {
+    g.why_not = "cudaSetDevice(" + std::to_string(device) + ") failed";
+    cudaGetLastError();
+    return g;
+  }
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     g.why_not = "cudaGetDeviceProperties failed";
     return g;
   }

@@ -17,7 +17,9 @@ struct GpuInfo {
   std::string why_not;  // when !present: the reason, for the one-line notice
 };
 
-// Asks the CUDA runtime for device 0. Any error means "no device" (DESIGN.md).
-GpuInfo query_gpu();
+// Asks the CUDA runtime for device `index` modulo the device count (an MPI rank's rank on its
+// node, so that each rank drives its own GPU) and makes it the current device. Any error means
+// "no device" (DESIGN.md).
+GpuInfo query_gpu(int index = 0);
 
 }  // namespace attn

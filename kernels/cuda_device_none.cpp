@@ -3,7 +3,8 @@
 
 namespace attn {
 
-GpuInfo query_gpu() {
+GpuInfo query_gpu(int index) {
+  (void)index;
   GpuInfo g;
   g.why_not = "this build has no CUDA backend";
   return g;
