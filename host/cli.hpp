@@ -20,7 +20,7 @@ struct Cli {
   Options options;
   CompareRequest compare;
   std::vector<std::string> merge_dirs;  // demo merge DIR...
-  std::vector<std::string> warnings;  // e.g. options that none of the chosen tables uses
+  std::vector<std::string> warnings;    // e.g. options that none of the chosen tables uses
 };
 
 // Parses and checks everything before any work starts. Help, --version and --list print to
