@@ -14,15 +14,14 @@
 namespace attn::cluster {
 namespace {
 
-// Processes the launcher started, from its environment; 0 when none says.
+// Processes the launcher started, from its environment: 0 when no launcher says so, -1 when
+// one did (PMIx) without saying how many.
 int launched_size() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
-    // SLURM_NTASKS alone does not mean MPI: only together with a PMI/PMIx variable.
-    if (std::string(v) == "SLURM_NTASKS" && !std::getenv("PMIX_RANK") && !std::getenv("PMI_RANK"))
-      continue;
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
     if (const char* s = std::getenv(v)) return std::atoi(s);
-  }
-  return std::getenv("PMIX_RANK") ? 2 : 0;  // PMIx without a size: MPI decides
+  const bool pmi = std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  if (pmi && std::getenv("SLURM_NTASKS")) return std::atoi(std::getenv("SLURM_NTASKS"));
+  return pmi ? -1 : 0;
 }
 
 int g_rank = 0, g_size = 1, g_local = 0;
@@ -57,7 +56,7 @@ bool built_with_mpi() {
 
 void init(int* argc, char*** argv) {
   const int launched = launched_size();
-  if (launched <= 1) return;
+  if (launched == 0 || launched == 1) return;
 #if defined(ATTNLAB_WITH_MPI)
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -71,6 +70,7 @@ void init(int* argc, char*** argv) {
 #else
   (void)argc;
   (void)argv;
+  if (launched < 0) return;  // a launcher that did not say how many: run as one
   throw std::runtime_error(
       "this demo was built without MPI, but the launcher started " + std::to_string(launched) +
       " processes (each would run the whole job): install libopenmpi-dev and rebuild "

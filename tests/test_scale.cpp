@@ -295,6 +295,15 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+TEST(Mpi, ABuildWithoutMpiSaysSoWhenALauncherStartsSeveral) {
+  if (cluster::built_with_mpi()) GTEST_SKIP() << "this build has MPI";
+  const auto r = test::run_command("OMPI_COMM_WORLD_SIZE=3 " + std::string(ATTN_DEMO) + " " +
+                                   kBulk[0] + " -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("built without MPI"), std::string::npos) << r.err;
+}
+
 TEST(ExactStates, DoublesRoundTripBitForBit) {
   const std::vector<double> v = {0.0,       -0.0,   1.0 / 3,           1e-310, -2.5e300, INFINITY,
                                  -INFINITY, 5e-324, 0.7317287020936569};
