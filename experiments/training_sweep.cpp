@@ -121,6 +121,8 @@ std::vector<Table> run(const RunContext& ctx) {
       chunks.push_back({c, i0, std::min(kSeedsPerChunk, n - i0)});
   }
   std::vector<Summary> summaries(configs.size());
+  if (reports_results(ctx.opt))  // the process that folds keeps every weight: 8 bytes a seed
+    for (Summary& s : summaries) s.weights.reserve(static_cast<std::size_t>(n));
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<tiny::TrainResult> results;
   ChunkJob job;
@@ -185,6 +187,7 @@ std::vector<Table> run(const RunContext& ctx) {
   job.load = [&](const ChunkState& j) {
     for (std::size_t c = 0; c < summaries.size(); ++c) {
       summaries[c] = Summary{};
+      summaries[c].weights.reserve(static_cast<std::size_t>(n));
       fold_state(summaries[c], j.at(c));
     }
   };

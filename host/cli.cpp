@@ -20,8 +20,12 @@ std::string examples_text() {
       "  demo                                   every table of the lesson (--table all)\n";
   for (const auto& e : experiments())
     for (const auto& line : e.examples) s += "  " + line + "\n";
-  s += "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
-       "  demo compare a.json b.json --tolerance 1e-12\n";
+  s +=
+      "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
+      "  demo compare a.json b.json --tolerance 1e-12\n"
+      "  mpirun -np 8 demo --table ...           split a bulk table's chunks over MPI ranks\n"
+      "  demo --table ... --shard 0/3 --out p0   part 0 of 3; then: demo merge p0 p1 p2 --out DIR\n"
+      "  demo --table ... --checkpoint run.ckpt  resumable: the same command continues\n";
   return s;
 }
 
