@@ -15,6 +15,8 @@
 #include "dkstd_numpy.hpp"
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
+#include "host/chunks.hpp"
+#include "host/cluster.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -45,25 +47,71 @@ std::optional<std::pair<double, double>> std_interval(const Moments& m, double m
 
 namespace {
 
-Moments philox_moments(const Backend& b, std::uint64_t samples, std::uint32_t d_k,
-                       std::uint64_t seed, Monitor& monitor) {
-  const dkstd::Plan plan = dkstd::make_plan(samples, d_k, seed);
-  const std::uint64_t wave = b.dkstd_chunks_per_call();
-  // Waves of about 0.1 s (chunks merge left to right whatever the waves: same result).
-  ChunkPacer pacer(8, 2, wave);
-  std::vector<Moments> parts(static_cast<std::size_t>(std::min(wave, plan.chunks())));
-  Moments total;
-  for (std::uint64_t c0 = 0, count = 0; c0 < plan.chunks(); c0 += count) {
-    monitor.checkpoint();
-    count = pacer.next(plan.chunks() - c0);
-    b.dkstd_chunks(plan, c0, count, parts.data());
-    pacer.done();
-    for (std::uint64_t i = 0; i < count; ++i) total = merge(total, parts[i]);
-    const std::uint64_t done =
-        std::min(samples, (c0 + count) * plan.chunk_samples()) - c0 * plan.chunk_samples();
-    monitor.advance(2.0 * static_cast<double>(done) * d_k);
+// The philox table as chunk-driver work (host/chunks.hpp): chunk i is kGroup consecutive sampler
+// chunks (kernels/dkstd.hpp, about 2^20 normals each) of one d_k; its state is their Moments,
+// merged left to right; the driver folds the chunks' states left to right per d_k. So the
+// merge tree is fixed by (N, d_k list) alone.
+constexpr std::uint64_t kGroup = 256;
+
+struct PhiloxChunk {
+  std::size_t dk_index;
+  std::uint64_t first, count;  // sampler chunks [first, first + count) of that d_k
+};
+
+bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks, std::uint64_t n,
+                    std::uint64_t seed, std::vector<Moments>& totals) {
+  std::vector<dkstd::Plan> plans;
+  std::vector<PhiloxChunk> chunks;
+  for (std::size_t d = 0; d < dks.size(); ++d) {
+    plans.push_back(dkstd::make_plan(n, static_cast<std::uint32_t>(dks[d]), seed));
+    for (std::uint64_t c = 0; c < plans[d].chunks(); c += kGroup)
+      chunks.push_back({d, c, std::min(kGroup, plans[d].chunks() - c)});
   }
-  return total;
+  totals.assign(dks.size(), Moments{});
+  ChunkJob job;
+  job.label = "dk-std";
+  job.unit = "normals";
+  job.chunks = chunks.size();
+  job.batch = std::max<std::uint64_t>(1, ctx.backend.dkstd_chunks_per_call() / kGroup);
+  job.work = [&](std::uint64_t i) {
+    const PhiloxChunk& c = chunks[i];
+    const dkstd::Plan& p = plans[c.dk_index];
+    const std::uint64_t samples = p.chunk_end(c.first + c.count - 1) - p.chunk_first(c.first);
+    return 2.0 * static_cast<double>(samples) * p.d_k;
+  };
+  std::vector<Moments> parts;
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count;) {
+      // One backend call for the consecutive chunks of one d_k.
+      std::uint64_t j = i, sampler_chunks = 0;
+      while (j < first + count && chunks[j].dk_index == chunks[i].dk_index)
+        sampler_chunks += chunks[j++].count;
+      parts.resize(static_cast<std::size_t>(sampler_chunks));
+      ctx.backend.dkstd_chunks(plans[chunks[i].dk_index], chunks[i].first, sampler_chunks,
+                               parts.data());
+      std::size_t k = 0;
+      for (; i < j; ++i) {
+        Moments m;
+        for (std::uint64_t c = 0; c < chunks[i].count; ++c) m = merge(m, parts[k++]);
+        states.push_back(exact(m));
+      }
+    }
+    return states;
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    Moments& t = totals[chunks[i].dk_index];
+    t = merge(t, exact_moments(s));
+  };
+  job.save = [&] {
+    ChunkState s = ChunkState::array();
+    for (const Moments& m : totals) s.push_back(exact(m));
+    return s;
+  };
+  job.load = [&](const ChunkState& s) {
+    for (std::size_t d = 0; d < totals.size(); ++d) totals[d] = exact_moments(s.at(d));
+  };
+  return run_chunks(ctx.opt, job);
 }
 
 // The figure: std against d_k with sqrt(d_k), and the relative error with its interval.
@@ -124,25 +172,44 @@ std::vector<Table> run(const RunContext& ctx) {
                {"kurtosis", "%.3f"},
                {"kurtosis_theory", "%.3f"},
                {"rng"}};
-  // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
-  Progress progress("dk-std", normals, "normals", ctx.opt.quiet);
-  dkstd::NumpyStream stream(seed);
-  for (std::int64_t d : dks) {
+  std::vector<Moments> moments;
+  if (numpy) {
+    if (ctx.opt.shards > 0)
+      throw std::invalid_argument(
+          "--shard: --rng numpy is one sequential stream and cannot be split; use --rng philox");
+    if (!reports_results(ctx.opt)) return {};  // MPI: the stream stays on rank 0
+    if (cluster::size() > 1)
+      spdlog::warn(
+          "--rng numpy: one sequential stream, drawn on rank 0 alone (the other {} "
+          "ranks wait); --rng philox splits across ranks",
+          cluster::size() - 1);
+    if (!ctx.opt.checkpoint.empty())
+      spdlog::warn("--rng numpy: one sequential stream, not checkpointed (--rng philox is)");
+    // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
+    Progress progress("dk-std", normals, "normals", ctx.opt.quiet);
+    dkstd::NumpyStream stream(seed);
+    for (std::int64_t d : dks)
+      moments.push_back(stream.next_block(n, static_cast<std::uint32_t>(d), progress));
+    progress.finish();
+  } else if (!philox_moments(ctx, dks, n, seed, moments)) {
+    return {};  // a shard or another MPI rank: rank 0 / demo merge makes the table
+  }
+  for (std::size_t i = 0; i < dks.size(); ++i) {
+    const std::int64_t d = dks[i];
     const auto d_k = static_cast<std::uint32_t>(d);
-    const Moments m = numpy ? stream.next_block(n, d_k, progress)
-                            : philox_moments(ctx.backend, n, d_k, seed, progress);
+    const Moments& m = moments[i];
     const double sd = m.stddev(), root = std::sqrt(static_cast<double>(d_k));
     const auto ci = std_interval(m);
     t.add_row({d, static_cast<std::int64_t>(n), sd, sd / root, ci ? Cell(ci->first) : Cell(),
                ci ? Cell(ci->second) : Cell(), root, 1.0, sd / root - 1.0, m.kurtosis(),
                3.0 + 6.0 / d_k, std::string(numpy ? "numpy" : "philox")});
   }
-  progress.finish();
   if (numpy) {
     t.notes.push_back("rng numpy: one numpy default_rng(" + std::to_string(seed) +
                       ") stream, q then k for each d_k in turn (the lesson's draws, exactly)");
     t.run = {{"generator", "numpy default_rng (SeedSequence, PCG64, 256-layer ziggurat)"},
              {"why_host", "numpy's stream is sequential; it runs on the host in every build"}};
+    if (cluster::size() > 1) t.run["ranks_used"] = "rank 0 alone (numpy's stream is sequential)";
   } else {
     t.notes.push_back("rng philox: Philox4x32-10 keyed by seed " + std::to_string(seed) +
                       ", counter (block, d_k, sample); float32 Box-Muller normals");
@@ -183,7 +250,8 @@ const Experiment& dk_std_experiment() {
       {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy stream",
        "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a GPU, about 10 "
        "minutes on 2 CPU cores)"},
-      run};
+      run,
+      true};
   return e;
 }
 

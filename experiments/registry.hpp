@@ -40,6 +40,9 @@ struct Experiment {
   std::vector<Figure> figures;
   std::vector<std::string> examples;  // --help lines: "demo --table NAME ...   what it does"
   std::vector<Table> (*run)(const RunContext&);
+  // A bulk table: its work goes through the chunk driver (host/chunks.hpp), so it can be split
+  // over MPI ranks and --shard parts, and resumed from --checkpoint.
+  bool chunked = false;
 };
 
 // Every table, in the order of --table all and --list.

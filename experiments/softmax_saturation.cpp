@@ -3,13 +3,14 @@
 // mean Frobenius norm of the softmax Jacobian, without and with the 1/sqrt(d_k) scaling.
 // Without it, the scores' std grows like sqrt(d_k): max weight -> 1, entropy -> 0 and the
 // Jacobian (which carries every gradient through softmax) -> 0.
+#include <array>
 #include <cmath>
 #include <sstream>
 
 #include "experiments/registry.hpp"
+#include "host/chunks.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
-#include "host/progress.hpp"
 #include "saturation.hpp"
 
 namespace attn {
@@ -63,52 +64,95 @@ std::vector<Table> run(const RunContext& ctx) {
                {"entropy_scaled", "%.4f"},
                {"jacobian_norm_unscaled", "%.4f"},
                {"jacobian_norm_scaled", "%.4f"}};
-  double total_normals = 0;
-  for (std::int64_t d : dks) total_normals += static_cast<double>(rows) * (1 + keys) * d;
-  bool any_non_finite = false;
-  Progress progress("softmax-saturation", total_normals, "normals", ctx.opt.quiet);
-  for (std::int64_t d : dks) {
-    const saturation::Params p{seed, static_cast<std::uint32_t>(d), keys};
-    // Rows per call: about 2^22 normals of q and keys, so memory stays bounded.
-    const std::int64_t chunk = std::max<std::int64_t>(
-        1, (std::int64_t{1} << 22) / static_cast<std::int64_t>(p.normals_per_row()));
-    std::vector<double> stats;
-    Moments m[saturation::kStats];
-    std::int64_t non_finite = 0;  // rows with a non-finite measure: counted, left out
-    // Calls of about 0.1 s (each row is independent: same result whatever the chunks).
-    ChunkPacer pacer(64, 1, static_cast<std::uint64_t>(chunk));
-    for (std::uint64_t r0 = 0, done = 0; r0 < rows; r0 += done) {
-      progress.checkpoint();
-      done = pacer.next(rows - r0);
-      const auto count = static_cast<std::int64_t>(done);
-      stats.resize(static_cast<std::size_t>(count) * saturation::kStats);
-      ctx.backend.saturation_rows(p, r0, count, stats.data());
-      pacer.done();
-      for (std::int64_t r = 0; r < count; ++r) {
+  // Chunk-driver work (host/chunks.hpp): chunk i is a run of rows of one d_k, about 2^22
+  // normals of q and keys (so memory stays bounded); its state is the six Moments of its rows,
+  // pushed in row order; the driver folds the chunks' states in chunk order.
+  struct RowChunk {
+    std::size_t dk_index;
+    std::uint64_t first, count;
+  };
+  std::vector<saturation::Params> params;
+  std::vector<RowChunk> chunks;
+  for (std::size_t d = 0; d < dks.size(); ++d) {
+    params.push_back({seed, static_cast<std::uint32_t>(dks[d]), keys});
+    const std::uint64_t per = std::max<std::uint64_t>(
+        1, (std::uint64_t{1} << 22) / static_cast<std::uint64_t>(params[d].normals_per_row()));
+    for (std::uint64_t r0 = 0; r0 < rows; r0 += per)
+      chunks.push_back({d, r0, std::min(per, rows - r0)});
+  }
+  std::vector<std::array<Moments, saturation::kStats>> m(dks.size());
+  // Rows with a non-finite measure, per d_k: counted and left out of the means.
+  std::vector<std::int64_t> non_finite(dks.size(), 0);
+  std::vector<double> stats;
+  ChunkJob job;
+  job.label = "softmax-saturation";
+  job.unit = "normals";
+  job.chunks = chunks.size();
+  job.work = [&](std::uint64_t i) {
+    return static_cast<double>(chunks[i].count) * params[chunks[i].dk_index].normals_per_row();
+  };
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count; ++i) {
+      const RowChunk& c = chunks[i];
+      stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
+      ctx.backend.saturation_rows(params[c.dk_index], c.first, static_cast<std::int64_t>(c.count),
+                                  stats.data());
+      Moments part[saturation::kStats];
+      std::int64_t bad = 0;
+      for (std::uint64_t r = 0; r < c.count; ++r) {
         const double* row = &stats[r * saturation::kStats];
         bool finite = true;
-        for (int s = 0; s < saturation::kStats; ++s) finite = finite && std::isfinite(row[s]);
+        for (int k = 0; k < saturation::kStats; ++k) finite = finite && std::isfinite(row[k]);
         if (!finite) {
-          ++non_finite;
+          ++bad;
           continue;
         }
-        for (int s = 0; s < saturation::kStats; ++s) m[s].push(row[s]);
+        for (int k = 0; k < saturation::kStats; ++k) part[k].push(row[k]);
       }
-      progress.advance(static_cast<double>(count) * p.normals_per_row());
+      ChunkState s = ChunkState::array();
+      for (const Moments& p : part) s.push_back(exact(p));
+      s.push_back(bad);
+      states.push_back(std::move(s));
     }
-    auto mean = [&](int s) { return m[s].n > 0 ? Cell(m[s].mean) : Cell(); };
-    t.add_row({d, std::int64_t{keys}, static_cast<std::int64_t>(rows), non_finite, mean(0), mean(3),
-               mean(1), mean(4), mean(2), mean(5)});
-    if (non_finite > 0) any_non_finite = true;
-    if (m[0].n == 0)
-      t.notes.push_back("d_k " + std::to_string(d) +
+    return states;
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    auto& to = m[chunks[i].dk_index];
+    for (int k = 0; k < saturation::kStats; ++k) to[k] = merge(to[k], exact_moments(s.at(k)));
+    non_finite[chunks[i].dk_index] += s.at(saturation::kStats).get<std::int64_t>();
+  };
+  job.save = [&] {
+    ChunkState s = ChunkState::array();
+    for (std::size_t d = 0; d < m.size(); ++d) {
+      for (const Moments& x : m[d]) s.push_back(exact(x));
+      s.push_back(non_finite[d]);
+    }
+    return s;
+  };
+  job.load = [&](const ChunkState& s) {
+    for (std::size_t d = 0; d < m.size(); ++d) {
+      const std::size_t at = d * (saturation::kStats + 1);
+      for (int k = 0; k < saturation::kStats; ++k) m[d][k] = exact_moments(s.at(at + k));
+      non_finite[d] = s.at(at + saturation::kStats).get<std::int64_t>();
+    }
+  };
+  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  bool any_non_finite = false;
+  for (std::size_t d = 0; d < dks.size(); ++d) {
+    const auto& x = m[d];
+    auto mean = [&](int k) { return x[k].n > 0 ? Cell(x[k].mean) : Cell(); };
+    t.add_row({dks[d], std::int64_t{keys}, static_cast<std::int64_t>(rows), non_finite[d], mean(0),
+               mean(3), mean(1), mean(4), mean(2), mean(5)});
+    any_non_finite = any_non_finite || non_finite[d] > 0;
+    if (x[0].n == 0)
+      t.notes.push_back("d_k " + std::to_string(dks[d]) +
                         ": every row had a non-finite measure: no means");
   }
   if (any_non_finite)
     t.notes.push_back(
         "non_finite: rows with a non-finite max weight, entropy or ||J||_F, counted and left out "
         "of the means (which are over samples - non_finite rows)");
-  progress.finish();
   const double n = keys;
   t.notes.push_back("equal scores would give max weight 1/n = " + human_number(1 / n) +
                     ", entropy ln n = " + human_number(std::log(n)) +
@@ -134,7 +178,8 @@ const Experiment& softmax_saturation_experiment() {
        param::u64("--seed", "0", "Seed of the generator")},
       {{"softmax-saturation", true, figure_script}},
       {"demo --table softmax-saturation --keys 8"},
-      run};
+      run,
+      true};
   return e;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "host/chunks.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
@@ -102,6 +103,45 @@ SweepSummary::Row SweepSummary::finish(const std::vector<double>& probs, const B
   }
   for (std::size_t i = 0; i < probs.size(); ++i) r.quantiles[i] = q[i];
   return r;
+}
+
+nlohmann::json SweepSummary::to_state() const {
+  nlohmann::json bins = nlohmann::json::array();  // [index, count] of the non-empty bins
+  for (std::size_t b = 0; b < bins_.size(); ++b)
+    if (bins_[b] != 0) bins.push_back({b, bins_[b]});
+  return {{"runs", runs_},
+          {"diverged", diverged_},
+          {"converged", converged_},
+          {"moments", attn::exact(moments_)},
+          {"min", attn::exact(min_)},
+          {"max", attn::exact(max_)},
+          {"figure_bins", figure_bins_},
+          {"binned", binned_},
+          {"values", exact_vector(values_)},
+          {"bins", bins}};
+}
+
+void SweepSummary::merge_state(const nlohmann::json& j) {
+  SweepSummary o(budget_, converged_below_);
+  o.runs_ = j.at("runs").get<std::int64_t>();
+  o.diverged_ = j.at("diverged").get<std::int64_t>();
+  o.converged_ = j.at("converged").get<std::int64_t>();
+  o.moments_ = exact_moments(j.at("moments"));
+  o.min_ = exact_double(j.at("min"));
+  o.max_ = exact_double(j.at("max"));
+  o.figure_bins_ = j.at("figure_bins").get<std::vector<std::int64_t>>();
+  if (o.figure_bins_.size() != static_cast<std::size_t>(kFigureBins))
+    throw std::invalid_argument("a sweep state with the wrong number of bins");
+  if (j.at("binned").get<bool>()) {
+    if (!o.binned_) o.spill();
+    for (const auto& pair : j.at("bins"))
+      o.bins_.at(pair.at(0).get<std::size_t>()) += pair.at(1).get<std::int64_t>();
+  } else {
+    o.binned_ = false;
+    o.bins_.clear();
+    append_exact_vector(j.at("values").get<std::string>(), o.values_);
+  }
+  merge(o);
 }
 
 }  // namespace attn

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,12 @@ class SweepSummary {
   Row finish(const std::vector<double>& probs, const Backend& backend);
 
   std::int64_t runs() const { return runs_; }
+
+  // The state as JSON, exact (doubles as hex floats, host/chunks.hpp; the quantile bins sparse),
+  // and the merge of such a state: the partial states of the chunk driver (shards, MPI ranks,
+  // checkpoints). merge_state(s.to_state()) is merge(s) bit for bit.
+  nlohmann::json to_state() const;
+  void merge_state(const nlohmann::json& state);
   bool exact() const { return !binned_; }
 
  private:

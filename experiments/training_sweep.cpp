@@ -12,9 +12,9 @@
 #include "experiments/registry.hpp"
 #include "experiments/sweep_summary.hpp"
 #include "experiments/training_common.hpp"
+#include "host/chunks.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
-#include "host/progress.hpp"
 
 namespace attn {
 namespace {
@@ -60,23 +60,49 @@ std::string histogram_script(const Table& t) {
   return s.str();
 }
 
+// Chunk-driver work (host/chunks.hpp): chunk i is seeds_per_chunk() consecutive seeds of one
+// config; its state is their SweepSummary (moments pushed in seed order, extremes, histograms,
+// counts, the finite weights for exact quantiles, and the --per-seed rows); the driver folds the
+// states in chunk order, so every split gives the same bits.
+// Seeds per chunk: about 2^21 gradient evaluations (a numeric gradient costs ~6 analytic ones),
+// a power of two in [16, 4096], so that one chunk takes well under a second on one CPU core and
+// a stop is seen soon. Fixed by the request alone, like every chunking here.
+std::uint64_t seeds_per_chunk(const tiny::TrainOptions& train) {
+  const double cost =
+      static_cast<double>(train.steps) * (train.grad == tiny::Grad::numeric ? 6 : 1);
+  std::uint64_t seeds = 4096;
+  while (seeds > 16 && static_cast<double>(seeds) * cost > 2097152.0) seeds /= 2;
+  return seeds;
+}
+
+struct SeedChunk {
+  std::size_t config;
+  std::uint64_t first, count;  // seeds.at(first .. first + count - 1)
+};
+
+ChunkState chunk_state(const SweepSummary& s, const std::string& rows, bool with_rows) {
+  ChunkState j = s.to_state();
+  if (with_rows) j["rows"] = rows;
+  return j;
+}
+
 std::vector<Table> run(const RunContext& ctx) {
   const auto& configs = ctx.get<std::vector<std::string>>("--configs");
   const auto& seeds = ctx.get<SeedSet>("--seeds");
   const std::uint64_t n = seeds.size();
-  const std::uint64_t chunk = ctx.backend.seeds_per_call();
   const tiny::TrainOptions train = train_options(ctx.settings);
   const double converged_below = ctx.get<double>("--converged-below");
   const std::string& per_seed_file = ctx.get<std::string>("--per-seed");
   const std::uint64_t budget = ctx.get<std::uint64_t>("--quantile-budget");
+  if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
+    throw std::invalid_argument(
+        "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
 
   std::unique_ptr<AtomicFile> per_seed;
-  if (!per_seed_file.empty()) {
+  if (!per_seed_file.empty() && reports_results(ctx.opt)) {
     per_seed = std::make_unique<AtomicFile>(per_seed_file, ctx.opt.force);
     per_seed->write("config,seed,weight_on_apple,out_x,out_y,loss\n");
   }
-  Progress progress("training-sweep", static_cast<double>(n) * configs.size() * train.steps,
-                    "model-steps", ctx.opt.quiet);
   Table t;
   t.name = "training-sweep";
   t.title = "sweet's weight on apple across seeds: spread when W_V trains, pinned when fixed";
@@ -84,43 +110,85 @@ std::vector<Table> run(const RunContext& ctx) {
       {"config"},      {"seeds"},       {"diverged"},          {"mean", "%.4f"}, {"std", "%.4f"},
       {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},       {"p50", "%.4f"},  {"p75", "%.4f"},
       {"p95", "%.4f"}, {"max", "%.4f"}, {"converged", "%.4f"}, {"quantiles"}};
-  nlohmann::json hist = nlohmann::json::object();
+  std::vector<tiny::Config> cs;
+  for (const std::string& name : configs) cs.push_back(config_from_name(name));
+  // Chunk i, computed (not stored: a sweep may have 2^53 seeds).
+  const std::uint64_t kSeedsPerChunk = seeds_per_chunk(train);
+  const std::uint64_t per_config = (n + kSeedsPerChunk - 1) / kSeedsPerChunk;
+  const auto chunk_of = [&](std::uint64_t i) {
+    const std::uint64_t first = (i % per_config) * kSeedsPerChunk;
+    return SeedChunk{static_cast<std::size_t>(i / per_config), first,
+                     std::min(kSeedsPerChunk, n - first)};
+  };
+  std::vector<SweepSummary> summaries(configs.size(), SweepSummary(budget, converged_below));
+  if (reports_results(ctx.opt))  // the process that folds keeps the weights (up to the budget)
+    for (SweepSummary& s : summaries) s.reserve(n);
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<tiny::TrainResult> results;
-  bool any_binned = false, any_diverged = false;
-  for (const std::string& name : configs) {
-    const tiny::Config c = config_from_name(name);
-    SweepSummary s(budget, converged_below);
-    s.reserve(n);
-    // Chunks of about 0.1 s (up to `chunk` seeds), so that a stop signal is seen within a second
-    // and the first progress (and a long run's time estimate) comes early; results do not
-    // depend on the chunks.
-    ChunkPacer pacer(std::max<std::uint64_t>(1, chunk / 256), 16, chunk);
-    for (std::uint64_t i0 = 0, m = 0; i0 < n; i0 += m) {
-      progress.checkpoint();
-      m = pacer.next(n - i0);
-      chunk_seeds.resize(m);
-      results.resize(m);
-      for (std::uint64_t i = 0; i < m; ++i) chunk_seeds[i] = seeds.at(i0 + i);
-      ctx.backend.train_seeds(c, chunk_seeds.data(), static_cast<std::int64_t>(m), train,
+  ChunkJob job;
+  job.label = "training-sweep";
+  job.unit = "model-steps";
+  job.chunks = per_config * configs.size();
+  job.batch = std::max<std::uint64_t>(1, ctx.backend.seeds_per_call() / kSeedsPerChunk);
+  job.work = [&](std::uint64_t i) { return static_cast<double>(chunk_of(i).count) * train.steps; };
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count;) {
+      // One backend call for the consecutive chunks of one config.
+      std::uint64_t j = i;
+      chunk_seeds.clear();
+      for (; j < first + count && chunk_of(j).config == chunk_of(i).config; ++j)
+        for (std::uint64_t k = 0; k < chunk_of(j).count; ++k)
+          chunk_seeds.push_back(seeds.at(chunk_of(j).first + k));
+      results.resize(chunk_seeds.size());
+      ctx.backend.train_seeds(cs[chunk_of(i).config], chunk_seeds.data(),
+                              static_cast<std::int64_t>(chunk_seeds.size()), train,
                               precision(ctx.settings), results.data());
-      std::string rows;
-      for (std::uint64_t i = 0; i < m; ++i) {
-        const tiny::TrainResult& r = results[i];
-        s.push(r.weight_on_apple, r.loss);
-        if (per_seed) {
-          char line[256];
-          std::snprintf(line, sizeof line, "%s,%llu,%.17g,%.17g,%.17g,%.17g\n", name.c_str(),
-                        static_cast<unsigned long long>(chunk_seeds[i]), r.weight_on_apple, r.out_x,
-                        r.out_y, r.loss);
-          rows += line;
+      std::size_t r = 0;
+      for (; i < j; ++i) {
+        const std::string& name = configs[chunk_of(i).config];
+        SweepSummary s(budget, converged_below);
+        std::string rows;
+        for (std::uint64_t k = 0; k < chunk_of(i).count; ++k, ++r) {
+          const tiny::TrainResult& res = results[r];
+          const double w = res.weight_on_apple;
+          s.push(w, res.loss);
+          if (!per_seed_file.empty()) {
+            char line[256];
+            std::snprintf(line, sizeof line, "%s,%llu,%.17g,%.17g,%.17g,%.17g\n", name.c_str(),
+                          static_cast<unsigned long long>(chunk_seeds[r]), w, res.out_x, res.out_y,
+                          res.loss);
+            rows += line;
+          }
         }
+        states.push_back(chunk_state(s, rows, !per_seed_file.empty()));
       }
-      if (per_seed) per_seed->write(rows);
-      pacer.done();
-      progress.advance(static_cast<double>(m) * train.steps);
     }
-    const SweepSummary::Row row = s.finish(kProbs, ctx.backend);
+    return states;
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    summaries[chunk_of(i).config].merge_state(s);
+    if (per_seed) per_seed->write(s.at("rows").get<std::string>());
+  };
+  job.save = [&] {
+    ChunkState j = ChunkState::array();
+    for (const SweepSummary& s : summaries) j.push_back(chunk_state(s, "", false));
+    return j;
+  };
+  job.load = [&](const ChunkState& j) {
+    for (std::size_t c = 0; c < summaries.size(); ++c) {
+      summaries[c] = SweepSummary(budget, converged_below);
+      summaries[c].reserve(n);
+      summaries[c].merge_state(j.at(c));
+    }
+  };
+  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+
+  nlohmann::json hist = nlohmann::json::object();
+  bool any_binned = false, any_diverged = false;
+  for (std::size_t c = 0; c < configs.size(); ++c) {
+    const std::string& name = configs[c];
+    const SweepSummary::Row row = summaries[c].finish(kProbs, ctx.backend);
     auto cell = [](const std::optional<double>& v) { return v ? Cell(*v) : Cell(); };
     t.add_row({name, row.runs, row.diverged, cell(row.mean), cell(row.std), cell(row.min),
                cell(row.quantiles[0]), cell(row.quantiles[1]), cell(row.quantiles[2]),
@@ -133,7 +201,6 @@ std::vector<Table> run(const RunContext& ctx) {
       t.notes.push_back(name + ": all " + std::to_string(row.runs) +
                         " runs diverged (non-finite weight or loss): no statistics");
   }
-  progress.finish();
   if (per_seed) per_seed->commit();
   if (any_diverged)
     t.notes.push_back(
@@ -178,7 +245,8 @@ const Experiment& training_sweep_experiment() {
       params,
       {{"training-sweep", true, histogram_script}},
       {"demo --table training-sweep --seeds 0:1000000 --grad analytic --per-seed runs.csv"},
-      run};
+      run,
+      true};
   return e;
 }
 

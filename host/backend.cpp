@@ -24,12 +24,12 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-Backend Backend::select(const std::string& requested, int threads, int gpu) {
+Backend Backend::select(const std::string& requested, int threads, int gpu, int local_rank) {
   Backend b;
   if (threads > 0) omp_set_num_threads(threads);
   b.threads_ = omp_get_max_threads();
   if (requested == "cpu") return b;
-  b.gpu_ = select_gpu(gpu);
+  b.gpu_ = select_gpu(gpu, local_rank);
   if (b.gpu_.present) {
     if (!b.gpu_.passed_over.empty())
       spdlog::info("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index);

@@ -26,8 +26,10 @@ class Backend {
   // requested: "auto" (CUDA when built with it and a device answers, else CPU with one notice on
   // stderr), "cpu" or "cuda" (throws std::runtime_error when no GPU answers). threads: CPU
   // threads for the OpenMP loops (0: all cores). gpu: the CUDA device ordinal to use (-1: the
-  // first usable one; kernels/cuda_device.hpp says what usable means).
-  static Backend select(const std::string& requested, int threads, int gpu = -1);
+  // first usable one, counting from local_rank % devices; kernels/cuda_device.hpp says what
+  // usable means). local_rank: an MPI rank's rank on its node (0 for one process).
+  static Backend select(const std::string& requested, int threads, int gpu = -1,
+                        int local_rank = 0);
 
   DeviceKind kind() const { return kind_; }
   const char* name() const { return kind_ == DeviceKind::cuda ? "cuda" : "cpu"; }

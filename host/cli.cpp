@@ -22,8 +22,12 @@ std::string examples_text() {
       "  demo                                   every table of the lesson (--table all)\n";
   for (const auto& e : experiments())
     for (const auto& line : e.examples) s += "  " + line + "\n";
-  s += "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
-       "  demo compare a.json b.json --tolerance 1e-12\n";
+  s +=
+      "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
+      "  demo compare a.json b.json --tolerance 1e-12\n"
+      "  mpirun -np 8 demo --table ...           split a bulk table's chunks over MPI ranks\n"
+      "  demo --table ... --shard 0/3 --out p0   part 0 of 3; then: demo merge p0 p1 p2 --out DIR\n"
+      "  demo --table ... --checkpoint run.ckpt  resumable: the same command continues\n";
   return s;
 }
 
@@ -122,6 +126,17 @@ Cli parse_command_line(int argc, char** argv) {
       ->type_name("DIR");
   app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
+  std::string shard, checkpoint_every;
+  app.add_option("--shard", shard,
+                 "Compute part I of N (0 <= I < N) of the bulk tables' chunks and write "
+                 "OUT/NAME.part.json; combine the parts with demo merge")
+      ->type_name("I/N");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "Save finished chunks to FILE (every 30 s and at Ctrl-C); the same command with "
+                 "the same FILE continues from it")
+      ->type_name("FILE");
+  app.add_option("--checkpoint-every", checkpoint_every, "Seconds between checkpoints [30]")
+      ->type_name("S");
 
   // The tables' own flags, from their declarations, grouped by the tables that read them.
   const auto flags = table_flags();
@@ -151,6 +166,11 @@ Cli parse_command_line(int argc, char** argv) {
       ->type_name("X");
 
   add_attention_command(app, cli.attention);
+
+  auto* merge = app.add_subcommand(
+      "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
+  merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
+  merge->fallthrough();  // --out, --format, --force, --quiet, --no-plots are demo's own
 
   try {
     app.parse(argc, argv);
@@ -185,6 +205,29 @@ Cli parse_command_line(int argc, char** argv) {
       if (cmp->count("--atol")) cli.compare.rule.atol = parse_real("--atol", atol, 0, 1e300, false);
       return cli;
     }
+    if (*merge) {
+      cli.action = Cli::Action::merge;
+      const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
+      o.format = f == "csv"        ? Format::csv
+                 : f == "json"     ? Format::json
+                 : f == "markdown" ? Format::markdown
+                                   : Format::table;
+      o.plots = !no_plots;
+      return cli;
+    }
+    if (app.count("--shard")) {
+      const auto slash = shard.find('/');
+      if (slash == std::string::npos)
+        throw std::invalid_argument("--shard " + shard + ": expected I/N, e.g. 0/3");
+      o.shards =
+          static_cast<std::uint64_t>(parse_int("--shard", shard.substr(slash + 1), 1, 1000000));
+      o.shard = static_cast<std::uint64_t>(
+          parse_int("--shard", shard.substr(0, slash), 0, static_cast<std::int64_t>(o.shards) - 1));
+    }
+    if (app.count("--checkpoint") && o.checkpoint.empty())
+      throw std::invalid_argument("--checkpoint: empty file name");
+    if (app.count("--checkpoint-every"))
+      o.checkpoint_seconds = parse_real("--checkpoint-every", checkpoint_every, 0, 1e9, true);
     for (const std::string& name : parse_name_list("--table", table, [] {
            std::vector<std::string> names = {"all"};
            for (const auto& e : experiments()) names.push_back(e.name);
@@ -231,6 +274,15 @@ Cli parse_command_line(int argc, char** argv) {
       (void)Settings::parse(e.params, mine);
     }
     if (app.count("--gpu")) o.gpu = static_cast<int>(parse_int("--gpu", gpu, 0, 1023));
+    if (o.shards > 0)
+      for (const std::string& name : o.tables)
+        if (!find_experiment(name)->chunked) {
+          std::string bulk;
+          for (const auto& e : experiments())
+            if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
+          throw std::invalid_argument("--shard: " + name +
+                                      " has no chunks to split (the bulk tables do: " + bulk + ")");
+        }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo: error: %s\n", e.what());
     cli.exit_code = 2;
@@ -251,8 +303,10 @@ Cli parse_command_line(int argc, char** argv) {
   if (no_plots && o.out_dir.empty())
     cli.warnings.push_back("--no-plots has no effect without --out");
 
-  for (int i = 0; i < argc; ++i)
+  for (int i = 0; i < argc; ++i) {
+    o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
     o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));
+  }
   return cli;
 }
 

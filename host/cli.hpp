@@ -16,13 +16,14 @@ struct CompareRequest {
 };
 
 struct Cli {
-  enum class Action { run, compare, done };
+  enum class Action { run, compare, merge, done };
   Action action = Action::run;
   int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
   Options options;
   CompareRequest compare;
-  AttentionRequest attention;         // `demo attention` (host/attention_command.hpp)
-  std::vector<std::string> warnings;  // e.g. options that none of the chosen tables uses
+  AttentionRequest attention;           // `demo attention` (host/attention_command.hpp)
+  std::vector<std::string> merge_dirs;  // demo merge DIR...
+  std::vector<std::string> warnings;    // e.g. options that none of the chosen tables uses
 };
 
 // Parses and checks everything before any work starts. Help, --version and --list print to

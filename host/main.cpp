@@ -21,7 +21,9 @@
 
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
+#include "host/chunks.hpp"
 #include "host/cli.hpp"
+#include "host/cluster.hpp"
 #include "host/compare.hpp"
 #include "host/format.hpp"
 #include "host/output.hpp"
@@ -152,11 +154,12 @@ int run(const Options& o, bool& created_out_dir) {
   prov.command_line = o.command_line;
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string ranks = cluster::size() > 1 ? cluster::describe_ranks() : "";
   OutputPlan plan;
-  check_outputs(o, plan);
+  if (cluster::is_root()) check_outputs(o, plan);  // rank 0 alone writes
   created_out_dir = plan.created_out_dir;
   OutputSet files;  // after plan: its temporaries go before the locks are released
-  const Backend backend = Backend::select(o.device, o.threads, o.gpu);
+  const Backend backend = Backend::select(o.device, o.threads, o.gpu, cluster::local_rank());
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
   for (const std::string& name : o.tables) {
@@ -164,8 +167,13 @@ int run(const Options& o, bool& created_out_dir) {
     auto made = run_experiment(*find_experiment(name), o, o.given, backend);
     tables.insert(tables.end(), made.begin(), made.end());
   }
+  if (!reports_results(o)) {  // a shard (its part is written) or an MPI rank but 0
+    files.commit_all();
+    return 0;
+  }
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const nlohmann::json provenance = prov.to_json(backend);
+  nlohmann::json provenance = prov.to_json(backend);
+  if (!ranks.empty()) provenance["ranks"] = ranks;
   const std::string printed = render(tables, o.format, provenance);
   if (!o.out_dir.empty()) write_outputs(o, tables, provenance);
   stop_point();
@@ -173,6 +181,21 @@ int run(const Options& o, bool& created_out_dir) {
   files.commit_all();
   if (!o.out_dir.empty()) spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
   return 0;
+}
+
+// `demo merge DIR...`: the parts' own command, parsed again with merge's output options.
+Cli merge_command(const Cli& merge) {
+  std::vector<std::string> words = load_parts(merge.merge_dirs);
+  const Options& m = merge.options;
+  if (!m.out_dir.empty()) words.insert(words.end(), {"--out", m.out_dir});
+  const char* formats[] = {"table", "csv", "json", "markdown"};
+  words.insert(words.end(), {"--format", formats[static_cast<int>(m.format)]});
+  if (m.force) words.push_back("--force");
+  if (m.quiet) words.push_back("--quiet");
+  if (!m.plots) words.push_back("--no-plots");
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data());
 }
 
 // A closed stdout would let the next open() take descriptor 1 and receive the results; a
@@ -188,7 +211,7 @@ bool standard_descriptors_ok() {
 
 int main_checked(int argc, char** argv) {
   const bool stdout_open = standard_descriptors_ok();
-  const Cli cli = parse_command_line(argc, argv);  // opens no file
+  Cli cli = parse_command_line(argc, argv);  // opens no file
   if (!stdout_open && cli.action != Cli::Action::done) {
     std::fputs("demo: error: stdout is closed; results go to stdout\n", stderr);
     return cli.action == Cli::Action::compare ? 2 : 1;
@@ -204,24 +227,60 @@ int main_checked(int argc, char** argv) {
   }
   if (cli.action == Cli::Action::compare)
     return run_compare(cli.compare.a, cli.compare.b, cli.compare.rule);
+  if (cli.action == Cli::Action::merge) {
+    try {
+      cli = merge_command(cli);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "demo: error: %s\n", e.what());
+      return 2;
+    }
+    if (cli.action == Cli::Action::done) return cli.exit_code;
+  }
   setup_logging(cli.options);
-  for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
-  install_stop_handler();
-  if (cli.attention.chosen) return run_attention_command(cli.attention, cli.options.command_line);
-  bool created_out_dir = false;
+  install_stop_handler();  // before MPI starts, so that mpirun's SIGTERM finds it
+  if (cli.attention.chosen) {
+    for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
+    return run_attention_command(cli.attention, cli.options.command_line);
+  }
   try {
-    return run(cli.options, created_out_dir);
+    cluster::init(&argc, &argv);
+    // Only rank 0 speaks (its notices hold for the job); the others say warnings and errors.
+    if (!cluster::is_root()) spdlog::set_level(spdlog::level::warn);
+    install_stop_handler();       // again: MPI may have set its own
+    prepare_chunks(cli.options);  // --shard and --checkpoint checked before any work
+  } catch (const std::exception& e) {
+    if (cluster::is_root()) std::fprintf(stderr, "demo: error: %s\n", e.what());
+    if (cluster::size() > 1) cluster::abort(2);
+    return 2;
+  }
+  if (cluster::is_root())
+    for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
+  bool created_out_dir = false;
+  // Under MPI a rank's errors name the rank, and end the whole job (never a hang).
+  const std::string who =
+      cluster::size() > 1 ? "rank " + std::to_string(cluster::rank()) + ": " : "";
+  int status = 0;
+  try {
+    status = run(cli.options, created_out_dir);
   } catch (const Interrupted&) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    std::fprintf(stderr, "\ndemo: interrupted (%s); no results written\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (cluster::is_root())
+      std::fprintf(stderr, "\ndemo: interrupted (%s); no results written\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (cluster::size() > 1) std::_Exit(128 + sig);  // every rank was signalled (mpirun forwards)
     return 128 + sig;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
-    std::fprintf(stderr, "demo: error: %s\n", e.what());
+    std::fprintf(stderr, "demo: error: %s%s\n", who.c_str(), e.what());
+    if (cluster::size() > 1) {
+      std::fflush(stderr);
+      cluster::abort(1);
+    }
     return 1;
   }
+  cluster::finalize();
+  return status;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // table reads is declared by the table itself (host/settings.hpp, experiments/registry.hpp).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct Options {
   bool force = false;   // --force: replace existing files under --out (and output-file flags)
   bool plots = true;    // --no-plots turns figures off
   std::string command_line;
+  std::vector<std::string> argv;  // the words of the command line, argv[0] as "demo"
+  // Beyond one process (host/chunks.hpp): --shard I/N (shards == 0: off), --checkpoint FILE
+  // saved every checkpoint_seconds and at Ctrl-C.
+  std::uint64_t shard = 0, shards = 0;
+  std::string checkpoint;
+  double checkpoint_seconds = 30;
 };
 
 }  // namespace attn

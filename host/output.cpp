@@ -253,4 +253,20 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir, const 
   return removed;
 }
 
+void write_file_now(const std::string& path, const std::string& data) {
+  refuse_existing(path, true);
+  const std::string tmp = AtomicFile::temporary_name(path);
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() &&
+                  std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const int err = errno;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(ok ? errno : err);
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + why);
+  }
+}
+
 }  // namespace attn

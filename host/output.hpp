@@ -61,6 +61,11 @@ class AtomicFile {
 // Writes a whole file atomically (AtomicFile in one go).
 void write_file_atomic(const std::string& path, const std::string& data, bool overwrite);
 
+// Writes a whole file atomically and renames it into place now, even while an OutputSet lives:
+// for state that must survive an interrupted run (a --checkpoint). Replaces a regular file at
+// path; refuses anything else (refuse_existing). Throws std::runtime_error.
+void write_file_now(const std::string& path, const std::string& data);
+
 // One run's files, made visible together. At most one lives at a time (the run's); commits
 // made while it lives are deferred to commit_all(). Destroyed without commit_all(), it removes
 // every temporary file it holds.

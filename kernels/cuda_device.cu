@@ -47,7 +47,7 @@ std::string try_device(int i, const cudaDeviceProp& prop) {
   return "";
 }
 
-GpuInfo select_uncached(int requested) {
+GpuInfo select_uncached(int requested, int local_rank) {
   GpuInfo g;
   g.targets = ATTNLAB_CUDA_TARGETS;
   const cudaError_t e = cudaGetDeviceCount(&g.count);
@@ -70,9 +70,12 @@ GpuInfo select_uncached(int requested) {
                 std::to_string(g.count) + " CUDA device(s), numbered from 0";
     return g;
   }
-  const int first = requested >= 0 ? requested : 0;
-  const int last = requested >= 0 ? requested : g.count - 1;
-  for (int i = first; i <= last; ++i) {
+  // --gpu N: that device alone. Else every device once, starting at the local rank's share (MPI
+  // ranks on a node spread over its GPUs round-robin; one process starts at device 0).
+  const int first = requested >= 0 ? requested : local_rank % g.count;
+  const int tries = requested >= 0 ? 1 : g.count;
+  for (int t = 0; t < tries; ++t) {
+    const int i = (first + t) % g.count;
     cudaDeviceProp prop{};
     std::string why;
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess)
@@ -103,12 +106,13 @@ GpuInfo select_uncached(int requested) {
 
 }  // namespace
 
-GpuInfo select_gpu(int requested) {
+GpuInfo select_gpu(int requested, int local_rank) {
   static std::mutex mutex;
-  static std::map<int, GpuInfo> cache;
+  static std::map<std::pair<int, int>, GpuInfo> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(requested);
-  if (it == cache.end()) it = cache.emplace(requested, select_uncached(requested)).first;
+  const std::pair<int, int> key{requested, requested >= 0 ? 0 : local_rank};
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, select_uncached(key.first, key.second)).first;
   if (it->second.present) cudaSetDevice(it->second.index);  // current on this thread too
   return it->second;
 }

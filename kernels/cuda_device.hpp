@@ -22,13 +22,14 @@ struct GpuInfo {
 };
 
 // Chooses a GPU and makes it the calling thread's current device. requested < 0: the first
-// usable device in ordinal order; requested >= 0: that device or none. A device is usable when
-// its compute mode is not "prohibited", a context can be created on it (cudaSetDevice then
-// cudaFree(0): fails for a GPU held by another process in exclusive mode), and this build's
-// kernels can run on it (cudaFuncGetAttributes on a probe kernel: fails with "no kernel image"
-// for a GPU older than the built targets). Any failure means "no device" with the reason in
-// why_not; nothing throws. The answer is computed once per process and per `requested`.
-GpuInfo select_gpu(int requested = -1);
+// usable device in ordinal order, starting at device local_rank % count (an MPI rank's rank on
+// its node, so that ranks spread over the node's GPUs); requested >= 0: that device or none. A
+// device is usable when its compute mode is not "prohibited", a context can be created on it
+// (cudaSetDevice then cudaFree(0): fails for a GPU held by another process in exclusive mode), and
+// this build's kernels can run on it (cudaFuncGetAttributes on a probe kernel: fails with "no
+// kernel image" for a GPU older than the built targets). Any failure means "no device" with the
+// reason in why_not; nothing throws. The answer is computed once per process and per `requested`.
+GpuInfo select_gpu(int requested = -1, int local_rank = 0);
 
 // select_gpu() with the device named by the environment variable ATTNLAB_GPU (an ordinal) or,
 // without it, the first usable one: for the gpu tests and benchmarks, which take no options.

@@ -3,7 +3,7 @@
 
 namespace attn {
 
-GpuInfo select_gpu(int) {
+GpuInfo select_gpu(int, int) {
   GpuInfo g;
   g.why_not = "this build has no CUDA backend";
   return g;

@@ -1,0 +1,82 @@
+// chunks.hpp: the chunk driver. Every bulk table (one that cuts its work into many independent
+// chunks: the sqrt(d_k) sampler, softmax saturation, the training sweep) hands its work to this
+// driver as a ChunkJob: how many chunks, "compute chunks [first, first + count)" giving one
+// serializable partial state per chunk, and "fold chunk i's state into the result". The driver
+// owns the rest: which process computes which chunk (threads inside a backend call, MPI ranks,
+// --shard I/N), progress, Ctrl-C, checkpoints (--checkpoint FILE) and partial-state files
+// (demo merge).
+//
+// The merge order is fixed: a chunk's state is computed from the chunk alone, and states are
+// folded into the result one by one in chunk order 0, 1, 2, ... (a fixed tree over chunk
+// indices: each chunk's own fixed tree inside, then a left fold). No process count, thread
+// count, shard count or interruption changes which states are merged in which order, so the
+// result is bit-identical however the work was split.
+//
+// Who computes what: chunks are cut into contiguous ranges of about equal work (ChunkJob::work),
+// one per process (MPI rank or shard); rank 0 receives the other ranks' states (a few bytes to a
+// few kilobytes per chunk, see README "Scaling"), folds them in order and alone prints, writes
+// and shows progress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "host/options.hpp"
+#include "moments.hpp"
+
+namespace attn {
+
+using ChunkState = nlohmann::json;
+
+struct ChunkJob {
+  std::string label;  // the table's name: progress label, part file name, checkpoint section
+  std::string unit;   // what work() counts, for progress ("normals", "model-steps")
+  std::uint64_t chunks = 0;
+  // Chunks per compute() call: a backend's preference (a GPU wants many). It never changes
+  // results: each chunk's state depends on the chunk alone.
+  std::uint64_t batch = 1;
+  std::function<double(std::uint64_t chunk)> work;  // units of work in chunk i (progress, split)
+  // The states of chunks [first, first + count), in order.
+  std::function<std::vector<ChunkState>(std::uint64_t first, std::uint64_t count)> compute;
+  // Folds chunk i's state into the result; called for i = 0, 1, 2, ... in order.
+  std::function<void(std::uint64_t chunk, const ChunkState& state)> fold;
+  // The result so far (after the chunks folded), and back: for checkpoints.
+  std::function<ChunkState()> save;
+  std::function<void(const ChunkState&)> load;
+};
+
+// Runs the job as this process's part of the run (see the top of this file). Returns true when
+// this process now holds the whole result and should make the table (a single process, MPI rank
+// 0, demo merge), false when it only computed a part (a --shard, which writes
+// OUT/LABEL.part.json; another MPI rank). Throws Interrupted on Ctrl-C/SIGTERM (after saving the
+// checkpoint), std::runtime_error for a failed file.
+bool run_chunks(const Options& o, const ChunkJob& job);
+
+// Whether this process makes the final tables and files (not a shard, not an MPI rank but 0).
+bool reports_results(const Options& o);
+
+// Before any work: checks --shard and --checkpoint (a checkpoint FILE from another command is
+// refused, naming the command that made it). Throws std::invalid_argument.
+void prepare_chunks(const Options& o);
+
+// `demo merge DIR...`: reads DIR/*.part.json from every directory, checks that they are the
+// parts 0..N-1 of one command (same command, same N, each part once, same version; a mismatch
+// is refused naming the part), keeps their states for run_chunks and returns that command's
+// words without --shard/--out/--checkpoint (to be parsed again with merge's own --out,
+// --format, --force, --quiet). Throws std::invalid_argument.
+std::vector<std::string> load_parts(const std::vector<std::string>& dirs);
+
+// Exact text for doubles in partial states (C99 hex floats: "0x1.8p+1", "inf", "nan"), so that
+// every value round-trips bit for bit; and for Moments and vectors of doubles.
+nlohmann::json exact(double v);
+double exact_double(const nlohmann::json& j);
+nlohmann::json exact(const Moments& m);
+Moments exact_moments(const nlohmann::json& j);
+// A vector of doubles as one hex string of their little-endian bytes (16 characters each).
+std::string exact_vector(const std::vector<double>& v);
+void append_exact_vector(const std::string& hex, std::vector<double>& out);
+
+}  // namespace attn

@@ -1,0 +1,43 @@
+// cluster.hpp: this process's place in an MPI job (rank, size, rank on its node), or a job of
+// one. MPI lives here alone, under one build switch (ATTNLAB_WITH_MPI, CMake's FindMPI): the
+// chunk driver (host/chunks.hpp) is the only user of the messages below.
+//
+// A process is in an MPI job when a launcher says so in its environment (Open MPI's mpirun:
+// OMPI_COMM_WORLD_SIZE; PMIx, e.g. srun --mpi=pmix: PMIX_RANK; PMI-1/2: PMI_SIZE). Without that
+// it is a job of one and MPI is never started (no start-up cost, no MPI needed at run time).
+#pragma once
+
+#include <string>
+
+#include "monitor.hpp"
+
+namespace attn::cluster {
+
+// Whether this build can join an MPI job.
+bool built_with_mpi();
+
+// Starts MPI when launched by mpirun/srun. Throws std::runtime_error when the launcher asks for
+// more than one process but this build has no MPI (each process would run the whole job).
+void init(int* argc, char*** argv);
+// Ends MPI after a clean run (every rank must call it); nothing in a job of one.
+void finalize();
+// Ends the whole job now with `code` (after an error or an interrupt on any rank): never a hang.
+[[noreturn]] void abort(int code);
+
+int rank();        // 0 .. size()-1; 0 in a job of one
+int size();        // processes in the job; 1 without MPI
+int local_rank();  // rank among the processes on this node (which GPU to use)
+bool is_root();    // rank() == 0: the one process that prints, writes and shows progress
+// "rank 0 of 3 on node-a, rank 1 of 3 on node-a, ..." for provenance (a collective call).
+std::string describe_ranks();
+
+// Messages between ranks, as bytes. send() queues a message and returns at once; flush()
+// waits until every queued message has left, checking `monitor` for a stop (throws
+// Interrupted). poll() receives one waiting message with `tag` from any rank, if there is one.
+void send(int to, int tag, std::string bytes);
+void flush(const Monitor& monitor);
+bool poll(int tag, int& from, std::string& bytes);
+// Root's bytes, on every rank (a collective call).
+std::string broadcast(const std::string& bytes_on_root);
+
+}  // namespace attn::cluster
