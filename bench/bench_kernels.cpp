@@ -31,6 +31,13 @@ void DkStdPhiloxCpu(benchmark::State& state) {
       2.0 * d_k * p.chunk_samples() * chunks * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(DkStdPhiloxCpu)->Arg(2)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+// The same per CPU-second of the whole process (all threads): on a machine shared with other
+// jobs, what the work costs when the wall clock waits for cores.
+BENCHMARK(DkStdPhiloxCpu)
+    ->Name("DkStdPhiloxCpu_per_cpu_second")
+    ->Arg(512)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 // The lesson's numpy stream, d_k 512, on range(1) threads (the rate should double from 1 to 2).
 void DkStdNumpyStream(benchmark::State& state) {
@@ -50,6 +57,12 @@ BENCHMARK(DkStdNumpyStream)
     ->Args({512, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(DkStdNumpyStream)
+    ->Name("DkStdNumpyStream_per_cpu_second")
+    ->Args({512, 1})
+    ->Args({512, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 void TrainCpu(benchmark::State& state) {
   tiny::TrainOptions o;

@@ -233,10 +233,15 @@ def main():
     if args.cpu_level:
         DEMO_ENV["ATTNLAB_CPU_LEVEL"] = args.cpu_level
     torch = have_torch()
-    rows = [lesson(args.demo, args.repeats)]
-    rows += dkstd(args.demo, args.repeats, args.samples, torch)
-    rows += numpy_stream(args.demo, args.repeats, args.numpy_samples)
-    rows += sweep(args.demo, args.repeats, args.seeds, torch)
+    rows = []
+    for measure in (lambda: [lesson(args.demo, args.repeats)],
+                    lambda: dkstd(args.demo, args.repeats, args.samples, torch),
+                    lambda: numpy_stream(args.demo, args.repeats, args.numpy_samples),
+                    lambda: sweep(args.demo, args.repeats, args.seeds, torch)):
+        new_rows = measure()
+        for r in new_rows:  # progress on stderr: a long run on a busy machine shows each row
+            print(f"compare_anchors: {r[0]}: {r[1]} vs {r[2]}, {r[3]:.1f}x", file=sys.stderr)
+        rows += new_rows
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
                          capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()
