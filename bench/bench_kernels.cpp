@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "cpu_clones.hpp"
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
 #include "tiny_model.hpp"
@@ -15,7 +16,9 @@
 namespace attn {
 namespace {
 
+// The Philox sampler at the CPU level cpu_clones.hpp picked (ATTNLAB_CPU_LEVEL lowers it).
 void DkStdPhiloxCpu(benchmark::State& state) {
+  state.SetLabel(cpu_level_name(cpu_level()));
   const auto d_k = static_cast<std::uint32_t>(state.range(0));
   const dkstd::Plan p = dkstd::make_plan(1u << 30, d_k, 0);
   const std::uint64_t chunks = std::max<std::uint64_t>(8, (1u << 25) / (p.chunk_samples() * d_k));
@@ -28,18 +31,38 @@ void DkStdPhiloxCpu(benchmark::State& state) {
       2.0 * d_k * p.chunk_samples() * chunks * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(DkStdPhiloxCpu)->Arg(2)->Arg(64)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+// The same per CPU-second of the whole process (all threads): on a machine shared with other
+// jobs, what the work costs when the wall clock waits for cores.
+BENCHMARK(DkStdPhiloxCpu)
+    ->Name("DkStdPhiloxCpu_per_cpu_second")
+    ->Arg(512)
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
+// The lesson's numpy stream, d_k 512, on range(1) threads (the rate should double from 1 to 2).
 void DkStdNumpyStream(benchmark::State& state) {
   const auto d_k = static_cast<std::uint32_t>(state.range(0));
   const std::uint64_t n = (1u << 22) / d_k;
+  dkstd::StreamSplit split;
+  split.threads = static_cast<int>(state.range(1));
   for (auto _ : state) {
-    dkstd::NumpyStream s(0);
+    dkstd::NumpyStream s(0, split);
     benchmark::DoNotOptimize(s.next_block(n, d_k, silent_monitor()));
   }
   state.counters["normals/s"] =
       benchmark::Counter(2.0 * d_k * n * state.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(DkStdNumpyStream)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(DkStdNumpyStream)
+    ->Args({512, 1})
+    ->Args({512, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(DkStdNumpyStream)
+    ->Name("DkStdNumpyStream_per_cpu_second")
+    ->Args({512, 1})
+    ->Args({512, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 
 void TrainCpu(benchmark::State& state) {
   tiny::TrainOptions o;

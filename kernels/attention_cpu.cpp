@@ -112,18 +112,29 @@ ATTN_INLINE void forward_one(const AttentionShape& s, double scale_d, const T* x
   matmul_rows(weights, n, v, s.d_v, out, s.d_v, n, n, s.d_v, visible);
 }
 
-ATTN_CPU_CLONES void forward_one_f32(const AttentionShape& s, double scale, const float* x,
-                                     const float* w_q, const float* w_k, const float* w_v, float* q,
-                                     float* k, float* v, float* scores, float* weights, float* out,
-                                     float* kt) {
+ATTN_INLINE void forward_one_f32_body(const AttentionShape& s, double scale, const float* x,
+                                      const float* w_q, const float* w_k, const float* w_v,
+                                      float* q, float* k, float* v, float* scores, float* weights,
+                                      float* out, float* kt) {
   forward_one<float>(s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt);
 }
-ATTN_CPU_CLONES void forward_one_f64(const AttentionShape& s, double scale, const double* x,
-                                     const double* w_q, const double* w_k, const double* w_v,
-                                     double* q, double* k, double* v, double* scores,
-                                     double* weights, double* out, double* kt) {
+ATTN_INLINE void forward_one_f64_body(const AttentionShape& s, double scale, const double* x,
+                                      const double* w_q, const double* w_k, const double* w_v,
+                                      double* q, double* k, double* v, double* scores,
+                                      double* weights, double* out, double* kt) {
   forward_one<double>(s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt);
 }
+// Each compiled for every CPU level (kernels/cpu_clones.hpp); the best one runs.
+ATTN_CPU_LEVELS(void, forward_one_f32,
+                (const AttentionShape& s, double scale, const float* x, const float* w_q,
+                 const float* w_k, const float* w_v, float* q, float* k, float* v, float* scores,
+                 float* weights, float* out, float* kt),
+                (s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt))
+ATTN_CPU_LEVELS(void, forward_one_f64,
+                (const AttentionShape& s, double scale, const double* x, const double* w_q,
+                 const double* w_k, const double* w_v, double* q, double* k, double* v,
+                 double* scores, double* weights, double* out, double* kt),
+                (s, scale, x, w_q, w_k, w_v, q, k, v, scores, weights, out, kt))
 void forward_one_t(const AttentionShape& s, double scale, const float* x, const float* w_q,
                    const float* w_k, const float* w_v, float* q, float* k, float* v, float* sc,
                    float* w, float* out, float* kt) {

@@ -1,12 +1,86 @@
-// cpu_clones.hpp: build a hot CPU loop for several x86-64 levels and pick one at load time.
+// cpu_clones.hpp: build a hot CPU loop for several x86-64 levels and pick one at run time.
 //
-// The shared math uses fused multiply-adds (fast_math.hpp). CPUs with FMA run them as one
-// instruction; the "default" clone still computes the same bits through libm's fma, slowly.
+// A hot loop is written once as an always-inline body; ATTN_CPU_LEVELS compiles it three times,
+// for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA: most laptops, desktops and CI runners) and
+// the baseline, and calls the best one this CPU runs. Every level computes the same bits: the
+// shared math fuses only where it says so (fast_math.hpp), and the baseline computes those
+// fused multiply-adds through libm's fma (slowly).
+//
+// ATTNLAB_CPU_LEVEL=x86-64|x86-64-v3|x86-64-v4 in the environment lowers the level (never
+// above what the CPU has), so that one machine can test and time the AVX2 path of an AVX-512
+// machine: `ATTNLAB_CPU_LEVEL=x86-64-v3 demo ...`.
 #pragma once
 
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(ATTNLAB_NO_CLONES)
-#define ATTN_CPU_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define ATTN_HAVE_CPU_LEVELS 1
+#define ATTN_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define ATTN_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
 #else
-#define ATTN_CPU_CLONES
+#define ATTN_HAVE_CPU_LEVELS 0
+#define ATTN_TARGET_V4
+#define ATTN_TARGET_V3
 #endif
+
+namespace attn {
+
+enum class CpuLevel { baseline, v3, v4 };
+
+// The level's name as GCC's -march spells it.
+inline const char* cpu_level_name(CpuLevel l) {
+  return l == CpuLevel::v4 ? "x86-64-v4" : l == CpuLevel::v3 ? "x86-64-v3" : "x86-64";
+}
+
+// The level the hot loops run at: the best this CPU has, lowered by ATTNLAB_CPU_LEVEL. Throws
+// std::invalid_argument for another value of ATTNLAB_CPU_LEVEL (call it once before a parallel
+// region). Builds without levels (not GCC on x86-64, or ATTNLAB_NO_CLONES) report baseline:
+// their loops are compiled for the compiler's own -march.
+inline CpuLevel cpu_level() {
+  static const CpuLevel level = [] {
+    CpuLevel best = CpuLevel::baseline;
+#if ATTN_HAVE_CPU_LEVELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("x86-64-v4"))
+      best = CpuLevel::v4;
+    else if (__builtin_cpu_supports("x86-64-v3"))
+      best = CpuLevel::v3;
+#endif
+    const char* env = std::getenv("ATTNLAB_CPU_LEVEL");
+    if (env == nullptr || *env == '\0') return best;
+    const std::string want = env;
+    CpuLevel asked;
+    if (want == "x86-64-v4")
+      asked = CpuLevel::v4;
+    else if (want == "x86-64-v3")
+      asked = CpuLevel::v3;
+    else if (want == "x86-64")
+      asked = CpuLevel::baseline;
+    else
+      throw std::invalid_argument(
+          "ATTNLAB_CPU_LEVEL must be x86-64, x86-64-v3 or x86-64-v4, not '" + want + "'");
+    return asked < best ? asked : best;
+  }();
+  return level;
+}
+
+}  // namespace attn
+
+// Defines RET NAME PARAMS, which runs `NAME##_body ARGS` (an always-inline function) compiled
+// for cpu_level(). PARAMS and ARGS are parenthesized lists: (int n, float* x) and (n, x).
+#define ATTN_CPU_LEVELS(RET, NAME, PARAMS, ARGS)                   \
+  ATTN_TARGET_V4 RET NAME##_v4 PARAMS { return NAME##_body ARGS; } \
+  ATTN_TARGET_V3 RET NAME##_v3 PARAMS { return NAME##_body ARGS; } \
+  RET NAME##_baseline PARAMS { return NAME##_body ARGS; }          \
+  RET NAME PARAMS {                                                \
+    switch (::attn::cpu_level()) {                                 \
+      case ::attn::CpuLevel::v4:                                   \
+        return NAME##_v4 ARGS;                                     \
+      case ::attn::CpuLevel::v3:                                   \
+        return NAME##_v3 ARGS;                                     \
+      default:                                                     \
+        return NAME##_baseline ARGS;                               \
+    }                                                              \
+  }

@@ -85,13 +85,10 @@ ATTN_HD inline Moments merge_lanes(Moments* lanes) {
   return lanes[0];
 }
 
-}  // namespace attn::dkstd
-
-namespace attn::dkstd {
-
 // Summaries of chunks [first, first + count) of plan p into out[0..count) (host memory).
-// CPU twin: OpenMP over chunks, each chunk's lanes vectorized W at a time; same bits as the
-// scalar lane_moments + merge_lanes (tests/test_dkstd.cpp checks it).
+// CPU twin: OpenMP over chunks, each chunk's lanes vectorized W at a time, at the CPU's x86-64
+// level (cpu_clones.hpp); same bits as the scalar lane_moments + merge_lanes at every level
+// (tests/test_dkstd.cpp checks it, the AVX2 and baseline copies too).
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out);
 
 #if defined(ATTNLAB_WITH_CUDA)

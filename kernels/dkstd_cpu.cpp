@@ -3,7 +3,8 @@
 // In a chunk, lanes l .. l+W-1 at step s take W consecutive samples, so the CPU runs W lanes
 // in lockstep: the loop over lanes is the innermost one, straight-line code that the compiler
 // turns into SIMD (16 floats per AVX-512 register). Each lane's arithmetic is exactly
-// sample_dot's and Moments::push's, so the bits equal the GPU's.
+// sample_dot's and Moments::push's, so the bits equal the GPU's. The chunk's loop is compiled
+// for each x86-64 level (cpu_clones.hpp); on AVX2 (x86-64-v3) it runs 8 lanes per register.
 #include <omp.h>
 
 #include <cstdint>
@@ -18,8 +19,8 @@ constexpr unsigned kW = 16;  // lanes in lockstep
 static_assert(kLanes % kW == 0);
 
 // dots[l] = sample_dot(key, d_k, first_sample + l) for l < kW.
-ATTN_CPU_CLONES void dots_consecutive(philox::Key key, std::uint32_t d_k,
-                                      std::uint64_t first_sample, float* dots) {
+ATTN_INLINE void dots_consecutive(philox::Key key, std::uint32_t d_k, std::uint64_t first_sample,
+                                  float* dots) {
   float dot[kW] = {};
   for (std::uint32_t j = 0; j < d_k / 2; ++j) {
     for (unsigned l = 0; l < kW; ++l) {
@@ -44,14 +45,14 @@ struct LaneArrays {
   double n[kLanes] = {}, mean[kLanes] = {}, m2[kLanes] = {}, m3[kLanes] = {}, m4[kLanes] = {};
 };
 
-ATTN_CPU_CLONES void push_lanes(LaneArrays& a, unsigned lane0, const float* dots) {
+ATTN_INLINE void push_lanes(LaneArrays& a, unsigned lane0, const float* dots) {
   for (unsigned l = 0; l < kW; ++l) {
     const unsigned i = lane0 + l;
     Moments::push_into(a.n[i], a.mean[i], a.m2[i], a.m3[i], a.m4[i], static_cast<double>(dots[l]));
   }
 }
 
-Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
+ATTN_INLINE Moments chunk_moments_body(const Plan& p, std::uint64_t chunk) {
   const philox::Key key = philox::key_from_seed(p.seed);
   const std::uint64_t first = p.chunk_first(chunk), end = p.chunk_end(chunk);
   LaneArrays a;
@@ -76,9 +77,12 @@ Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
   return merge_lanes(lanes);
 }
 
+ATTN_CPU_LEVELS(Moments, chunk_moments, (const Plan& p, std::uint64_t chunk), (p, chunk))
+
 }  // namespace
 
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
+  (void)cpu_level();  // may throw (a bad ATTNLAB_CPU_LEVEL): here, not in the parallel region
 #pragma omp parallel for schedule(dynamic, 1) if (count > 1)
   for (std::int64_t c = 0; c < static_cast<std::int64_t>(count); ++c)
     out[c] = chunk_moments(p, first + static_cast<std::uint64_t>(c));

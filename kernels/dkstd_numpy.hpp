@@ -1,18 +1,28 @@
-// dkstd_numpy.hpp: the lesson's own d_k table, from numpy's default_rng stream, digit for digit.
+// dkstd_numpy.hpp: the lesson's own d_k table, from numpy's default_rng stream, digit for digit,
+// decoded in parallel.
 //
 // The lesson draws everything from ONE default_rng(seed): for each d_k in turn,
 // q = standard_normal((N, d_k)) then k = standard_normal((N, d_k)), row-major, and reports the
-// std of the row dot products (spec/EXPERIMENTS.md, dk-std). The stream is sequential (the
-// ziggurat draws a variable number of words per normal), and row i of k lies N*d_k normals
-// after row i of q. Rather than store q, a first pass walks q's part of the stream and records
-// the generator at the start of every chunk of rows (32 bytes per 2^16 normals); the second
-// pass then draws k from the live stream, chunk by chunk, regenerating that chunk's q rows from
-// its record, and pushes each dot product into the chunk's Moments; chunks merge left to
-// right. Cost: 3 N d_k normals, about 2.4 ns each, on one thread (the stream is sequential by
-// nature; 1e8 normals, auto's limit, take about 0.4 s). Memory: O(N / chunk + chunk).
+// std of the row dot products (spec/EXPERIMENTS.md, dk-std).
+//
+// The stream in parallel, bit for bit: numpy's ziggurat takes one 64-bit PCG64 word per normal
+// except on rare rejections (about 1%), and PCG64 jumps ahead any number of words in O(log n)
+// (Pcg64::advance). So a run of normals is cut at word offsets into pieces; each piece decodes
+// from its offset as if a normal started there, recording where its first normals start. The
+// piece before it decodes past its end to its first normal starting at or after that offset,
+// which is a true start; the two decodings agree from the first start they share on (a normal
+// is a function of where it starts), usually at once. Prefix counts of the pieces' true normals
+// then place every normal. A piece that does not meet its predecessor within its first
+// head_starts normals (never seen in practice) is decoded again from the true start.
+//
+// The table: per d_k, q's N d_k normals are decoded (kept when they fit in a wave, else only
+// located), then k's, a wave of rows at a time; dot products and their Moments are taken per
+// chunk of rows, chunks merged left to right, so every thread count gives the same bits as the
+// sequential loop (tests/test_dkstd.cpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "moments.hpp"
@@ -21,16 +31,34 @@
 
 namespace attn::dkstd {
 
+// How a run of normals is cut. Defaults: pieces of at least 2^14 words, 32 per thread (each
+// thread decodes four at once).
+struct StreamSplit {
+  std::uint64_t piece_words = 0;   // words per piece; 0: automatic
+  int threads = 0;                 // OpenMP threads; 0: OpenMP's default
+  int head_starts = 64;            // normal starts a piece records for the resync, 1 .. 64
+  std::uint64_t wave_normals = 0;  // next_block: q normals kept per wave; 0: 2^23 (64 MiB)
+};
+
+// The next `count` standard normals of numpy's stream from g, in order, exactly as `count`
+// calls of numpy_rng::standard_normal(g) give them; g then stands where those calls leave it.
+std::vector<double> parallel_normals(numpy_rng::Pcg64& g, std::uint64_t count,
+                                     const StreamSplit& split = {});
+
 class NumpyStream {
  public:
-  explicit NumpyStream(std::uint64_t seed) : gen_(seed) {}
+  explicit NumpyStream(std::uint64_t seed, StreamSplit split = {});
+  ~NumpyStream();
 
   // Moments of q . k over `samples` rows for the next d_k block of the stream; the stream then
   // stands after that block's k. monitor.advance() counts the block's 2 N d_k normals.
   Moments next_block(std::uint64_t samples, std::uint32_t d_k, Monitor& monitor);
 
  private:
+  struct Buffers;  // decoded q and k, kept from block to block
   numpy_rng::Pcg64 gen_;
+  StreamSplit split_;
+  std::unique_ptr<Buffers> bufs_;
 };
 
 }  // namespace attn::dkstd

@@ -26,8 +26,8 @@ struct Free {
 
 // Trains seeds[0 .. lanes) (lanes <= kPackLanes; a short group repeats its last seed) in the
 // workspace ws (layout(m).total packs) and writes their results.
-ATTN_CPU_CLONES void train_group(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
-                                 double* out) {
+ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
+                                  double* out) {
   for (int lane = 0; lane < kPackLanes; ++lane) {
     auto store = [ws, lane](std::int64_t at, double v) { ws[at][lane] = v; };
     initial_weights(m, seeds[std::min(lane, lanes - 1)], store);
@@ -39,6 +39,11 @@ ATTN_CPU_CLONES void train_group(const Model& m, const std::uint64_t* seeds, int
     write_result(m, get, out + lane * size);
   }
 }
+
+// Compiled for every CPU level (kernels/cpu_clones.hpp); the best one runs.
+ATTN_CPU_LEVELS(void, train_group,
+                (const Model& m, const std::uint64_t* seeds, int lanes, P* ws, double* out),
+                (m, seeds, lanes, ws, out))
 
 }  // namespace
 

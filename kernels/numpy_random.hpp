@@ -103,6 +103,24 @@ class Pcg64 {
     return static_cast<double>(next_uint64() >> 11) * (1.0 / 9007199254740992.0);
   }
 
+  // Jumps ahead `delta` words (delta calls of next_uint64) in O(log delta) steps, as numpy's
+  // PCG64.advance does: n steps of s -> a s + c are s -> A s + C with A = a^n and
+  // C = c (a^(n-1) + ... + a + 1), both built by squaring (Brown, "Random number generation
+  // with arbitrary strides", 1994; O'Neill's pcg_advance_lcg_128).
+  ATTN_HD void advance(u128 delta) {
+    u128 acc_mult = 1, acc_plus = 0, cur_mult = kMult, cur_plus = inc_;
+    while (delta > 0) {
+      if (delta & 1u) {
+        acc_mult *= cur_mult;
+        acc_plus = acc_plus * cur_mult + cur_plus;
+      }
+      cur_plus = (cur_mult + 1) * cur_plus;
+      cur_mult *= cur_mult;
+      delta >>= 1;
+    }
+    state_ = acc_mult * state_ + acc_plus;
+  }
+
   friend ATTN_HD bool operator==(const Pcg64& a, const Pcg64& b) {
     return a.state_ == b.state_ && a.inc_ == b.inc_;
   }
@@ -115,13 +133,9 @@ class Pcg64 {
   u128 inc_;
 };
 
-// numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
-// "standard_normal"). About 99% of draws return from the first comparison; the rest take the
-// wedge or the tail and may draw again. The wedge test and the tail loop use exp and log1p,
-// so a device build can differ from glibc only where those differ in the last bit.
-// The rare paths live in their own (not inlined) function, so that the hot loop keeps the
-// generator's state in registers.
-// The wedge, the tail, and redraws after a rejection (about 1% of calls).
+// The ziggurat's rare paths, for standard_normal below: the wedge, the tail, and redraws after
+// a rejection (about 1% of calls). They live in their own (not inlined) function, so that the
+// hot loop keeps the generator's state in registers.
 template <class BitGenerator>
 ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
                                                   double x) {
@@ -146,18 +160,31 @@ ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std:
   }
 }
 
-template <class BitGenerator>
-ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
-  std::uint64_t r = g.next_uint64();
-  const int idx = static_cast<int>(r & 0xff);
+// numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
+// "standard_normal"). About 99% of draws return from the first comparison, having used one
+// word; the rest take the wedge or the tail and may draw again. The wedge test and the tail
+// loop use exp and log1p, so a device build can differ from glibc only where those differ in
+// the last bit.
+// The ziggurat's first step on the 64-bit word r: sets x, and returns true when x is the
+// normal (about 99% of words); else standard_normal_rare(g, idx, rabs, x) goes on.
+ATTN_HD ATTN_INLINE bool ziggurat_first(std::uint64_t r, int& idx, std::uint64_t& rabs, double& x) {
+  idx = static_cast<int>(r & 0xff);
   r >>= 8;
   // The sign bit as a factor of +-1 (exact, and -0 for 0 like numpy's -x): a random branch
   // here would be mispredicted on every other draw.
   const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
-  const std::uint64_t rabs = (r >> 1) & 0x000fffffffffffffull;
+  rabs = (r >> 1) & 0x000fffffffffffffull;
   // rabs < 2^52: converting through int64 is exact and one instruction on any x86-64.
-  const double x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
-  if (rabs < zig::k(idx)) return x;
+  x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
+  return rabs < zig::k(idx);
+}
+
+template <class BitGenerator>
+ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
+  int idx;
+  std::uint64_t rabs;
+  double x;
+  if (ziggurat_first(g.next_uint64(), idx, rabs, x)) return x;
   return standard_normal_rare(g, idx, rabs, x);
 }
 

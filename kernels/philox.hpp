@@ -31,7 +31,8 @@ struct Key {
 inline constexpr std::uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;    // round multipliers
 inline constexpr std::uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key schedule
 
-// Philox4x32-10: returns the four 32-bit words for counter c under key k.
+// One Philox4x32 round (SC'11, the Philox S-box): two 32x32->64 multiplies;
+// the high halves are XORed with the other two words and the round key, the low halves kept.
 ATTN_HD ATTN_INLINE Counter philox_round(Counter c, Key k) {
   const std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * c.v[0];
   const std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * c.v[2];
@@ -59,17 +60,24 @@ ATTN_HD ATTN_INLINE void box_muller(std::uint32_t a, std::uint32_t b, float& n0,
   const float u1 =
       fm::fma(static_cast<float>(static_cast<std::int32_t>(a >> 1)), 0x1p-31f, 0x1p-32f);
   const float r = sqrtf(-2.0f * fm::log_positive(u1));
-  const std::uint32_t quadrant = b >> 30;
   const float t = static_cast<float>(static_cast<std::int32_t>(b & 0x3fffffffu) - (1 << 29)) *
                   0x1p-30f;  // in [-1/2, 1/2)
   float s, c;
   fm::sincos_halfpi(t, s, c);
   // Rotate (c, s) by quadrant * pi/2: theta = quadrant * pi/2 + t * pi/2 is uniform on the
-  // circle.
-  const float x = (quadrant & 1u) ? -s : c;
-  const float y = (quadrant & 1u) ? c : s;
-  n0 = r * ((quadrant & 2u) ? -x : x);
-  n1 = r * ((quadrant & 2u) ? -y : y);
+  // circle. Quadrant bit 0 swaps the pair and negates the new x, bit 1 negates both:
+  //   x = (q & 1) ? -s : c,  y = (q & 1) ? c : s,  then (x, y) -> -(x, y) when (q & 2).
+  // Written with masks on the float bits (negation flips the sign bit, exactly as IEEE
+  // negation does), not with ?: on floats: GCC if-converts those only where the ISA has mask
+  // registers (AVX-512), and on AVX2 the whole lane loop then stayed scalar (8x slower).
+  const std::uint32_t swap = 0u - ((b >> 30) & 1u);  // all ones for odd quadrants
+  const std::uint32_t negate = b & 0x80000000u;      // the sign bit for quadrants 2, 3
+  const auto sb = static_cast<std::uint32_t>(fm::float_bits(s));
+  const auto cb = static_cast<std::uint32_t>(fm::float_bits(c));
+  const std::uint32_t xb = ((cb & ~swap) | ((sb ^ 0x80000000u) & swap)) ^ negate;
+  const std::uint32_t yb = ((sb & ~swap) | (cb & swap)) ^ negate;
+  n0 = r * fm::bits_float(static_cast<std::int32_t>(xb));
+  n1 = r * fm::bits_float(static_cast<std::int32_t>(yb));
 }
 
 // The key of a stream: a 64-bit seed.

@@ -70,9 +70,12 @@ ATTN_HD inline bool trains_values(Config c) {
 }
 
 // Written so that T may also be a pack of lanes (lanes.hpp): comparisons pick with ?:, never
-// branch, and every lane does exactly what the scalar code does.
+// branch, and every lane does exactly what the scalar code does. The training loop's functions
+// are always inlined, so that the CPU twin's per-ISA copies (cpu_clones.hpp) compile all of it
+// for their ISA: out of line, GCC built them once for baseline x86-64 (SSE2) and every copy
+// called that.
 template <class T>
-ATTN_HD Forward<T> forward(const Params<T>& p) {
+ATTN_HD ATTN_INLINE Forward<T> forward(const Params<T>& p) {
   const T sqrt2 = splat<T>(1.4142135623730951);  // np.sqrt(2.0)
   const T one = splat<T>(1.0);
   Forward<T> f;
@@ -92,19 +95,19 @@ ATTN_HD Forward<T> forward(const Params<T>& p) {
 }
 
 template <class T>
-ATTN_HD T loss_of(const Forward<T>& f) {
+ATTN_HD ATTN_INLINE T loss_of(const Forward<T>& f) {
   const T dx = f.out[0] - splat<T>(1.0), dy = f.out[1] - splat<T>(0.0);
   return dx * dx + dy * dy;
 }
 
 template <class T>
-ATTN_HD T loss(const Params<T>& p) {
+ATTN_HD ATTN_INLINE T loss(const Params<T>& p) {
   return loss_of(forward(p));
 }
 
 // Central-difference gradient of the loss with respect to matrix m (the lesson's loop).
 template <class T>
-ATTN_HD void numeric_grad(Params<T>& p, int m, T h, T g[2][2]) {
+ATTN_HD ATTN_INLINE void numeric_grad(Params<T>& p, int m, T h, T g[2][2]) {
   for (int r = 0; r < 2; ++r)
     for (int c = 0; c < 2; ++c) {
       const T keep = p.w[m][r][c];
@@ -119,7 +122,7 @@ ATTN_HD void numeric_grad(Params<T>& p, int m, T h, T g[2][2]) {
 
 // Analytic gradient with respect to matrix m (formulas in the file comment).
 template <class T>
-ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
+ATTN_HD ATTN_INLINE void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
   const T sqrt2 = splat<T>(1.4142135623730951);
   const T two = splat<T>(2.0);
   const Forward<T> f = forward(p);
@@ -139,7 +142,7 @@ ATTN_HD void analytic_grad(const Params<T>& p, int m, T g[2][2]) {
 }
 
 template <class T>
-ATTN_HD void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
+ATTN_HD ATTN_INLINE void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
   if (o.grad == Grad::numeric)
     numeric_grad(p, m, splat<T>(o.h), g);
   else
@@ -147,14 +150,14 @@ ATTN_HD void grad(Params<T>& p, int m, const TrainOptions& o, T g[2][2]) {
 }
 
 template <class T>
-ATTN_HD void apply(Params<T>& p, int m, T lr, const T g[2][2]) {
+ATTN_HD ATTN_INLINE void apply(Params<T>& p, int m, T lr, const T g[2][2]) {
   for (int r = 0; r < 2; ++r)
     for (int c = 0; c < 2; ++c) p.w[m][r][c] = p.w[m][r][c] - lr * g[r][c];
 }
 
 // One step of gradient descent on matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three).
 template <class T>
-ATTN_HD void train_step(Params<T>& p, int n_trained, const TrainOptions& o) {
+ATTN_HD ATTN_INLINE void train_step(Params<T>& p, int n_trained, const TrainOptions& o) {
   const T lr = splat<T>(o.lr);
   if (o.schedule == Schedule::sequential) {
     for (int m = 0; m < n_trained; ++m) {
@@ -171,7 +174,7 @@ ATTN_HD void train_step(Params<T>& p, int n_trained, const TrainOptions& o) {
 
 // Trains p in place for o.steps steps.
 template <class T>
-ATTN_HD void train(Params<T>& p, int n_trained, const TrainOptions& o) {
+ATTN_HD ATTN_INLINE void train(Params<T>& p, int n_trained, const TrainOptions& o) {
   for (int step = 0; step < o.steps; ++step) train_step(p, n_trained, o);
 }
 

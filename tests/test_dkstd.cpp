@@ -2,18 +2,23 @@
 // the GPU runs (bit for bit); results do not depend on threads or on how chunks are grouped;
 // the statistics match the theory (std sqrt(d_k), kurtosis 3 + 6/d_k) and the 95% interval
 // covers the truth at least 93% of the time wherever it is printed (none below 1000 samples).
+// numpy's stream decoded in parallel equals the sequential stream (and numpy's own draws) bit for
+// bit at every split, and the table's blocks equal the sequential procedure for any thread count.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
+#include "helpers.hpp"
 #include "host/backend.hpp"
 
 namespace attn {
@@ -238,6 +243,148 @@ TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
     (void)stream.next_block(1000, d_k, counter);
     EXPECT_DOUBLE_EQ(counter.units, 2.0 * 1000 * d_k) << d_k;
   }
+}
+
+// ---- numpy's stream in parallel --------------------------------------------------------------
+
+// A generator that counts the words it hands out (a normal's start is a word position).
+struct CountedPcg64 {
+  numpy_rng::Pcg64 g;
+  std::uint64_t words = 0;
+  std::uint64_t next_uint64() {
+    ++words;
+    return g.next_uint64();
+  }
+  double next_double() {
+    ++words;
+    return g.next_double();
+  }
+};
+
+std::vector<double> sequential_normals(numpy_rng::Pcg64& g, std::uint64_t count) {
+  std::vector<double> v(count);
+  for (double& x : v) x = numpy_rng::standard_normal(g);
+  return v;
+}
+
+// The same bits as count sequential calls, and the generator left at the same place.
+void expect_parallel_equals_sequential(std::uint64_t seed, std::uint64_t count,
+                                       const dkstd::StreamSplit& split) {
+  numpy_rng::Pcg64 a(seed), b(seed);
+  const std::vector<double> want = sequential_normals(a, count);
+  const std::vector<double> got = dkstd::parallel_normals(b, count, split);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), count * sizeof(double)), 0)
+      << "seed " << seed << " pieces of " << split.piece_words << " words, " << split.threads
+      << " threads, head " << split.head_starts;
+  EXPECT_TRUE(a == b) << "the stream should stand after the last normal";
+}
+
+// Tens of thousands of normals (hundreds of wedge and tail rejections), cut every way: pieces
+// of 1 word (every word a split point), a few words, thousands; 1 to 4 threads; a resync that
+// gives up after 1 or 2 recorded starts (the decode-again path) or after 64.
+TEST(DkStdNumpy, ParallelNormalsEqualTheSequentialStreamForEverySplit) {
+  for (std::uint64_t piece_words : {1ull, 2ull, 3ull, 7ull, 100ull, 4096ull, 0ull})
+    for (int head : {1, 2, 64})
+      for (int threads : {1, 2, 3, 4}) {
+        dkstd::StreamSplit s;
+        s.piece_words = piece_words;
+        s.head_starts = head;
+        s.threads = threads;
+        expect_parallel_equals_sequential(7, piece_words != 0 && piece_words < 8 ? 20000 : 100000,
+                                          s);
+      }
+  expect_parallel_equals_sequential(0, 1, {});
+  expect_parallel_equals_sequential(0, 0, {});
+  expect_parallel_equals_sequential(99, 1000003, {});  // several rounds of automatic pieces
+}
+
+// A piece that begins inside a rejected normal (a normal that took more than one word): the
+// speculative decode starts mid-normal and must resync with the previous piece.
+TEST(DkStdNumpy, SplitInsideARejectionResyncs) {
+  CountedPcg64 c{numpy_rng::Pcg64(7)};
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> multi;  // (start word, words taken)
+  for (int i = 0; i < 20000 && multi.size() < 8; ++i) {
+    const std::uint64_t start = c.words;
+    (void)numpy_rng::standard_normal(c);
+    if (c.words - start > 1) multi.emplace_back(start, c.words - start);
+  }
+  ASSERT_GE(multi.size(), 8u) << "expected about 1% of normals to take more than one word";
+  for (const auto& [start, words] : multi)
+    for (std::uint64_t inside = 1; inside < words; ++inside)
+      for (int head : {1, 64}) {
+        dkstd::StreamSplit s;
+        s.piece_words = start + inside;  // piece 1 begins `inside` words into that normal
+        s.head_starts = head;
+        s.threads = 2;
+        expect_parallel_equals_sequential(7, 3 * (start + words) + 100, s);
+      }
+}
+
+// numpy's own draws, decoded in parallel: standard_normal(300000) of default_rng(2024).
+TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy is not installed";
+  constexpr int kDraws = 300000;
+  const std::string hex = test::run_python(
+      "import numpy as np\n"
+      "print(np.random.default_rng(2024).standard_normal(" +
+      std::to_string(kDraws) + ").astype('<f8').tobytes().hex())\n");
+  ASSERT_GE(hex.size(), std::size_t(kDraws) * 16);
+  numpy_rng::Pcg64 g(2024);
+  dkstd::StreamSplit s;
+  s.threads = 2;
+  s.piece_words = 10007;
+  const std::vector<double> got = dkstd::parallel_normals(g, kDraws, s);
+  int mismatches = 0;
+  for (int k = 0; k < kDraws; ++k) {
+    std::uint64_t bits = 0;
+    for (int byte = 7; byte >= 0; --byte)  // little-endian
+      bits = (bits << 8) | std::stoul(hex.substr(std::size_t(k) * 16 + 2 * byte, 2), nullptr, 16);
+    double expected;
+    std::memcpy(&expected, &bits, sizeof expected);
+    if (got[k] != expected && ++mismatches <= 5)
+      ADD_FAILURE() << "draw " << k << ": " << got[k] << " != numpy " << expected;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// The table's blocks against the sequential procedure they replace (q's N d_k normals, then
+// k's, rows in order, Moments per chunk of max(1, 65536 / d_k) rows merged left to right), bit
+// for bit, for several blocks of one stream, any thread count, kept or re-decoded q.
+Moments sequential_block(numpy_rng::Pcg64& g, std::uint64_t n, std::uint32_t d_k) {
+  const std::vector<double> q = sequential_normals(g, n * d_k);
+  const std::uint64_t rows_per_chunk = std::max<std::uint64_t>(1, 65536 / d_k);
+  Moments total, m;
+  for (std::uint64_t r = 0; r < n; ++r) {
+    double dot = 0;
+    for (std::uint32_t j = 0; j < d_k; ++j) dot += q[r * d_k + j] * numpy_rng::standard_normal(g);
+    m.push(dot);
+    if ((r + 1) % rows_per_chunk == 0 || r + 1 == n) {
+      total = merge(total, m);
+      m = Moments{};
+    }
+  }
+  return total;
+}
+
+TEST(DkStdNumpy, BlocksEqualTheSequentialProcedureForAnyThreadsAndWaves) {
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks = {
+      {3000, 2}, {700, 64}, {301, 512}, {50, 3}, {2000, 33}};
+  numpy_rng::Pcg64 ref(5);
+  std::vector<Moments> want;
+  for (const auto& [n, d_k] : blocks) want.push_back(sequential_block(ref, n, d_k));
+  for (int threads : {1, 2, 3})
+    for (std::uint64_t wave : {0ull, 4096ull, 70000ull}) {  // 0: q kept whole
+      dkstd::StreamSplit s;
+      s.threads = threads;
+      s.wave_normals = wave;
+      s.piece_words = wave == 4096 ? 1000 : 0;
+      dkstd::NumpyStream stream(5, s);
+      for (std::size_t b = 0; b < blocks.size(); ++b)
+        EXPECT_TRUE(same_bits(
+            stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
+            << "block " << b << ", " << threads << " threads, wave " << wave;
+    }
 }
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "helpers.hpp"
@@ -189,6 +190,46 @@ TEST(NumpyPcg64, RawUint64MatchesFreshNumpy) {
       ASSERT_EQ(g.next_uint64(), parse_u64(t[i * kDraws + k]))
           << "seed " << kFreshSeeds[i] << " draw " << k;
   }
+}
+
+// advance(n) is n steps: checked against stepping one word at a time.
+TEST(NumpyPcg64, AdvanceEqualsStepping) {
+  for (std::uint64_t seed : {0ull, 7ull, (1ull << 63) + 5}) {
+    Pcg64 stepped(seed);
+    for (std::uint64_t n : {0ull, 1ull, 2ull, 3ull, 64ull, 1000ull}) {
+      Pcg64 jumped(seed);
+      jumped.advance(n);
+      Pcg64 s(seed);
+      for (std::uint64_t i = 0; i < n; ++i) (void)s.next_uint64();
+      EXPECT_TRUE(jumped == s) << "seed " << seed << " n " << n;
+      EXPECT_EQ(jumped.next_uint64(), s.next_uint64());
+    }
+  }
+}
+
+// advance(n) against numpy's own PCG64.advance, far beyond what stepping can check.
+TEST(NumpyPcg64, AdvanceMatchesFreshNumpy) {
+  REQUIRE_NUMPY();
+  const std::vector<std::pair<std::string, numpy_rng::u128>> jumps = {
+      {"12345", 12345},
+      {"2**40 + 3", (numpy_rng::u128{1} << 40) + 3},
+      {"2**64 + 5", (numpy_rng::u128{1} << 64) + 5},
+      {"2**127 + 11", (numpy_rng::u128{1} << 127) + 11}};
+  std::string program = "import numpy as np\n";
+  for (std::uint64_t s : kFreshSeeds)
+    for (const auto& j : jumps)
+      program += "g = np.random.default_rng(" + std::to_string(s) + ").bit_generator\ng.advance(" +
+                 j.first + ")\nprint(*[int(v) for v in g.random_raw(2)])\n";
+  const auto t = tokens(test::run_python(program));
+  ASSERT_EQ(t.size(), kFreshSeeds.size() * jumps.size() * 2);
+  std::size_t i = 0;
+  for (std::uint64_t s : kFreshSeeds)
+    for (const auto& j : jumps) {
+      Pcg64 g(s);
+      g.advance(j.second);
+      EXPECT_EQ(g.next_uint64(), parse_u64(t[i++])) << "seed " << s << " advance " << j.first;
+      EXPECT_EQ(g.next_uint64(), parse_u64(t[i++])) << "seed " << s << " advance " << j.first;
+    }
 }
 
 // next_double against rng.random(): (next_uint64 >> 11) 2^-53, exactly.
