@@ -257,7 +257,15 @@ TEST(GpuHead, SeedsMatchCpuTwin) {
     std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
     head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
     head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
-    EXPECT_LT(max_rel_diff(gpu, cpu), 1e-8) << "n " << sh.n << " d_model " << sh.d_model;
+    // numpy's allclose: |gpu - cpu| <= 1e-12 + 1e-8 |cpu|. The absolute floor is for final
+    // losses near 1e-27, where one ulp of a device exp is a large relative difference.
+    double worst = 0;
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      if (std::isnan(gpu[i]) && std::isnan(cpu[i])) continue;  // both diverged
+      const double r = std::fabs(gpu[i] - cpu[i]) / (1e-12 + 1e-8 * std::fabs(cpu[i]));
+      worst = std::isnan(r) ? INFINITY : std::fmax(worst, r);  // one NaN: outside
+    }
+    EXPECT_LE(worst, 1.0) << "n " << sh.n << " d_model " << sh.d_model;
   }
 }
 
