@@ -274,7 +274,7 @@ void expect_parallel_equals_sequential(std::uint64_t seed, std::uint64_t count,
   const std::vector<double> want = sequential_normals(a, count);
   const std::vector<double> got = dkstd::parallel_normals(b, count, split);
   ASSERT_EQ(got.size(), want.size());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), count * sizeof(double)), 0)
+  EXPECT_TRUE(count == 0 || std::memcmp(got.data(), want.data(), count * sizeof(double)) == 0)
       << "seed " << seed << " pieces of " << split.piece_words << " words, " << split.threads
       << " threads, head " << split.head_starts;
   EXPECT_TRUE(a == b) << "the stream should stand after the last normal";
