@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Speed of `demo` on the CPU as a ratio against the numpy and PyTorch programs a user would write
 instead (bench/anchors/, copied from the project's shared anchors), measured in the same run.
 
@@ -21,14 +21,15 @@ set to work around old OpenBLAS builds, are unset for the peers (they slow a cur
 --cpu-level x86-64-v3 runs demo's AVX2 code on an AVX-512 machine (ATTNLAB_CPU_LEVEL).
 Usage: bench/compare_anchors.py [--demo build/cpu/demo] [--repeats 3] [--markdown FILE]
                                 [--cpu-level x86-64-v3]
-Needs numpy for the python3 on PATH (the anchors run with it).
+Run it with a python3 that has numpy (and torch): Debian's /usr/bin/python3 after the README's
+install step; the anchors run with the same interpreter.
 """
 import argparse, os, re, resource, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANCHORS = os.path.join(HERE, "anchors")
 LESSON = os.path.join(HERE, "..", "tests", "oracle", "lesson_numpy.py")  # also the tests' oracle
-PY = shutil.which("python3") or sys.executable  # the PATH's python3, as the user runs it
+PY = sys.executable  # the peers run with the interpreter that runs this script
 
 
 TORCH = os.path.join(ANCHORS, "torch_cpu.py")

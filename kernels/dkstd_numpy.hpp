@@ -16,9 +16,10 @@
 // head_starts normals (never seen in practice) is decoded again from the true start.
 //
 // The table: per d_k, q's N d_k normals are decoded (kept when they fit in a wave, else only
-// located), then k's, a wave of rows at a time; dot products and their Moments are taken per
-// chunk of rows, chunks merged left to right, so every thread count gives the same bits as the
-// sequential loop (tests/test_dkstd.cpp).
+// located and decoded again beside k), then k's, a wave of rows at a time (small waves, so that
+// they stay in cache and the process touches little fresh memory); dot products and their Moments
+// are taken per chunk of rows, chunks merged left to right, so every thread count and wave size
+// gives the same bits as the sequential loop (tests/test_dkstd.cpp).
 #pragma once
 
 #include <cstdint>
@@ -34,10 +35,11 @@ namespace attn::dkstd {
 // How a run of normals is cut. Defaults: pieces of at least 2^14 words, 32 per thread (each
 // thread decodes four at once).
 struct StreamSplit {
-  std::uint64_t piece_words = 0;   // words per piece; 0: automatic
-  int threads = 0;                 // OpenMP threads; 0: OpenMP's default
-  int head_starts = 64;            // normal starts a piece records for the resync, 1 .. 64
-  std::uint64_t wave_normals = 0;  // next_block: q normals kept per wave; 0: 2^23 (64 MiB)
+  std::uint64_t piece_words = 0;     // words per piece; 0: automatic
+  int threads = 0;                   // OpenMP threads; 0: OpenMP's default
+  int head_starts = 64;              // normal starts a piece records for the resync, 1 .. 64
+  std::uint64_t wave_normals = 0;    // next_block: q normals kept per wave; 0: 2^18 (2 MiB)
+  std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: 2^18 (2 MiB)
 };
 
 // The next `count` standard normals of numpy's stream from g, in order, exactly as `count`

@@ -108,7 +108,7 @@ class Pcg64 {
   // C = c (a^(n-1) + ... + a + 1), both built by squaring (Brown, "Random number generation
   // with arbitrary strides", 1994; O'Neill's pcg_advance_lcg_128).
   ATTN_HD void advance(u128 delta) {
-    u128 acc_mult = 1, acc_plus = 0, cur_mult = kMult, cur_plus = inc_;
+    u128 acc_mult = 1, acc_plus = 0, cur_mult = kMultiplier, cur_plus = inc_;
     while (delta > 0) {
       if (delta & 1u) {
         acc_mult *= cur_mult;
@@ -121,14 +121,20 @@ class Pcg64 {
     state_ = acc_mult * state_ + acc_plus;
   }
 
+  // The raw 128-bit state and increment, for decoders that step several words at once
+  // (kernels/dkstd_numpy.cpp): state <- state * kMultiplier + increment per word.
+  static constexpr u128 kMultiplier =
+      (static_cast<u128>(0x2360ED051FC65DA4ull) << 64) | 0x4385DF649FCCF645ull;
+  ATTN_HD u128 state() const { return state_; }
+  ATTN_HD u128 increment() const { return inc_; }
+  ATTN_HD void set_state(u128 s) { state_ = s; }
+
   friend ATTN_HD bool operator==(const Pcg64& a, const Pcg64& b) {
     return a.state_ == b.state_ && a.inc_ == b.inc_;
   }
 
  private:
-  ATTN_HD void step() { state_ = state_ * kMult + inc_; }
-  static constexpr u128 kMult =
-      (static_cast<u128>(0x2360ED051FC65DA4ull) << 64) | 0x4385DF649FCCF645ull;
+  ATTN_HD void step() { state_ = state_ * kMultiplier + inc_; }
   u128 state_;
   u128 inc_;
 };

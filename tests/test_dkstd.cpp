@@ -374,17 +374,20 @@ TEST(DkStdNumpy, BlocksEqualTheSequentialProcedureForAnyThreadsAndWaves) {
   std::vector<Moments> want;
   for (const auto& [n, d_k] : blocks) want.push_back(sequential_block(ref, n, d_k));
   for (int threads : {1, 2, 3})
-    for (std::uint64_t wave : {0ull, 4096ull, 70000ull}) {  // 0: q kept whole
-      dkstd::StreamSplit s;
-      s.threads = threads;
-      s.wave_normals = wave;
-      s.piece_words = wave == 4096 ? 1000 : 0;
-      dkstd::NumpyStream stream(5, s);
-      for (std::size_t b = 0; b < blocks.size(); ++b)
-        EXPECT_TRUE(same_bits(
-            stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
-            << "block " << b << ", " << threads << " threads, wave " << wave;
-    }
+    for (std::uint64_t wave : {0ull, 4096ull, 70000ull})     // 0: q kept whole
+      for (std::uint64_t k_wave : {0ull, 1ull, 20000ull}) {  // 1: one chunk of rows per k wave
+        dkstd::StreamSplit s;
+        s.threads = threads;
+        s.wave_normals = wave;
+        s.k_wave_normals = k_wave;
+        s.piece_words = wave == 4096 ? 1000 : 0;
+        dkstd::NumpyStream stream(5, s);
+        for (std::size_t b = 0; b < blocks.size(); ++b)
+          EXPECT_TRUE(same_bits(
+              stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
+              << "block " << b << ", " << threads << " threads, wave " << wave << ", k wave "
+              << k_wave;
+      }
 }
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.
