@@ -3,9 +3,9 @@
 // (sqrt(d_k) and 1), the relative error, and the kurtosis (theory 3 + 6 / d_k: q . k is a sum of
 // d_k products of independent normals, each with fourth moment 9).
 //
-// Generators: numpy's stream (the lesson's, exact; kernels/dkstd_numpy.hpp, on the CPU's
-// threads) or
-// Philox (kernels/dkstd.hpp, on the backend's device). auto: numpy up to 1e8 normals.
+// Generators: numpy's stream (the lesson's, exact; kernels/dkstd_numpy.hpp, its pieces decoded
+// on the backend's device) or Philox (kernels/dkstd.hpp, on the backend's device). auto: numpy
+// up to 1e8 normals.
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -188,7 +188,7 @@ std::vector<Table> run(const RunContext& ctx) {
       spdlog::warn("--rng numpy: one sequential stream, not checkpointed (--rng philox is)");
     // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
     Progress progress("dk-std", normals, "normals", ctx.opt.quiet);
-    dkstd::NumpyStream stream(seed);
+    dkstd::NumpyStream stream(seed, ctx.backend.numpy_stream_split());
     for (std::int64_t d : dks)
       moments.push_back(stream.next_block(n, static_cast<std::uint32_t>(d), progress));
     progress.finish();
@@ -209,7 +209,11 @@ std::vector<Table> run(const RunContext& ctx) {
     t.notes.push_back("rng numpy: one numpy default_rng(" + std::to_string(seed) +
                       ") stream, q then k for each d_k in turn (the lesson's draws, exactly)");
     t.run = {{"generator", "numpy default_rng (SeedSequence, PCG64, 256-layer ziggurat)"},
-             {"why_host", "numpy's stream is decoded on the host's threads in every build"}};
+             {"decoder", ctx.backend.kind() == DeviceKind::cuda
+                             ? "pieces of 256 words decoded on the GPU, joined on the host; the "
+                               "CPU's bits except where CUDA's log1p (the ziggurat's tail) or "
+                               "exp (the wedge test) differs from glibc's in the last bit"
+                             : "pieces decoded on the CPU's threads, joined in order"}};
     if (cluster::size() > 1) t.run["ranks_used"] = "rank 0 alone (numpy's stream is decoded there)";
   } else {
     t.notes.push_back("rng philox: Philox4x32-10 keyed by seed " + std::to_string(seed) +

@@ -68,6 +68,24 @@ void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint6
   dkstd::chunk_moments_cpu(p, first, count, out);
 }
 
+void Backend::numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std::size_t count,
+                           int head, double* values) const {
+  ++calls_;
+#if defined(ATTNLAB_WITH_CUDA)
+  if (kind_ == DeviceKind::cuda) return dkstd::decode_pieces_cuda(g0, pieces, count, head, values);
+#endif
+  dkstd::decode_pieces_cpu(g0, pieces, count, head, values, threads_);
+}
+
+dkstd::StreamSplit Backend::numpy_stream_split() const {
+  if (kind_ == DeviceKind::cuda)
+    return dkstd::device_split([this](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n,
+                                      int head, double* v) { numpy_pieces(g0, p, n, head, v); });
+  dkstd::StreamSplit s;
+  s.threads = threads_;
+  return s;
+}
+
 void Backend::saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
                               double* out) const {
   ++calls_;

@@ -10,6 +10,7 @@
 #include "attention.hpp"
 #include "cuda_device.hpp"
 #include "dkstd.hpp"
+#include "dkstd_numpy.hpp"
 #include "head.hpp"
 #include "moments.hpp"
 #include "saturation.hpp"
@@ -52,6 +53,12 @@ class Backend {
   void attention_forward(const AttentionProblem<double>& host_problem) const;
   void dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
                     Moments* out) const;
+  // numpy's stream (kernels/dkstd_numpy.hpp): a round's pieces decoded on this backend's device
+  // (numpy_pieces.hpp's contract), and the split a NumpyStream on this backend uses: the CPU's
+  // own threads, or the GPU's decoder with pieces and waves sized for it.
+  void numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std::size_t count, int head,
+                    double* values) const;
+  dkstd::StreamSplit numpy_stream_split() const;
   void saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,

@@ -13,13 +13,13 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <utility>
 
 namespace attn::dkstd {
 namespace {
 
 using numpy_rng::Pcg64;
 
-constexpr int kMaxHead = 64;
 constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 14;
 // Waves of rows hold about this many normals of q, and of k: 2 MiB each, reused, so that they
 // stay in cache and the process touches little fresh memory. q is kept whole only when it fits
@@ -31,19 +31,7 @@ constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 14;
 constexpr std::uint64_t kWaveNormals = std::uint64_t{1} << 18;
 constexpr std::uint64_t kKWaveNormals = std::uint64_t{1} << 18;
 
-// The generator with its position in words: what standard_normal draws, counted.
-struct Counted {
-  Pcg64 g;
-  std::uint64_t pos;
-  std::uint64_t next_uint64() {
-    ++pos;
-    return g.next_uint64();
-  }
-  double next_double() {
-    ++pos;
-    return g.next_double();
-  }
-};
+using Counted = CountedPcg64;
 
 // Memory for decoded normals, reused from wave to wave and block to block.
 class Buffer {
@@ -88,14 +76,6 @@ struct Normals {
   }
 };
 
-struct Piece {
-  std::uint64_t begin = 0,
-                end = 0;   // words [begin, end) of the stream, relative to the run's start
-  std::uint64_t n = 0;     // normals decoded that start before end
-  std::uint64_t next = 0;  // where the first normal starting at or after end starts
-  std::uint64_t head[kMaxHead];
-};
-
 int thread_count(const StreamSplit& s) { return s.threads > 0 ? s.threads : omp_get_max_threads(); }
 
 // One piece's decode in progress: its generator at word pos, normals so far.
@@ -107,25 +87,8 @@ struct Lane {
   double* out;  // values, or null
 };
 
-// One normal of lane l. The ziggurat's first step is inlined here and the rare path gets a
-// counted copy of the generator, so that the generator stays in registers (held in a struct
-// whose address the rare path takes, its 128-bit state went through memory on every word:
-// 4x slower).
-ATTN_INLINE void step(Lane& l) {
-  if (l.n < static_cast<std::uint64_t>(l.head)) l.piece->head[l.n] = l.pos;
-  int idx;
-  std::uint64_t rabs;
-  double x;
-  ++l.pos;
-  if (!numpy_rng::ziggurat_first(l.g.next_uint64(), idx, rabs, x)) {
-    Counted c{l.g, l.pos};
-    x = numpy_rng::standard_normal_rare(c, idx, rabs, x);
-    l.g = c.g;
-    l.pos = c.pos;
-  }
-  if (l.out != nullptr) l.out[l.n] = x;
-  ++l.n;
-}
+// One normal of lane l (numpy_pieces.hpp).
+ATTN_INLINE void step(Lane& l) { piece_step(l.g, l.pos, l.n, *l.piece, l.head, l.out); }
 
 Lane lane_at(const Pcg64& g0, std::uint64_t pos, Piece& piece, int head, double* out) {
   Lane l{g0, pos, piece.end, 0, &piece, head, out};
@@ -372,19 +335,23 @@ void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, 
     Piece empty;
     empty.begin = empty.end = rest;
     pieces.resize(groups * 4, empty);
+    if (split.decoder) {
+      split.decoder(g, pieces.data(), pieces.size(), head, buf);
+    } else {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(groups); ++i) {
-      auto lane = [&](int j) {
-        Piece& p = pieces[4 * i + j];
-        return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
-      };
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(groups); ++i) {
+        auto lane = [&](int j) {
+          Piece& p = pieces[4 * i + j];
+          return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
+        };
 #if ATTN_HAVE_CPU_LEVELS
-      if (v4) {
-        for (int j = 0; j < 4; ++j) decode_lane_v4(lane(j));
-        continue;
-      }
+        if (v4) {
+          for (int j = 0; j < 4; ++j) decode_lane_v4(lane(j));
+          continue;
+        }
 #endif
-      decode_lanes4(lane(0), lane(1), lane(2), lane(3));
+        decode_lanes4(lane(0), lane(1), lane(2), lane(3));
+      }
     }
     // Resync: t is the true start of the next normal; piece i's normals from t on are true.
     std::uint64_t t = 0;
@@ -498,6 +465,25 @@ struct NumpyStream::Buffers {
 NumpyStream::NumpyStream(std::uint64_t seed, StreamSplit split)
     : gen_(seed), split_(split), bufs_(std::make_unique<Buffers>()) {}
 NumpyStream::~NumpyStream() = default;
+
+StreamSplit device_split(PieceDecoder decoder) {
+  StreamSplit s;
+  s.piece_words = 256;
+  s.head_starts = 16;
+  s.wave_normals = s.k_wave_normals = std::uint64_t{1} << 22;
+  s.decoder = std::move(decoder);
+  return s;
+}
+
+void decode_pieces_cpu(const Pcg64& g0, Piece* pieces, std::size_t count, int head, double* values,
+                       int threads) {
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(threads > 0 ? threads : omp_get_max_threads())
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
+    Piece& p = pieces[i];
+    decode_piece(g0, p.begin, p, head, values != nullptr ? values + p.begin : nullptr);
+  }
+}
 
 std::vector<double> parallel_normals(Pcg64& g, std::uint64_t count, const StreamSplit& split) {
   Normals v;

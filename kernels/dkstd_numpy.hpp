@@ -22,15 +22,24 @@
 // gives the same bits as the sequential loop (tests/test_dkstd.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "moments.hpp"
 #include "monitor.hpp"
+#include "numpy_pieces.hpp"
 #include "numpy_random.hpp"
 
 namespace attn::dkstd {
+
+// Decodes pieces[0 .. count) of the stream g0 stands at the start of, each from its begin
+// (decode_piece), with values at values + piece.begin when values is not null: a round's pieces
+// handed to another device (Backend::numpy_pieces sends them to the GPU).
+using PieceDecoder = std::function<void(const numpy_rng::Pcg64& g0, Piece* pieces,
+                                        std::size_t count, int head, double* values)>;
 
 // How a run of normals is cut. Defaults: pieces of at least 2^14 words, 32 per thread (each
 // thread decodes four at once).
@@ -40,7 +49,23 @@ struct StreamSplit {
   int head_starts = 64;              // normal starts a piece records for the resync, 1 .. 64
   std::uint64_t wave_normals = 0;    // next_block: q normals kept per wave; 0: 2^18 (2 MiB)
   std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: 2^18 (2 MiB)
+  PieceDecoder decoder;              // decodes the pieces; empty: this CPU's threads
 };
+
+// The split for a device that decodes a piece per thread (the GPU): pieces of 256 words, 16
+// recorded starts, waves of 2^22 normals (32 MiB) to fill it.
+StreamSplit device_split(PieceDecoder decoder);
+
+// PieceDecoders: the CPU's threads (a plain loop over decode_piece, for tests and as the
+// reference) and the GPU (one thread per piece; CUDA builds). The GPU's normals equal the CPU's
+// bit for bit except where CUDA's log1p (the tail, 0.03% of normals) or exp (the wedge test,
+// whose decision it could flip only within an ulp) differs from glibc's in the last bit.
+void decode_pieces_cpu(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t count, int head,
+                       double* values, int threads = 0);
+#if defined(ATTNLAB_WITH_CUDA)
+void decode_pieces_cuda(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t count, int head,
+                        double* values);
+#endif
 
 // The next `count` standard normals of numpy's stream from g, in order, exactly as `count`
 // calls of numpy_rng::standard_normal(g) give them; g then stands where those calls leave it.

@@ -247,20 +247,6 @@ TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
 
 // ---- numpy's stream in parallel --------------------------------------------------------------
 
-// A generator that counts the words it hands out (a normal's start is a word position).
-struct CountedPcg64 {
-  numpy_rng::Pcg64 g;
-  std::uint64_t words = 0;
-  std::uint64_t next_uint64() {
-    ++words;
-    return g.next_uint64();
-  }
-  double next_double() {
-    ++words;
-    return g.next_double();
-  }
-};
-
 std::vector<double> sequential_normals(numpy_rng::Pcg64& g, std::uint64_t count) {
   std::vector<double> v(count);
   for (double& x : v) x = numpy_rng::standard_normal(g);
@@ -302,12 +288,12 @@ TEST(DkStdNumpy, ParallelNormalsEqualTheSequentialStreamForEverySplit) {
 // A piece that begins inside a rejected normal (a normal that took more than one word): the
 // speculative decode starts mid-normal and must resync with the previous piece.
 TEST(DkStdNumpy, SplitInsideARejectionResyncs) {
-  CountedPcg64 c{numpy_rng::Pcg64(7)};
+  dkstd::CountedPcg64 c{numpy_rng::Pcg64(7), 0};  // counts words: a normal starts at one
   std::vector<std::pair<std::uint64_t, std::uint64_t>> multi;  // (start word, words taken)
   for (int i = 0; i < 20000 && multi.size() < 8; ++i) {
-    const std::uint64_t start = c.words;
+    const std::uint64_t start = c.pos;
     (void)numpy_rng::standard_normal(c);
-    if (c.words - start > 1) multi.emplace_back(start, c.words - start);
+    if (c.pos - start > 1) multi.emplace_back(start, c.pos - start);
   }
   ASSERT_GE(multi.size(), 8u) << "expected about 1% of normals to take more than one word";
   for (const auto& [start, words] : multi)
@@ -346,6 +332,23 @@ TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
       ADD_FAILURE() << "draw " << k << ": " << got[k] << " != numpy " << expected;
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+// The decoder hook (StreamSplit::decoder, how the GPU takes a round's pieces), served here by
+// the plain CPU loop over decode_piece: the same bits, at the GPU's piece size and head, at
+// small pieces where many begin inside a rejected normal, and with every piece decoded again
+// (head 1).
+TEST(DkStdNumpy, PieceDecoderHookGivesTheSameBits) {
+  for (const auto& [words, head] :
+       std::vector<std::pair<std::uint64_t, int>>{{256, 16}, {3, 1}, {1000, 1}, {0, 64}}) {
+    dkstd::StreamSplit s;
+    s.piece_words = words;
+    s.head_starts = head;
+    s.decoder = [](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h, double* v) {
+      dkstd::decode_pieces_cpu(g0, p, n, h, v, 2);
+    };
+    expect_parallel_equals_sequential(11, words == 3 ? 20000 : 300000, s);
+  }
 }
 
 // The table's blocks against the sequential procedure they replace (q's N d_k normals, then
@@ -388,6 +391,22 @@ TEST(DkStdNumpy, BlocksEqualTheSequentialProcedureForAnyThreadsAndWaves) {
               << "block " << b << ", " << threads << " threads, wave " << wave << ", k wave "
               << k_wave;
       }
+}
+
+// The blocks with the GPU's split (dkstd::device_split, what a CUDA backend uses), its pieces
+// decoded here by the CPU loop.
+TEST(DkStdNumpy, BlocksWithTheGpuSplitOnTheCpuLoop) {
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks = {{3000, 2}, {301, 512}};
+  numpy_rng::Pcg64 ref(5);
+  std::vector<Moments> want;
+  for (const auto& [n, d_k] : blocks) want.push_back(sequential_block(ref, n, d_k));
+  dkstd::NumpyStream stream(
+      5, dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
+                                double* v) { dkstd::decode_pieces_cpu(g0, p, n, h, v); }));
+  for (std::size_t b = 0; b < blocks.size(); ++b)
+    EXPECT_TRUE(
+        same_bits(stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
+        << "block " << b;
 }
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.

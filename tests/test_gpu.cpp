@@ -14,6 +14,7 @@
 #include "cuda_device.hpp"
 #include "device_buffer.hpp"
 #include "dkstd.hpp"
+#include "dkstd_numpy.hpp"
 #include "gpu_cases.hpp"
 #include "head.hpp"
 #include "quantiles.hpp"
@@ -176,6 +177,53 @@ TEST(GpuDkStd, ChunksEqualCpuTwinBitForBit) {
       EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0)
           << "d_k " << c.d_k << " chunk " << i << ": std " << cpu[i].stddev() << " vs "
           << gpu[i].stddev();
+  }
+}
+
+// numpy's stream with its pieces decoded on the GPU (Backend::numpy_stream_split's settings)
+// against the sequential CPU stream: every normal equal, except that a tail normal (beyond
+// R = 3.65, about 0.03% of them) may differ by a few ulp where CUDA's log1p differs from glibc's;
+// a flipped wedge decision would shift every later normal and fail at once. Then the dk-std
+// blocks: the same moments to 1e-12 relative (tail normals enter only their own rows' dots).
+dkstd::StreamSplit gpu_numpy_split() {
+  return dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
+                                double* v) { dkstd::decode_pieces_cuda(g0, p, n, h, v); });
+}
+
+TEST(GpuNumpy, NormalsEqualTheCpuStreamButTailUlps) {
+  REQUIRE_GPU();
+  for (std::uint64_t seed : {0ull, 7ull, 2024ull}) {
+    constexpr std::uint64_t kCount = 3000000;
+    numpy_rng::Pcg64 a(seed), b(seed);
+    std::vector<double> want(kCount);
+    for (double& x : want) x = numpy_rng::standard_normal(a);
+    const std::vector<double> got = dkstd::parallel_normals(b, kCount, gpu_numpy_split());
+    ASSERT_EQ(got.size(), want.size());
+    std::uint64_t tail_diffs = 0, other_diffs = 0;
+    for (std::uint64_t i = 0; i < kCount; ++i) {
+      if (got[i] == want[i]) continue;
+      const bool tail = std::fabs(want[i]) > 3.6541528853610088;
+      if (tail && std::fabs(got[i] - want[i]) <=
+                      4 * std::nextafter(std::fabs(want[i]), 1e300) - 4 * std::fabs(want[i]))
+        ++tail_diffs;
+      else if (++other_diffs <= 5)
+        ADD_FAILURE() << "seed " << seed << " normal " << i << ": gpu " << got[i] << " cpu "
+                      << want[i];
+    }
+    EXPECT_EQ(other_diffs, 0u) << "seed " << seed;
+    EXPECT_TRUE(a == b) << "seed " << seed << ": the stream should stand after the last normal";
+    RecordProperty("tail_ulp_diffs_seed_" + std::to_string(seed), static_cast<int>(tail_diffs));
+  }
+}
+
+TEST(GpuNumpy, DkStdBlocksMatchTheCpu) {
+  REQUIRE_GPU();
+  dkstd::NumpyStream cpu(0), gpu(0, gpu_numpy_split());
+  for (std::uint32_t d_k : {2u, 64u, 512u}) {
+    const Moments c = cpu.next_block(10000, d_k, silent_monitor());
+    const Moments g = gpu.next_block(10000, d_k, silent_monitor());
+    EXPECT_NEAR(g.stddev(), c.stddev(), 1e-12 * c.stddev()) << "d_k " << d_k;
+    EXPECT_NEAR(g.kurtosis(), c.kurtosis(), 1e-12 * c.kurtosis()) << "d_k " << d_k;
   }
 }
 
