@@ -123,185 +123,220 @@ void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
 }
 
 #if ATTN_HAVE_CPU_LEVELS
-// ---- x86-64-v4: eight consecutive words at once ---------------------------------------------
-// A vector holds the generator's states after words pos .. pos+7 (lane j's XSL-RR output is
+// ---- Eight consecutive words at once (AVX-512, AVX2) ----------------------------------------
+// Eight lanes hold the generator's states after words pos .. pos+7 (lane j's XSL-RR output is
 // word pos+j); one step moves every lane 8 words on, s -> A8 s + C8 (the 8-step LCG, built by
 // composing the one-step map), so the eight 128-bit multiplies are independent. Each lane takes
-// the ziggurat's first step on its word, with the tables read by gathers. When all eight are
+// the ziggurat's first step on its word, the tables read by gathers. When all eight are
 // accepted (about 89% of vectors: 1.5% of words are rejected) they are eight consecutive
-// normals. Otherwise the lanes are read in order: a normal is a function of the word it starts
-// at, so after a rejection the lanes past the words it took are still the right candidates.
-// The wedge takes its uniform from the next lane's word; the tail, and a wedge in lane 7, run
-// the scalar rare path from that lane's state, and the vector is rebuilt where it stopped if it
-// went past the vector. Bits: the same operations as ziggurat_first and standard_normal_rare
-// (int64 -> double is exact below 2^52, the sign is the sign bit), tested at every split.
+// normals. Otherwise walk_rejections reads the lanes in order: a normal is a function of the
+// word it starts at, so after a rejection the lanes past the words it took are still the right
+// candidates. The wedge takes its uniform from the next lane's word; the tail, and a wedge in
+// lane 7, run the scalar rare path from that lane's state, and the lanes are rebuilt where it
+// stopped if it went past them. Bits: the same operations as ziggurat_first and
+// standard_normal_rare (uint64 -> double is exact below 2^52, the sign is the sign bit), tested
+// at every split and at each level. The loop is written once (numpy_simd.inc) over an ISA shim.
 using numpy_rng::u128;
+
+// The rejections of one vector, resolved in order (no SIMD: the rare path, ~11% of vectors).
+// rs: the lanes' words; los/his: their states; xs: their candidate values (read only where
+// accepted; a redraw's or the tail's value is written in). keep: the lanes that are normals.
+// past: a normal ran beyond lane 7; it ended at word `end`, the generator then at `state`.
+struct Walk {
+  unsigned keep;
+  bool past;
+  std::uint64_t end;
+  u128 state;
+};
+Walk walk_rejections(const Pcg64& proto, std::uint64_t pos, unsigned accepted,
+                     const std::uint64_t* rs, const std::uint64_t* los, const std::uint64_t* his,
+                     double* xs) {
+  Walk w{accepted, false, 0, 0};
+  unsigned todo = ~accepted & 0xffu;
+  while (todo != 0) {
+    const unsigned j = static_cast<unsigned>(__builtin_ctz(todo));
+    int id;
+    std::uint64_t rabs;
+    double x;
+    (void)numpy_rng::ziggurat_first(rs[j], id, rabs, x);
+    if (id != 0 && j < 7) {  // the wedge, with the next word's uniform (next_double)
+      const double u = static_cast<double>(rs[j + 1] >> 11) * (1.0 / 9007199254740992.0);
+      const double fx = (zig::f(id - 1) - zig::f(id)) * u + zig::f(id);
+      if (fx < std::exp(-0.5 * x * x)) {
+        w.keep |= 1u << j;
+        xs[j] = x;
+      }
+      w.keep &= ~(2u << j);  // lane j+1 was the uniform; a rejection retries at word j + 2
+      todo &= ~(3u << j);
+      continue;
+    }
+    // The tail, or a wedge whose uniform is the next vector's first word: the scalar path.
+    Pcg64 g = proto;
+    g.set_state((static_cast<u128>(his[j]) << 64) | los[j]);
+    Counted c{g, pos + j + 1};
+    xs[j] = numpy_rng::standard_normal_rare(c, id, rabs, x);
+    w.keep |= 1u << j;
+    const std::uint64_t used = c.pos - pos;  // lanes j+1 .. used-1 were its words
+    if (used >= 8) {
+      w.keep &= (2u << j) - 1;
+      w.past = true;
+      w.end = c.pos;
+      w.state = c.g.state();
+      return w;
+    }
+    w.keep &= ~(((1u << used) - 1) & ~((2u << j) - 1));
+    todo &= ~((1u << used) - 1);
+  }
+  return w;
+}
+
 // GCC 12 warns that the intrinsics' internal __Y "may be used uninitialized" (a known false
-// positive of _mm512_set1/undefined intrinsics under -Wextra).
+// positive of the _mm*_set1/undefined intrinsics under -Wextra).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// High 64 bits of a * b, lane by lane, for b = b1 * 2^32 + b0 (b0, b1 in the lanes' low halves).
-ATTN_TARGET_V4 ATTN_INLINE __m512i mulhi_v4(__m512i a, __m512i b0, __m512i b1) {
-  const __m512i lo32 = _mm512_set1_epi64(0xffffffffll);
-  const __m512i a1 = _mm512_srli_epi64(a, 32);
-  const __m512i p00 = _mm512_mul_epu32(a, b0), p01 = _mm512_mul_epu32(a, b1);
-  const __m512i p10 = _mm512_mul_epu32(a1, b0), p11 = _mm512_mul_epu32(a1, b1);
-  const __m512i mid =
-      _mm512_add_epi64(_mm512_add_epi64(_mm512_srli_epi64(p00, 32), _mm512_and_si512(p01, lo32)),
-                       _mm512_and_si512(p10, lo32));
-  return _mm512_add_epi64(_mm512_add_epi64(p11, _mm512_srli_epi64(p01, 32)),
-                          _mm512_add_epi64(_mm512_srli_epi64(p10, 32), _mm512_srli_epi64(mid, 32)));
-}
-
-// The states after words at, at+1, ..., at+7 of a generator standing at state s.
-ATTN_TARGET_V4 ATTN_INLINE void lanes_from(u128 s, u128 inc, __m512i& lo, __m512i& hi) {
-  alignas(64) std::uint64_t l[8], h[8];
-  for (int j = 0; j < 8; ++j) {
-    s = s * Pcg64::kMultiplier + inc;
-    l[j] = static_cast<std::uint64_t>(s);
-    h[j] = static_cast<std::uint64_t>(s >> 64);
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4")
+namespace v4 {
+struct Isa {  // one AVX-512 register
+  using V = __m512i;
+  using D = __m512d;
+  static V set1(std::uint64_t x) { return _mm512_set1_epi64(static_cast<long long>(x)); }
+  static V load(const std::uint64_t* p) { return _mm512_load_si512(p); }
+  static void store(std::uint64_t* p, V v) { _mm512_store_si512(p, v); }
+  static void store(double* p, D v) { _mm512_store_pd(p, v); }
+  static void storeu(double* p, D v) { _mm512_storeu_pd(p, v); }
+  static V add(V a, V b) { return _mm512_add_epi64(a, b); }
+  static V and_(V a, V b) { return _mm512_and_si512(a, b); }
+  static V xor_(V a, V b) { return _mm512_xor_si512(a, b); }
+  static D xor_(D a, V b) {
+    return _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(a), b));
   }
-  lo = _mm512_load_si512(l);
-  hi = _mm512_load_si512(h);
-}
-
-// Decodes lane l's normals while eight whole words remain before its end (its head already
-// recorded); values stored when Keep.
-template <bool Keep>
-ATTN_TARGET_V4 void run_v4(Lane& l) {
-  if (l.pos + 8 > l.end) return;
-  const u128 inc = l.g.increment();
-  u128 a8 = 1, c8 = 0;
-  for (int j = 0; j < 8; ++j) {
-    a8 *= Pcg64::kMultiplier;
-    c8 = c8 * Pcg64::kMultiplier + inc;
+  template <int N>
+  static V srl(V a) {
+    return _mm512_srli_epi64(a, N);
   }
-  const __m512i alo = _mm512_set1_epi64(static_cast<long long>(a8));
-  const __m512i alo_hi32 = _mm512_srli_epi64(alo, 32);
-  const __m512i ahi = _mm512_set1_epi64(static_cast<long long>(a8 >> 64));
-  const __m512i clo = _mm512_set1_epi64(static_cast<long long>(c8));
-  const __m512i chi = _mm512_set1_epi64(static_cast<long long>(c8 >> 64));
-  const __m512i byte = _mm512_set1_epi64(0xff), mant = _mm512_set1_epi64(0x000fffffffffffffll);
-  const __m512i sign = _mm512_set1_epi64(static_cast<long long>(0x8000000000000000ull));
-  (void)sign;
-  const __m512i one = _mm512_set1_epi64(1);
-  const auto* k_table = reinterpret_cast<const long long*>(zig::kZigguratK);
-
-  u128 at = l.g.state();  // the state at pos, while `fresh` (no vector consumed since)
-  bool fresh = true;
-  __m512i lo, hi, prev_lo = _mm512_setzero_si512(), prev_hi = _mm512_setzero_si512();
-  lanes_from(at, inc, lo, hi);
-  std::uint64_t pos = l.pos, n = l.n;
-  while (pos + 8 <= l.end) {
-    const __m512i r = _mm512_rorv_epi64(_mm512_xor_si512(hi, lo), _mm512_srli_epi64(hi, 58));
-    const __m512i idx = _mm512_and_si512(r, byte);
-    const __m512i rabs = _mm512_and_si512(_mm512_srli_epi64(r, 9), mant);
-    const __mmask8 accepted =
-        _mm512_cmplt_epu64_mask(rabs, _mm512_i64gather_epi64(idx, k_table, 8));
-    __m512d x = _mm512_setzero_pd();
-    if constexpr (Keep) {  // locating needs only the acceptances
-      const __m512d w = _mm512_i64gather_pd(idx, zig::kZigguratW, 8);
-      x = _mm512_castsi512_pd(
-          _mm512_xor_si512(_mm512_castpd_si512(_mm512_mul_pd(_mm512_cvtepu64_pd(rabs), w)),
-                           _mm512_and_si512(_mm512_slli_epi64(r, 55), sign)));
-    }
-    // The next eight words' states.
-    const __m512i mlo = _mm512_mullo_epi64(lo, alo);
-    const __m512i mhi = _mm512_add_epi64(
-        mulhi_v4(lo, alo, alo_hi32),
-        _mm512_add_epi64(_mm512_mullo_epi64(lo, ahi), _mm512_mullo_epi64(hi, alo)));
-    const __m512i next_lo = _mm512_add_epi64(mlo, clo);
-    __m512i next_hi = _mm512_add_epi64(mhi, chi);
-    next_hi = _mm512_mask_add_epi64(next_hi, _mm512_cmplt_epu64_mask(next_lo, mlo), next_hi, one);
-    if (__builtin_expect(accepted == 0xff, 1)) {
-      if constexpr (Keep) _mm512_storeu_pd(l.out + n, x);
-      n += 8;
-    } else {
-      // Rejections, in order (about 11% of vectors). A rejected lane j starts a normal that
-      // takes more words: lane j+1's as the wedge's uniform, or more for the tail or a redraw;
-      // those lanes are dropped, and `keep` marks the lanes that are normals, values in xs.
-      alignas(64) double xs[8];
-      alignas(64) std::uint64_t rs[8];
-      _mm512_store_pd(xs, x);
-      _mm512_store_si512(rs, r);
-      unsigned keep = accepted, todo = ~accepted & 0xffu;
-      bool rebuilt = false;
-      while (todo != 0) {
-        const unsigned j = static_cast<unsigned>(__builtin_ctz(todo));
-        int id;
-        std::uint64_t rabs_j;
-        double x_j;
-        (void)numpy_rng::ziggurat_first(rs[j], id, rabs_j, x_j);
-        if (id != 0 && j < 7) {  // the wedge, with the next word's uniform (next_double)
-          const double u = static_cast<double>(rs[j + 1] >> 11) * (1.0 / 9007199254740992.0);
-          const double fx = (zig::f(id - 1) - zig::f(id)) * u + zig::f(id);
-          if (fx < std::exp(-0.5 * x_j * x_j)) keep |= 1u << j;  // xs[j] is x_j
-          keep &= ~(2u << j);  // else the next try starts at word j + 2
-          todo &= ~(3u << j);
-          continue;
-        }
-        // The tail, or a wedge whose uniform is the next vector's first word: the scalar path.
-        alignas(64) std::uint64_t los[8], his[8];
-        _mm512_store_si512(los, lo);
-        _mm512_store_si512(his, hi);
-        Pcg64 g = l.g;
-        g.set_state((static_cast<u128>(his[j]) << 64) | los[j]);
-        Counted c{g, pos + j + 1};
-        xs[j] = numpy_rng::standard_normal_rare(c, id, rabs_j, x_j);
-        keep |= 1u << j;
-        const std::uint64_t used = c.pos - pos;  // lanes j+1 .. used-1 were its words
-        if (used >= 8) {  // past this vector: emit, and rebuild the lanes where it ended
-          keep &= (2u << j) - 1;
-          if constexpr (Keep)
-            _mm512_storeu_pd(l.out + n, _mm512_maskz_compress_pd(keep, _mm512_load_pd(xs)));
-          n += static_cast<unsigned>(__builtin_popcount(keep));
-          pos = c.pos;
-          at = c.g.state();
-          fresh = true;
-          lanes_from(at, inc, lo, hi);
-          rebuilt = true;
-          break;
-        }
-        const unsigned taken = ((1u << used) - 1) & ~((2u << j) - 1);
-        keep &= ~taken;
-        todo &= ~((1u << used) - 1);
-      }
-      if (!rebuilt) {
-        if constexpr (Keep)
-          _mm512_storeu_pd(l.out + n, _mm512_maskz_compress_pd(keep, _mm512_load_pd(xs)));
-        n += static_cast<unsigned>(__builtin_popcount(keep));
-      }
-      if (rebuilt) continue;
-    }
-    pos += 8;
-    prev_lo = lo;
-    prev_hi = hi;
-    lo = next_lo;
-    hi = next_hi;
-    fresh = false;
+  template <int N>
+  static V sll(V a) {
+    return _mm512_slli_epi64(a, N);
   }
-  if (!fresh) {  // the state after word pos - 1: lane 7 of the vector consumed last
-    alignas(64) std::uint64_t los[8], his[8];
-    _mm512_store_si512(los, prev_lo);
-    _mm512_store_si512(his, prev_hi);
-    at = (static_cast<u128>(his[7]) << 64) | los[7];
+  static V mul_u32(V a, V b) { return _mm512_mul_epu32(a, b); }
+  static V mul_lo(V a, V b) { return _mm512_mullo_epi64(a, b); }
+  static V rotr(V x, V r) { return _mm512_rorv_epi64(x, r); }
+  static unsigned lt(V a, V b) { return _mm512_cmplt_epu64_mask(a, b); }  // unsigned
+  // hi + 1 where sum < addend (the carry out of sum = addend + something, mod 2^64).
+  static V add_carry(V hi, V sum, V addend) {
+    return _mm512_mask_add_epi64(hi, _mm512_cmplt_epu64_mask(sum, addend), hi, set1(1));
   }
-  l.g.set_state(at);
-  l.pos = pos;
-  l.n = n;
-}
+  static V gather(const std::uint64_t* t, V idx) {
+    return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(t), 8);
+  }
+  static D gather(const double* t, V idx) { return _mm512_i64gather_pd(idx, t, 8); }
+  static D to_double(V a) { return _mm512_cvtepu64_pd(a); }
+  static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
+  static void store_kept(double* out, unsigned keep, const double* xs) {
+    const __m512d kept = _mm512_maskz_compress_pd(static_cast<__mmask8>(keep), _mm512_load_pd(xs));
+    _mm512_storeu_pd(out, kept);
+  }
+};
+#include "numpy_simd.inc"
+}  // namespace v4
+#pragma GCC pop_options
 
-// Lane l decoded with the vector loop between its recorded head and its last eight words.
-ATTN_TARGET_V4 void decode_lane_v4(Lane l) {
-  while (l.n < static_cast<std::uint64_t>(l.head) && l.pos < l.end) step(l);
-  if (l.out != nullptr)
-    run_v4<true>(l);
-  else
-    run_v4<false>(l);
-  while (l.pos < l.end) step(l);
-  finish(l);
-}
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+namespace v3 {
+struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
+  struct V {
+    __m256i a, b;
+  };
+  struct D {
+    __m256d a, b;
+  };
+  static V set1(std::uint64_t x) {
+    const __m256i v = _mm256_set1_epi64x(static_cast<long long>(x));
+    return {v, v};
+  }
+  static V load(const std::uint64_t* p) {
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 4))};
+  }
+  static void store(std::uint64_t* p, V v) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p), v.a);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(p + 4), v.b);
+  }
+  static void store(double* p, D v) {
+    _mm256_store_pd(p, v.a);
+    _mm256_store_pd(p + 4, v.b);
+  }
+  static void storeu(double* p, D v) {
+    _mm256_storeu_pd(p, v.a);
+    _mm256_storeu_pd(p + 4, v.b);
+  }
+  static V add(V x, V y) { return {_mm256_add_epi64(x.a, y.a), _mm256_add_epi64(x.b, y.b)}; }
+  static V sub(V x, V y) { return {_mm256_sub_epi64(x.a, y.a), _mm256_sub_epi64(x.b, y.b)}; }
+  static V and_(V x, V y) { return {_mm256_and_si256(x.a, y.a), _mm256_and_si256(x.b, y.b)}; }
+  static V or_(V x, V y) { return {_mm256_or_si256(x.a, y.a), _mm256_or_si256(x.b, y.b)}; }
+  static V xor_(V x, V y) { return {_mm256_xor_si256(x.a, y.a), _mm256_xor_si256(x.b, y.b)}; }
+  static D xor_(D x, V y) {
+    return {_mm256_xor_pd(x.a, _mm256_castsi256_pd(y.a)),
+            _mm256_xor_pd(x.b, _mm256_castsi256_pd(y.b))};
+  }
+  template <int N>
+  static V srl(V x) {
+    return {_mm256_srli_epi64(x.a, N), _mm256_srli_epi64(x.b, N)};
+  }
+  template <int N>
+  static V sll(V x) {
+    return {_mm256_slli_epi64(x.a, N), _mm256_slli_epi64(x.b, N)};
+  }
+  static V mul_u32(V x, V y) { return {_mm256_mul_epu32(x.a, y.a), _mm256_mul_epu32(x.b, y.b)}; }
+  // The low 64 bits of x * y from 32-bit halves: x0 y0 + ((x1 y0 + x0 y1) << 32).
+  static V mul_lo(V x, V y) {
+    const V cross = add(mul_u32(srl<32>(x), y), mul_u32(x, srl<32>(y)));
+    return add(mul_u32(x, y), sll<32>(cross));
+  }
+  // AVX2's variable shifts give 0 for a count of 64, so r = 0 leaves x.
+  static V rotr(V x, V r) {
+    const V left = sub(set1(64), r);
+    return {_mm256_or_si256(_mm256_srlv_epi64(x.a, r.a), _mm256_sllv_epi64(x.a, left.a)),
+            _mm256_or_si256(_mm256_srlv_epi64(x.b, r.b), _mm256_sllv_epi64(x.b, left.b))};
+  }
+  // All-ones lanes where x < y, unsigned (a signed compare after flipping the sign bits).
+  static V lt_lanes(V x, V y) {
+    const V s = set1(0x8000000000000000ull);
+    const V xf = xor_(x, s), yf = xor_(y, s);
+    return {_mm256_cmpgt_epi64(yf.a, xf.a), _mm256_cmpgt_epi64(yf.b, xf.b)};
+  }
+  static unsigned lt(V x, V y) {
+    const V m = lt_lanes(x, y);
+    return static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(m.a))) |
+           static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(m.b))) << 4;
+  }
+  static V add_carry(V hi, V sum, V addend) { return sub(hi, lt_lanes(sum, addend)); }
+  static V gather(const std::uint64_t* t, V idx) {
+    const auto* base = reinterpret_cast<const long long*>(t);
+    return {_mm256_i64gather_epi64(base, idx.a, 8), _mm256_i64gather_epi64(base, idx.b, 8)};
+  }
+  static D gather(const double* t, V idx) {
+    return {_mm256_i64gather_pd(t, idx.a, 8), _mm256_i64gather_pd(t, idx.b, 8)};
+  }
+  // Exact below 2^52: the bits of 2^52 + x as a double, less 2^52.
+  static D to_double(V x) {
+    const V m = or_(x, set1(0x4330000000000000ull));
+    const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
+    return {_mm256_sub_pd(_mm256_castsi256_pd(m.a), two52),
+            _mm256_sub_pd(_mm256_castsi256_pd(m.b), two52)};
+  }
+  static D mul(D x, D y) { return {_mm256_mul_pd(x.a, y.a), _mm256_mul_pd(x.b, y.b)}; }
+  static void store_kept(double* out, unsigned keep, const double* xs) {
+    for (int j = 0; j < 8; ++j)
+      if ((keep >> j) & 1u) *out++ = xs[j];
+  }
+};
+#include "numpy_simd.inc"
+}  // namespace v3
+#pragma GCC pop_options
 #pragma GCC diagnostic pop
 #endif
 
@@ -312,7 +347,8 @@ ATTN_TARGET_V4 void decode_lane_v4(Lane l) {
 void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, Normals* out) {
   const int threads = thread_count(split);
   const int head = std::clamp(split.head_starts, 1, kMaxHead);
-  const bool v4 = ATTN_HAVE_CPU_LEVELS && cpu_level() == CpuLevel::v4;
+  const CpuLevel level = cpu_level();
+  (void)level;  // used only where the build has levels
   std::uint64_t done = 0;
   std::vector<Piece> pieces;
   while (done < count) {
@@ -345,8 +381,9 @@ void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, 
           return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
         };
 #if ATTN_HAVE_CPU_LEVELS
-        if (v4) {
-          for (int j = 0; j < 4; ++j) decode_lane_v4(lane(j));
+        if (level != CpuLevel::baseline) {
+          for (int j = 0; j < 4; ++j)
+            (level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd)(lane(j));
           continue;
         }
 #endif
