@@ -117,15 +117,8 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
 
 // The figure: std against d_k with sqrt(d_k), and the relative error with its interval.
 std::string figure_script(const Table& t) {
-  using plot::num;
   std::ostringstream s;
-  s << "$D << EOD\n";
-  for (const auto& r : t.rows)
-    s << num(r[t.column("d_k")]) << " " << round_trip(num(r[t.column("std")])) << " "
-      << round_trip(num(r[t.column("std_ci95_low")])) << " "
-      << round_trip(num(r[t.column("std_ci95_high")])) << " "
-      << round_trip(num(r[t.column("std_scaled")])) << "\n";
-  s << "EOD\n"
+  s << plot::columns(t, {"d_k", "std", "std_ci95_low", "std_ci95_high", "std_scaled"})
     << "set multiplot layout 1,2 title 'std of q.k, q and k with N(0, 1) entries'\n"
     << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
     << "set key top left\nset offsets graph 0.05, graph 0.05, 0, 0\n"

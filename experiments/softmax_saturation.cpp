@@ -19,17 +19,9 @@ namespace {
 
 // The figure: the three measures against d_k, unscaled and scaled.
 std::string figure_script(const Table& t) {
-  using plot::num;
   std::ostringstream s;
-  s << "$D << EOD\n";
-  for (const auto& r : t.rows) {
-    s << num(r[0]);
-    for (const char* c : {"max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
-                          "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
-      s << " " << round_trip(num(r[t.column(c)]));
-    s << "\n";
-  }
-  s << "EOD\n"
+  s << plot::columns(t, {"d_k", "max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
+                         "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
     << "set multiplot layout 1,3 title " << plot::quote(t.title) << "\n"
     << "set logscale x 2\nset xlabel 'd_k'\nset grid\nset key bottom left\n"
     << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"

@@ -3,6 +3,8 @@
 // only when the file is complete.
 #include "host/plots.hpp"
 
+#include "host/format.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,6 +37,18 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return out + "\"";
+}
+std::string columns(const Table& t, std::initializer_list<const char*> names) {
+  std::string s = "$D << EOD\n";
+  for (const auto& r : t.rows) {
+    const char* sep = "";
+    for (const char* name : names) {
+      s += sep + round_trip(num(r[t.column(name)]));
+      sep = " ";
+    }
+    s += "\n";
+  }
+  return s + "EOD\n";
 }
 }  // namespace plot
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ namespace plot {
 double num(const Cell& c);                // a numeric cell as double (NaN otherwise)
 std::string text(const Cell& c);          // a text cell ("" otherwise)
 std::string quote(const std::string& s);  // a gnuplot string literal
+// The datablock $D: a line per row of t with the named numeric columns, each in round-trip
+// precision (format.hpp), for `plot $D using ...`.
+std::string columns(const Table& t, std::initializer_list<const char*> names);
 }  // namespace plot
 
 // Whether a figure file gnuplot wrote (a PNG when png, else an SVG) is complete: not empty; a PNG
