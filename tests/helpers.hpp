@@ -6,7 +6,9 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -67,6 +69,17 @@ inline std::string run_python(const std::string& program) {
   const ProcessResult r = run_command(std::string("/usr/bin/python3 ") + path);
   std::remove(path);
   return r.out;
+}
+
+// The k-th double of a hex dump of little-endian float64s (numpy: x.astype('<f8').tobytes().hex()).
+inline double f64_from_hex(const std::string& hex, std::size_t k) {
+  std::uint64_t bits = 0;
+  for (int byte = 7; byte >= 0; --byte)
+    bits = (bits << 8) |
+           std::stoul(hex.substr(k * 16 + 2 * static_cast<std::size_t>(byte), 2), nullptr, 16);
+  double x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
 }
 
 // The fields of text between separators (an empty text is one empty field).

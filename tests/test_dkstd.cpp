@@ -323,11 +323,7 @@ TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
   const std::vector<double> got = dkstd::parallel_normals(g, kDraws, s);
   int mismatches = 0;
   for (int k = 0; k < kDraws; ++k) {
-    std::uint64_t bits = 0;
-    for (int byte = 7; byte >= 0; --byte)  // little-endian
-      bits = (bits << 8) | std::stoul(hex.substr(std::size_t(k) * 16 + 2 * byte, 2), nullptr, 16);
-    double expected;
-    std::memcpy(&expected, &bits, sizeof expected);
+    const double expected = test::f64_from_hex(hex, std::size_t(k));
     if (got[k] != expected && ++mismatches <= 5)
       ADD_FAILURE() << "draw " << k << ": " << got[k] << " != numpy " << expected;
   }

@@ -299,11 +299,7 @@ TEST(NumpyStandardNormal, TwoHundredThousandIncludingTailMatchFreshNumpyExactly)
   int tail = 0, mismatches = 0;
   double largest = 0;
   for (int k = 0; k < kDraws; ++k) {
-    std::uint64_t bits = 0;
-    for (int byte = 7; byte >= 0; --byte)  // little-endian
-      bits = (bits << 8) | std::stoul(hex.substr(std::size_t(k) * 16 + 2 * byte, 2), nullptr, 16);
-    double expected;
-    std::memcpy(&expected, &bits, sizeof expected);
+    const double expected = test::f64_from_hex(hex, std::size_t(k));
     const double got = numpy_rng::standard_normal(g);
     if (got != expected && ++mismatches <= 5)
       ADD_FAILURE() << "draw " << k << ": " << got << " != numpy " << expected;
