@@ -231,7 +231,7 @@ TEST(AttentionCommand, FortranOrderIsConvertedToCOrder) {
 TEST(AttentionCommand, MaskedNaNNeverReachesAVisibleOutputAndIsNamed) {
   TempDir d;
   const std::string one = d.write("one.csv", "1\n");
-  for (const std::string& dtype : {"f32", "f64"}) {
+  for (const std::string dtype : {"f32", "f64"}) {
     const std::string dir = d.file("o" + dtype);
     const auto r = run_demo("attention --x " + d.write("x.csv", "1\nnan\n") + " --w-q " + one +
                             " --w-k " + one + " --w-v " + one + " --causal --dtype " + dtype +
