@@ -6,6 +6,7 @@
 // Generators: numpy's stream (the lesson's, exact; kernels/dkstd_numpy.hpp, its pieces decoded
 // on the backend's device) or Philox (kernels/dkstd.hpp, on the backend's device). auto: numpy
 // up to 1e8 normals.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -48,35 +49,34 @@ std::optional<std::pair<double, double>> std_interval(const Moments& m, double m
 
 namespace {
 
-// The philox table as chunk-driver work (host/chunks.hpp): chunk i is kGroup consecutive sampler
-// chunks (kernels/dkstd.hpp, about 2^20 normals each) of one d_k; its state is their Moments,
-// merged left to right; the driver folds the chunks' states left to right per d_k. So the
-// merge tree is fixed by (N, d_k list) alone.
-constexpr std::uint64_t kGroup = 256;
-
-struct PhiloxChunk {
-  std::size_t dk_index;
-  std::uint64_t first, count;  // sampler chunks [first, first + count) of that d_k
-};
+// The philox table as chunk-driver work (host/chunks.hpp): chunk i is up to 256 consecutive
+// sampler chunks (kernels/dkstd.hpp, about 2^20 normals each up to d_k 2048) of one d_k, fewer
+// beyond d_k 4096 so that a chunk holds at most 2^29 normals (with d_k at most 2^16, a second
+// or less on two AVX2 cores: Ctrl-C and progress stay responsive); its state is their Moments,
+// merged left to right; the driver folds the chunks' states left to right per d_k. So the merge
+// tree is fixed by (N, d_k list) alone.
+std::uint64_t sampler_chunks_per_chunk(const dkstd::Plan& p) {
+  const std::uint64_t normals = 2 * p.chunk_samples() * p.d_k;  // one sampler chunk's
+  return std::clamp<std::uint64_t>((std::uint64_t{1} << 29) / normals, 1, 256);
+}
 
 bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks, std::uint64_t n,
                     std::uint64_t seed, std::vector<Moments>& totals) {
   std::vector<dkstd::Plan> plans;
-  std::vector<PhiloxChunk> chunks;
+  KeyRanges chunks;  // key: the d_k's index; items: sampler chunks
   for (std::size_t d = 0; d < dks.size(); ++d) {
     plans.push_back(dkstd::make_plan(n, static_cast<std::uint32_t>(dks[d]), seed));
-    for (std::uint64_t c = 0; c < plans[d].chunks(); c += kGroup)
-      chunks.push_back({d, c, std::min(kGroup, plans[d].chunks() - c)});
+    chunks.add(plans[d].chunks(), sampler_chunks_per_chunk(plans[d]));
   }
   totals.assign(dks.size(), Moments{});
   ChunkJob job;
   job.label = "dk-std";
   job.unit = "normals";
-  job.chunks = chunks.size();
-  job.batch = std::max<std::uint64_t>(1, ctx.backend.dkstd_chunks_per_call() / kGroup);
+  job.chunks = chunks.chunks();
+  job.batch = std::max<std::uint64_t>(1, ctx.backend.dkstd_chunks_per_call() / 256);
   job.work = [&](std::uint64_t i) {
-    const PhiloxChunk& c = chunks[i];
-    const dkstd::Plan& p = plans[c.dk_index];
+    const KeyRanges::Range c = chunks.at(i);
+    const dkstd::Plan& p = plans[c.key];
     const std::uint64_t samples = p.chunk_end(c.first + c.count - 1) - p.chunk_first(c.first);
     return 2.0 * static_cast<double>(samples) * p.d_k;
   };
@@ -85,23 +85,29 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
     std::vector<ChunkState> states;
     for (std::uint64_t i = first; i < first + count;) {
       // One backend call for the consecutive chunks of one d_k.
+      const KeyRanges::Range head = chunks.at(i);
       std::uint64_t j = i, sampler_chunks = 0;
-      while (j < first + count && chunks[j].dk_index == chunks[i].dk_index)
-        sampler_chunks += chunks[j++].count;
+      std::vector<std::uint64_t> sizes;
+      for (; j < first + count; ++j) {
+        const KeyRanges::Range c = chunks.at(j);
+        if (c.key != head.key) break;
+        sampler_chunks += c.count;
+        sizes.push_back(c.count);
+      }
       parts.resize(static_cast<std::size_t>(sampler_chunks));
-      ctx.backend.dkstd_chunks(plans[chunks[i].dk_index], chunks[i].first, sampler_chunks,
-                               parts.data());
+      ctx.backend.dkstd_chunks(plans[head.key], head.first, sampler_chunks, parts.data());
       std::size_t k = 0;
-      for (; i < j; ++i) {
+      for (const std::uint64_t size : sizes) {
         Moments m;
-        for (std::uint64_t c = 0; c < chunks[i].count; ++c) m = merge(m, parts[k++]);
+        for (std::uint64_t c = 0; c < size; ++c) m = merge(m, parts[k++]);
         states.push_back(exact(m));
       }
+      i = j;
     }
     return states;
   };
   job.fold = [&](std::uint64_t i, const ChunkState& s) {
-    Moments& t = totals[chunks[i].dk_index];
+    Moments& t = totals[chunks.at(i).key];
     t = merge(t, exact_moments(s));
   };
   job.save = [&] {
@@ -237,7 +243,7 @@ const Experiment& dk_std_experiment() {
       "std of q.k grows like sqrt(d_k); scaling restores 1 (section 5)",
       true,
       Runs::backend,
-      {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 20),
+      {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 16),
        param::count("--samples", "10000", "Samples per d_k, e.g. 10000 or 1e9"),
        param::choice("--rng", "auto",
                      "numpy (the lesson's stream), philox (counter-based), or auto (numpy up to "

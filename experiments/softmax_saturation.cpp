@@ -59,18 +59,21 @@ std::vector<Table> run(const RunContext& ctx) {
   // Chunk-driver work (host/chunks.hpp): chunk i is a run of rows of one d_k, about 2^22
   // normals of q and keys (so memory stays bounded); its state is the six Moments of its rows,
   // pushed in row order; the driver folds the chunks' states in chunk order.
-  struct RowChunk {
-    std::size_t dk_index;
-    std::uint64_t first, count;
-  };
+  // A row (its query and keys) is computed whole: bounded, so that a chunk's memory and time are.
+  constexpr std::uint64_t kMaxRowNormals = std::uint64_t{1} << 24;
+  for (const std::int64_t d : dks)
+    if (static_cast<std::uint64_t>(keys + 1) * static_cast<std::uint64_t>(d) > kMaxRowNormals)
+      throw std::invalid_argument("--keys " + std::to_string(keys) + " with --dk " +
+                                  std::to_string(d) + ": a row of (keys + 1) d_k = " +
+                                  std::to_string(static_cast<std::uint64_t>(keys + 1) * d) +
+                                  " normals; at most 2^24 (16777216)");
   std::vector<saturation::Params> params;
-  std::vector<RowChunk> chunks;
+  KeyRanges chunks;  // key: the d_k's index; items: rows
   for (std::size_t d = 0; d < dks.size(); ++d) {
     params.push_back({seed, static_cast<std::uint32_t>(dks[d]), keys});
-    const std::uint64_t per = std::max<std::uint64_t>(
-        1, (std::uint64_t{1} << 22) / static_cast<std::uint64_t>(params[d].normals_per_row()));
-    for (std::uint64_t r0 = 0; r0 < rows; r0 += per)
-      chunks.push_back({d, r0, std::min(per, rows - r0)});
+    chunks.add(rows, std::max<std::uint64_t>(
+                         1, (std::uint64_t{1} << 22) /
+                                static_cast<std::uint64_t>(params[d].normals_per_row())));
   }
   std::vector<std::array<Moments, saturation::kStats>> m(dks.size());
   // Rows with a non-finite measure, per d_k: counted and left out of the means.
@@ -79,16 +82,17 @@ std::vector<Table> run(const RunContext& ctx) {
   ChunkJob job;
   job.label = "softmax-saturation";
   job.unit = "normals";
-  job.chunks = chunks.size();
+  job.chunks = chunks.chunks();
   job.work = [&](std::uint64_t i) {
-    return static_cast<double>(chunks[i].count) * params[chunks[i].dk_index].normals_per_row();
+    const KeyRanges::Range c = chunks.at(i);
+    return static_cast<double>(c.count) * params[c.key].normals_per_row();
   };
   job.compute = [&](std::uint64_t first, std::uint64_t count) {
     std::vector<ChunkState> states;
     for (std::uint64_t i = first; i < first + count; ++i) {
-      const RowChunk& c = chunks[i];
+      const KeyRanges::Range c = chunks.at(i);
       stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
-      ctx.backend.saturation_rows(params[c.dk_index], c.first, static_cast<std::int64_t>(c.count),
+      ctx.backend.saturation_rows(params[c.key], c.first, static_cast<std::int64_t>(c.count),
                                   stats.data());
       Moments part[saturation::kStats];
       std::int64_t bad = 0;
@@ -110,9 +114,9 @@ std::vector<Table> run(const RunContext& ctx) {
     return states;
   };
   job.fold = [&](std::uint64_t i, const ChunkState& s) {
-    auto& to = m[chunks[i].dk_index];
-    for (int k = 0; k < saturation::kStats; ++k) to[k] = merge(to[k], exact_moments(s.at(k)));
-    non_finite[chunks[i].dk_index] += s.at(saturation::kStats).get<std::int64_t>();
+    const std::size_t d = chunks.at(i).key;
+    for (int k = 0; k < saturation::kStats; ++k) m[d][k] = merge(m[d][k], exact_moments(s.at(k)));
+    non_finite[d] += s.at(saturation::kStats).get<std::int64_t>();
   };
   job.save = [&] {
     ChunkState s = ChunkState::array();
@@ -164,7 +168,7 @@ const Experiment& softmax_saturation_experiment() {
       "max weight, entropy, Jacobian norm vs d_k, scaled or not (beyond)",
       false,
       Runs::backend,
-      {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1, 1 << 20),
+      {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1, 1 << 16),
        param::count("--samples", "10000", "Rows (one query and its keys) per d_k"),
        param::integer("--keys", "3", "Keys per row", 1, 65536),
        param::u64("--seed", "0", "Seed of the generator")},

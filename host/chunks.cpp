@@ -240,7 +240,26 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts) {
 }
 }  // namespace
 
+void KeyRanges::add(std::uint64_t count, std::uint64_t per) {
+  if (starts_.empty()) starts_.push_back(0);
+  counts_.push_back(count);
+  pers_.push_back(per);
+  starts_.push_back(starts_.back() + (count + per - 1) / per);
+}
+
+KeyRanges::Range KeyRanges::at(std::uint64_t chunk) const {
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), chunk);
+  const auto key = static_cast<std::size_t>(it - starts_.begin()) - 1;
+  const std::uint64_t first = (chunk - starts_[key]) * pers_[key];
+  return {key, first, std::min(pers_[key], counts_[key] - first)};
+}
+
 bool run_chunks(const Options& o, const ChunkJob& job) {
+  if (job.chunks > kMaxChunks)
+    throw std::invalid_argument(job.label + ": this request cuts into " +
+                                std::to_string(job.chunks) +
+                                " chunks of work, more than the 2^28 (268435456) the chunk driver "
+                                "takes; ask for fewer samples or rows");
   static int sequence = 0;  // every rank runs the same jobs in the same order: a message tag
   const int tag = 100 + (sequence++ % 30000);
   const bool mpi = cluster::size() > 1, root = cluster::is_root();

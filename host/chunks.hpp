@@ -18,9 +18,11 @@
 // and shows progress.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,29 @@
 namespace attn {
 
 using ChunkState = nlohmann::json;
+
+// The most chunks a job may have (2^28): the driver walks the chunk list a few times before any
+// work (progress totals, the split between processes), which stays under about a second here.
+// Chunks hold 2^22 normals or more, so this allows 10^15 normals and more per table.
+inline constexpr std::uint64_t kMaxChunks = std::uint64_t{1} << 28;
+
+// Chunks over ranges of items of several keys (a table's d_k values): key k's `count` items
+// are cut into runs of `per` items, keys one after another. Computed, never stored: any request
+// size costs memory per key only.
+class KeyRanges {
+ public:
+  struct Range {
+    std::size_t key;
+    std::uint64_t first, count;  // items [first, first + count) of that key
+  };
+  void add(std::uint64_t count, std::uint64_t per);  // per >= 1
+  std::uint64_t chunks() const { return starts_.empty() ? 0 : starts_.back(); }
+  Range at(std::uint64_t chunk) const;  // chunk < chunks()
+
+ private:
+  std::vector<std::uint64_t> counts_, pers_;
+  std::vector<std::uint64_t> starts_;  // starts_[k + 1]: chunks of keys 0 .. k
+};
 
 struct ChunkJob {
   std::string label;  // the table's name: progress label, part file name, checkpoint section
@@ -48,7 +73,8 @@ struct ChunkJob {
   std::function<void(const ChunkState&)> load;
 };
 
-// Runs the job as this process's part of the run (see the top of this file). Returns true when
+// Runs the job as this process's part of the run (see the top of this file). A job of more
+// than kMaxChunks chunks is refused first (std::invalid_argument: demo exits 2). Returns true when
 // this process now holds the whole result and should make the table (a single process, MPI rank
 // 0, demo merge), false when it only computed a part (a --shard, which writes
 // OUT/LABEL.part.json; another MPI rank). Throws Interrupted on Ctrl-C/SIGTERM (after saving the

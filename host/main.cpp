@@ -270,6 +270,11 @@ int main_checked(int argc, char** argv) {
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
     if (cluster::size() > 1) std::_Exit(128 + sig);  // every rank was signalled (mpirun forwards)
     return 128 + sig;
+  } catch (const std::invalid_argument& e) {  // a request refused by its table: a usage error
+    remove_if_created_and_empty(cli.options, created_out_dir);
+    if (cluster::is_root()) std::fprintf(stderr, "demo: error: %s\n", e.what());
+    if (cluster::size() > 1) cluster::abort(2);
+    return 2;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     std::fprintf(stderr, "demo: error: %s%s\n", who.c_str(), e.what());

@@ -538,16 +538,31 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
       std::max<std::uint64_t>(1, wave / (rows_per_chunk * d_k)) * rows_per_chunk;
   const int threads = thread_count(split_);
 
+  // Progress: the block's 2 N d_k normals used, reported in step with the normals decoded
+  // (3 N d_k when q is located and decoded again), so that time estimates hold.
+  const bool keep_q = samples <= wave_rows;
+  const double used = 2.0 * static_cast<double>(samples) * d_k;
+  const double per_decoded = 2.0 / (keep_q ? 2.0 : 3.0);
+  double reported = 0;
+  const auto decoded = [&](std::uint64_t normals) {
+    const double u = per_decoded * static_cast<double>(normals);
+    monitor.advance(u);
+    reported += u;
+  };
+
   Pcg64 gq = gen_, gk = gen_;
   Normals& q = bufs_->q;
   Normals& k = bufs_->k;
   q.clear();
-  if (samples <= wave_rows) {  // q fits: decode it once and keep it; k starts where it ends
+  if (keep_q) {  // q fits: decode it once and keep it; k starts where it ends
     decode(gk, samples * d_k, split_, true, &q);
+    decoded(samples * d_k);
   } else {  // locate k's start (q is decoded again, a wave at a time, below)
     for (std::uint64_t r = 0; r < samples; r += wave_rows) {
       monitor.checkpoint();
-      decode(gk, std::min(wave_rows, samples - r) * d_k, split_, false, nullptr);
+      const std::uint64_t rows = std::min(wave_rows, samples - r);
+      decode(gk, rows * d_k, split_, false, nullptr);
+      decoded(rows * d_k);
     }
   }
 
@@ -559,9 +574,10 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   for (std::uint64_t r0 = 0; r0 < samples; r0 += wave_rows) {
     monitor.checkpoint();
     const std::uint64_t rows = std::min(wave_rows, samples - r0);
-    if (samples > wave_rows) {
+    if (!keep_q) {
       q.clear();
       decode(gq, rows * d_k, split_, true, &q);
+      decoded(rows * d_k);
     }
     for (std::uint64_t k0 = 0; k0 < rows; k0 += k_rows) {  // k0: the k wave's first row in q's
       monitor.checkpoint();
@@ -577,9 +593,10 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
             chunk_dots(q, k0 + first, k, first, std::min(rows_per_chunk, krows - first), d_k);
       }
       for (const Moments& m : parts) total = merge(total, m);
-      monitor.advance(2.0 * static_cast<double>(krows * d_k));
+      decoded(krows * d_k);
     }
   }
+  monitor.advance(used - reported);  // rounding: the block's total exactly
   gen_ = gk;
   return total;
 }

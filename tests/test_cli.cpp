@@ -2,6 +2,8 @@
 // help, version and list, and machine-readable output (CSV, JSON) on a clean stdout.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <regex>
 #include <set>
@@ -36,6 +38,33 @@ void expect_refused(const std::string& args) {
 }
 
 // ---- refusals --------------------------------------------------------------------------------
+
+// A request its table refuses once it reads its settings: a usage error (exit 2), fast, nothing
+// on stdout, the reason on stderr's last line (with -q the only line).
+void expect_usage_error(const std::string& args, const std::string& reason) {
+  SCOPED_TRACE("demo " + args);
+  const auto t0 = std::chrono::steady_clock::now();
+  const ProcessResult r = run_demo(args + " -q");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(is_one_line(r.err)) << r.err;
+  EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+  EXPECT_LT(seconds, 5.0) << "refused only after work";
+}
+
+// Requests of any size are refused before memory or time is spent on them: the chunk driver's
+// limit (2^28 chunks), a d_k beyond 2^16, a saturation row beyond 2^24 normals. (A philox run of
+// 10^15 samples at d_k 2^20 used to grow a chunk list to 12 GB before failing.)
+TEST(CliRefuses, RequestsBeyondTheChunkDriversLimit) {
+  expect_usage_error("--table dk-std --rng philox --samples 1e15 --dk 65536", "2^28");
+  expect_usage_error("--table softmax-saturation --samples 1e15 --dk 1", "2^28");
+  expect_usage_error("--table rnn-decay,softmax-saturation --keys 65536 --dk 1024",
+                     "(keys + 1) d_k");
+  expect_refused("--table dk-std --dk 65537");
+  expect_refused("--table softmax-saturation --dk 65537");
+}
 
 TEST(CliRefuses, UnknownTable) { expect_refused("--table nosuch"); }
 TEST(CliRefuses, UnknownTableInAList) { expect_refused("--table dk-std,nosuch"); }

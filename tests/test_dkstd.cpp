@@ -245,6 +245,30 @@ TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
   }
 }
 
+// When q is located (counted) and decoded again, progress moves during the locating too, in
+// step with the normals decoded (a third of the work), so that time estimates hold: the
+// locating pass's waves report a third of the block's total.
+TEST(DkStdNumpy, ProgressMovesWhileLocatingQ) {
+  struct Recorder : Monitor {
+    std::vector<double> steps;
+    void advance(double u) override { steps.push_back(u); }
+  } rec;
+  dkstd::StreamSplit s;
+  s.wave_normals = 4096;  // d_k 200: waves of 327 rows (65536 / 200 rows per chunk)
+  dkstd::NumpyStream stream(0, s);
+  const std::uint64_t n = 3000, d_k = 200, wave_rows = 327;
+  (void)stream.next_block(n, d_k, rec);
+  const std::size_t locate_waves = (n + wave_rows - 1) / wave_rows;
+  ASSERT_GT(rec.steps.size(), locate_waves);
+  double located = 0, total = 0;
+  for (std::size_t i = 0; i < rec.steps.size(); ++i) {
+    total += rec.steps[i];
+    if (i < locate_waves) located += rec.steps[i];
+  }
+  EXPECT_DOUBLE_EQ(total, 2.0 * n * d_k);
+  EXPECT_NEAR(located, total / 3, 1e-9 * total);
+}
+
 // ---- numpy's stream in parallel --------------------------------------------------------------
 
 std::vector<double> sequential_normals(numpy_rng::Pcg64& g, std::uint64_t count) {

@@ -390,11 +390,11 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
     EXPECT_FALSE(fs::exists(file)) << args;
   }
-  // Memory (no --per-seed): a sweep whose maps would not fit.
+  // Memory (no --per-seed): a sweep whose maps would not fit, refused before work (exit 2).
   const auto r = test::run_demo(
       "--table attention-sweep -q --task random --words 64 --d-model 4 --d-k 4 --seeds "
       "0:1000000000000");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("of memory"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

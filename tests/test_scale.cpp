@@ -243,15 +243,15 @@ TEST(Refusals, BadShardsAndCheckpoints) {
 }
 
 TEST(Refusals, RunErrorsThatNeedTheTable) {
-  // Known once the table reads its settings: exit 1, one line.
+  // Known once the table reads its settings: a usage error (exit 2), one line.
   const fs::path dir = scratch("numpy-part");
   const auto r = test::run_demo("--table dk-std --rng numpy --shard 0/2 -q --out " + dir.string());
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot be split"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir / "dk-std.part.json"));
   const auto p = test::run_demo(kBulk[2] + " -q --per-seed " + scratch("r.csv").string() +
                                 " --checkpoint " + scratch("c.json").string());
-  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.err.find("--per-seed with --checkpoint"), std::string::npos) << p.err;
   EXPECT_FALSE(fs::exists(scratch("r.csv")));
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
