@@ -147,6 +147,8 @@ std::vector<Table> run(const RunContext& ctx) {
   const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
   const std::uint64_t n = ctx.get<std::uint64_t>("--samples");
   const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
+  if (n < 2)
+    throw std::invalid_argument("--samples 1: a standard deviation needs at least 2 samples");
   const double normals =
       2.0 * static_cast<double>(n) *
       static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));

@@ -63,6 +63,7 @@ TEST(CliRefuses, RequestsBeyondTheChunkDriversLimit) {
   expect_usage_error("--table rnn-decay,softmax-saturation --keys 65536 --dk 1024",
                      "(keys + 1) d_k");
   expect_refused("--table dk-std --dk 65537");
+  expect_usage_error("--table dk-std --samples 1", "at least 2 samples");
   expect_refused("--table softmax-saturation --dk 65537");
 }
 
