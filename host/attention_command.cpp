@@ -112,7 +112,7 @@ Plan plan_request(const AttentionRequest& r) {
     if (!r.dtype.empty()) parse_choice("--dtype", r.dtype, {"f32", "f64"});
     parse_choice("--device", r.device, {"auto", "cpu", "cuda"});
     parse_choice("--format", r.format, {"table", "csv", "json", "markdown"});
-    if (!r.threads.empty()) parse_int("--threads", r.threads, 1, 4096);
+    if (!r.threads.empty()) parse_threads("--threads", r.threads);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }

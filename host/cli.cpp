@@ -7,7 +7,6 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
-#include <thread>
 
 #include "experiments/registry.hpp"
 #include "version.hpp"
@@ -251,17 +250,7 @@ Cli parse_command_line(int argc, char** argv) {
                : f == "json"     ? Format::json
                : f == "markdown" ? Format::markdown
                                  : Format::table;
-    if (app.count("--threads")) {
-      // More threads than 4 per core never helps, and thousands make libgomp abort when it
-      // cannot create them: refused here, with the limit of this machine.
-      const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-      const std::int64_t v = parse_int("--threads", threads, 1, 1 << 30);
-      if (v > 4 * cores)
-        throw std::invalid_argument("--threads: at most " + std::to_string(4 * cores) +
-                                    " (4 per core; this machine has " + std::to_string(cores) +
-                                    "), got '" + threads + "'");
-      o.threads = static_cast<int>(v);
-    }
+    if (app.count("--threads")) o.threads = parse_threads("--threads", threads);
     o.plots = !no_plots;
     for (const auto& [flag, f] : flags)
       if (app.count(flag)) o.given[flag] = texts[flag];
