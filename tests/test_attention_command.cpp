@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <thread>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
@@ -294,6 +296,10 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       raw_npy(d, "c16.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (3, 2), }", c16);
   const std::string bige =
       raw_npy(d, "be.npy", "{'descr': '>f8', 'fortran_order': False, 'shape': (3, 2), }", be);
+  // A negative dimension was read as 2^64 - 3 and called "too large".
+  const std::string negative =
+      raw_npy(d, "neg.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (-3, 2), }", be);
+  const std::string cores = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
   // n = 1,000,000 words: scores and weights would need 2 x 10^12 doubles (16 TB).
   std::string big_csv;
   for (int i = 0; i < 1000000; ++i) big_csv += "1\n";
@@ -325,6 +331,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(int64, w, w, w), "i8.npy", "dtype int64 is refused"},
       {run(cplx, w, w, w), "c16.npy", "dtype complex128 is refused"},
       {run(bige, w, w, w), "be.npy", "big-endian float64 is refused"},
+      {run(negative, w, w, w), "neg.npy", "shape (-3, 2) has a negative dimension"},
       {run(x, w32, w, w), "w32.npy", "shape (3, 2) does not fit --x"},
       {run(x, w32, w, w), "x.npy shape (3, 2)", "d_model = 2 rows"},
       {run(x, w, w4, w), "w4.npy", "d_k = 4"},
@@ -338,6 +345,8 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(d.write("e.json", "[]"), w, w, w), "e.json", "empty array"},
       {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
       {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
+      {run(x, w, w, w, " --threads 0"), "--threads", "from 1 to " + cores + " "},
+      {run(x, w, w, w, " --threads 100000"), "--threads", "from 1 to " + cores + " "},
       {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
   };
   for (const Case& c : cases) {
