@@ -169,7 +169,16 @@ Cli parse_command_line(int argc, char** argv) {
   auto* merge = app.add_subcommand(
       "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
   merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
-  merge->fallthrough();  // --out, --format, --force, --quiet, --no-plots are demo's own
+  // merge's own options only (the parts hold the rest of the command); they set demo's own.
+  merge->add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
+      ->type_name("DIR");
+  merge->add_option("--format", format, "table | csv | json | markdown")
+      ->capture_default_str()
+      ->type_name("FORMAT");
+  merge->add_flag("--force", o.force, "Replace existing regular result files");
+  merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
+  merge->add_flag("--no-plots", no_plots, "With --out: no figures");
+  merge->allow_extras();  // refused below, naming the option, as one line
 
   try {
     app.parse(argc, argv);
@@ -205,6 +214,24 @@ Cli parse_command_line(int argc, char** argv) {
       return cli;
     }
     if (*merge) {
+      // Any other option (--threads, --samples, ...) would be silently ignored: refused. Those
+      // given after `merge` are its extras; those before it, demo's options.
+      std::string other;
+      for (const std::string& w : merge->remaining())
+        if (other.empty() && w.size() > 1 && w[0] == '-') other = w.substr(0, w.find('='));
+      std::vector<CLI::Option*> before = app.get_options();
+      for (const auto& [name, group] : groups)
+        for (CLI::Option* opt : group->get_options()) before.push_back(opt);
+      for (const CLI::Option* opt : before)
+        if (other.empty() && opt->count() > 0 && !merge->get_option_no_throw(opt->get_name()))
+          other = opt->get_name();
+      if (!other.empty())
+        throw std::invalid_argument(
+            "merge: " + other +
+            " is not an option of merge (it takes --out, --format, --force, --quiet and "
+            "--no-plots; the parts hold the rest of the command)");
+      if ((merge->count("--out") || app.count("--out")) && o.out_dir.empty())
+        throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
       cli.action = Cli::Action::merge;
       const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
       o.format = f == "csv"        ? Format::csv
