@@ -4,6 +4,8 @@
 // Files are written and read back with xtensor directly, not through the code under test.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -360,6 +362,77 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
     EXPECT_NE(lines[0].find(c.must_say), std::string::npos) << lines[0];
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
   }
+}
+
+// ---- --out: checked and locked before any work, as the tables' --out ------------------------
+
+// The lesson's checkpoint in CSV files, as `attention --x ... --w-v ...`.
+std::string checkpoint_args(const TempDir& d) {
+  const std::string x = d.write("x.csv", "2,0\n1,1\n0,2\n"), w = d.write("i.csv", "1,0\n0,1\n");
+  return "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu";
+}
+
+// A destination that cannot be written (a read-only or full file system, /proc) is refused
+// before anything is computed or printed: it printed the results, then failed.
+TEST(AttentionCommand, OutThatCannotBeWrittenIsRefusedBeforeAnyOutput) {
+  TempDir d;
+  const std::string args = checkpoint_args(d);
+  const auto refused = [&](const std::string& out, const std::string& why) {
+    SCOPED_TRACE(out);
+    const auto r = run_demo(args + " --out '" + out + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  };
+  refused("/proc", "cannot write there");
+  const std::string ro = d.file("ro"), full = d.file("full");
+  std::filesystem::create_directories(ro);
+  std::filesystem::create_directories(full);
+  if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro + "'").exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root and mount rights)";
+  refused(ro, "Read-only file system");
+  refused(ro + "/sub", "Read-only file system");
+  test::run_command("umount '" + ro + "'");
+  ASSERT_EQ(test::run_command("mount -t tmpfs -o size=4k tmpfs '" + full + "'").exit_code, 0);
+  test::run_command("dd if=/dev/zero of='" + full + "/fill' bs=1k count=64 2>/dev/null");
+  refused(full, "No space left on device");
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(full))
+    left.push_back(e.path().filename().string());
+  test::run_command("umount '" + full + "'");
+  EXPECT_EQ(left, std::vector<std::string>{"fill"});
+}
+
+// A failed write to stdout leaves no --out folder behind (it left an empty one), and no file in
+// a folder that was there.
+TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
+  TempDir d;
+  const std::string args = checkpoint_args(d);
+  const std::string fresh = d.file("fresh"), there = d.file("there");
+  std::filesystem::create_directories(there);
+  for (const std::string& out : {fresh, there}) {
+    SCOPED_TRACE(out);
+    const auto r = run_demo(args + " --out '" + out + "' > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::is_empty(there));
+  // And a run that works writes every file, removing what a killed run left (a process that
+  // has ended: a child that exited at once).
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = there + "/q.npy.tmp-" + std::to_string(dead);
+  std::ofstream(stale) << "half";
+  const auto ok = run_demo(args + " --out '" + there + "' --no-plots");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("removed " + stale), std::string::npos) << ok.err;
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  for (const char* f :
+       {"q.npy", "k.npy", "v.npy", "scores.npy", "weights.npy", "out.npy", "attention.json"})
+    EXPECT_TRUE(std::filesystem::exists(there + "/" + f)) << f;
 }
 
 }  // namespace
