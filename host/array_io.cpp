@@ -85,14 +85,22 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
     header_len |= std::size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
   const std::size_t data_at = 8 + len_bytes + header_len;
   if (bytes.size() < data_at) fail(label, path, "truncated .npy header");
+  const std::string header = bytes.substr(8 + len_bytes, header_len);
   std::string descr;
   bool fortran = false;
   std::vector<std::size_t> shape;
   try {
-    xt::detail::parse_header(bytes.substr(8 + len_bytes, header_len), descr, &fortran, shape);
+    xt::detail::parse_header(header, descr, &fortran, shape);
   } catch (const std::exception& e) {
     fail(label, path, std::string("malformed .npy header (") + e.what() + ")");
   }
+  // xtensor reads each dimension into a size_t, so -3 would become 2^64 - 3: the tuple as written.
+  const std::size_t from = header.find('(', header.find("'shape'"));
+  const std::size_t to = header.find(')', from);
+  if (to != std::string::npos && header.find('-', from) < to)
+    fail(label, path,
+         "malformed .npy header: shape " + header.substr(from, to - from + 1) +
+             " has a negative dimension");
   const std::string name = dtype_name(descr);
   if (descr != "<f4" && descr != "<f8") {
     if (descr.size() > 1 && descr[0] == '>')

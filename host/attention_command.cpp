@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <iostream>
 #include <stdexcept>
 
 #include "attention.hpp"
@@ -112,7 +111,7 @@ Plan plan_request(const AttentionRequest& r) {
     if (!r.dtype.empty()) parse_choice("--dtype", r.dtype, {"f32", "f64"});
     parse_choice("--device", r.device, {"auto", "cpu", "cuda"});
     parse_choice("--format", r.format, {"table", "csv", "json", "markdown"});
-    if (!r.threads.empty()) parse_int("--threads", r.threads, 1, 4096);
+    if (!r.threads.empty()) parse_threads("--threads", r.threads);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }
@@ -468,6 +467,17 @@ void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& 
         inf_scores, p.f32 ? "float32" : "float64");
 }
 
+// Removes the --out folder on the way out of a failed run when this run created it and left it
+// empty (a successful run leaves its files there).
+struct OutDirCleanup {
+  std::string dir;
+  bool created = false;
+  ~OutDirCleanup() {
+    std::error_code ec;
+    if (created && std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+  }
+};
+
 template <class T>
 int run_typed(const AttentionRequest& r, const Plan& p, const std::string& command_line) {
   Provenance prov;
@@ -475,6 +485,23 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
 
+  // Destinations before the work, checked and locked as the tables' --out (host/main.cpp): a
+  // read-only or full file system is refused here, before anything is computed or printed.
+  const bool plots = !r.no_plots && !r.out_dir.empty() && gnuplot_available();
+  OutDirCleanup cleanup;  // declared first: runs after the lock and the temporaries are gone
+  std::unique_ptr<DirLock> lock;
+  if (!r.out_dir.empty()) {
+    cleanup.dir = r.out_dir;
+    lock = lock_out_dir("--out", r.out_dir, cleanup.created);
+    for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
+    refuse_existing(r.out_dir + "/attention.json", r.force);
+    if (plots)
+      for (const char* ext : {".png", ".svg"})
+        refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
+    for (const auto& f : remove_stale_temporaries(r.out_dir))
+      spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
+  }
+  OutputSet outputs;  // after the lock: its temporaries go before the lock is released
   const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
   if (backend.kind() == DeviceKind::cuda && backend.gpu().memory_gib > 0 &&
       p.device_bytes > backend.gpu().memory_gib * 1024.0 * 1024 * 1024)
@@ -482,18 +509,6 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
                    gib(p.device_bytes) + " of device memory, " + backend.gpu().name + " has " +
                    gib(backend.gpu().memory_gib * 1024.0 * 1024 * 1024) +
                    " (--device cpu, or a smaller batch)");
-  // Destinations before the work.
-  const bool plots = !r.no_plots && !r.out_dir.empty() && gnuplot_available();
-  if (!r.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(r.out_dir, ec);
-    if (ec) throw std::runtime_error("--out " + r.out_dir + ": cannot create it: " + ec.message());
-    for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
-    refuse_existing(r.out_dir + "/attention.json", r.force);
-    if (plots)
-      for (const char* ext : {".png", ".svg"})
-        refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
-  }
   KernelTime kt;
   const Result<T> res = compute<T>(p, backend, kt);
   const double kernel_seconds = kt.wall, kernel_cpu_seconds = kt.cpu;
@@ -521,13 +536,11 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
                    : r.format == "json"     ? Format::json
                    : r.format == "markdown" ? Format::markdown
                                             : Format::table;
-  std::cout << render({t}, f, provenance) << std::flush;
-  if (!std::cout) throw std::runtime_error("cannot write the results to stdout");
+  const std::string printed = render({t}, f, provenance);
 
+  // As the tables do: every file under a temporary name, then stdout, then all renamed.
   if (!r.out_dir.empty()) {
     const std::string d = r.out_dir + "/";
-    // Every data file under a temporary name first, then all renamed.
-    std::vector<std::unique_ptr<AtomicFile>> files;
     const std::pair<const char*, std::pair<const Buffer<T>*, std::vector<std::size_t>>> arrays[] = {
         {"q", {&res.q, out_shape<T>(p, p.d_k)}},
         {"k", {&res.k, out_shape<T>(p, p.d_k)}},
@@ -535,13 +548,9 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
         {"scores", {&res.scores, square_shape<T>(p)}},
         {"weights", {&res.weights, square_shape<T>(p)}},
         {"out", {&res.out, out_shape<T>(p, p.d_v)}}};
-    for (const auto& [name, a] : arrays) {
-      files.push_back(std::make_unique<AtomicFile>(d + name + ".npy", r.force));
-      files.back()->write(npy_bytes(a.first->data(), a.second));
-    }
-    files.push_back(std::make_unique<AtomicFile>(d + "attention.json", r.force));
-    files.back()->write(render({t}, Format::json, provenance));
-    for (auto& file : files) file->commit();
+    for (const auto& [name, a] : arrays)
+      write_file_atomic(d + name + ".npy", npy_bytes(a.first->data(), a.second), r.force);
+    write_file_atomic(d + "attention.json", render({t}, Format::json, provenance), r.force);
     if (plots) {
       const std::string body = heatmap_script(p, res);
       const std::string size =
@@ -551,8 +560,11 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
     } else if (!r.no_plots) {
       spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
     }
-    spdlog::info("wrote q, k, v, scores, weights, out (.npy) and attention.json to {}", r.out_dir);
   }
+  write_stdout(printed);
+  outputs.commit_all();
+  if (!r.out_dir.empty())
+    spdlog::info("wrote q, k, v, scores, weights, out (.npy) and attention.json to {}", r.out_dir);
   return 0;
 }
 

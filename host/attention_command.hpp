@@ -18,7 +18,9 @@
 // statistics of the weights (max weight, entropy, softmax Jacobian norm; softmax.hpp's
 // row_stats). --out DIR writes q.npy, k.npy, v.npy, scores.npy, weights.npy, out.npy (x's batch
 // shape; scores and weights (batch, H, n, n) with H > 1), attention.json (provenance and the
-// table) and attention-weights.png/.svg (the first entry's weights), each atomically.
+// table) and attention-weights.png/.svg (the first entry's weights). As the tables' --out
+// (host/output.hpp): DIR is checked and locked before any work, and the files appear together
+// once stdout is written, or not at all.
 //
 // Every bad input is refused before any work with one line naming the file and what is wrong
 // (exit 2); the non-finite rules of attention.hpp and softmax.hpp apply, with a warning naming

@@ -7,7 +7,6 @@
 #include <iostream>
 #include <map>
 #include <stdexcept>
-#include <thread>
 
 #include "experiments/registry.hpp"
 #include "version.hpp"
@@ -170,7 +169,16 @@ Cli parse_command_line(int argc, char** argv) {
   auto* merge = app.add_subcommand(
       "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
   merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
-  merge->fallthrough();  // --out, --format, --force, --quiet, --no-plots are demo's own
+  // merge's own options only (the parts hold the rest of the command); they set demo's own.
+  merge->add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
+      ->type_name("DIR");
+  merge->add_option("--format", format, "table | csv | json | markdown")
+      ->capture_default_str()
+      ->type_name("FORMAT");
+  merge->add_flag("--force", o.force, "Replace existing regular result files");
+  merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
+  merge->add_flag("--no-plots", no_plots, "With --out: no figures");
+  merge->allow_extras();  // refused below, naming the option, as one line
 
   try {
     app.parse(argc, argv);
@@ -206,6 +214,24 @@ Cli parse_command_line(int argc, char** argv) {
       return cli;
     }
     if (*merge) {
+      // Any other option (--threads, --samples, ...) would be silently ignored: refused. Those
+      // given after `merge` are its extras; those before it, demo's options.
+      std::string other;
+      for (const std::string& w : merge->remaining())
+        if (other.empty() && w.size() > 1 && w[0] == '-') other = w.substr(0, w.find('='));
+      std::vector<CLI::Option*> before = app.get_options();
+      for (const auto& [name, group] : groups)
+        for (CLI::Option* opt : group->get_options()) before.push_back(opt);
+      for (const CLI::Option* opt : before)
+        if (other.empty() && opt->count() > 0 && !merge->get_option_no_throw(opt->get_name()))
+          other = opt->get_name();
+      if (!other.empty())
+        throw std::invalid_argument(
+            "merge: " + other +
+            " is not an option of merge (it takes --out, --format, --force, --quiet and "
+            "--no-plots; the parts hold the rest of the command)");
+      if ((merge->count("--out") || app.count("--out")) && o.out_dir.empty())
+        throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
       cli.action = Cli::Action::merge;
       const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
       o.format = f == "csv"        ? Format::csv
@@ -251,17 +277,7 @@ Cli parse_command_line(int argc, char** argv) {
                : f == "json"     ? Format::json
                : f == "markdown" ? Format::markdown
                                  : Format::table;
-    if (app.count("--threads")) {
-      // More threads than 4 per core never helps, and thousands make libgomp abort when it
-      // cannot create them: refused here, with the limit of this machine.
-      const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-      const std::int64_t v = parse_int("--threads", threads, 1, 1 << 30);
-      if (v > 4 * cores)
-        throw std::invalid_argument("--threads: at most " + std::to_string(4 * cores) +
-                                    " (4 per core; this machine has " + std::to_string(cores) +
-                                    "), got '" + threads + "'");
-      o.threads = static_cast<int>(v);
-    }
+    if (app.count("--threads")) o.threads = parse_threads("--threads", threads);
     o.plots = !no_plots;
     for (const auto& [flag, f] : flags)
       if (app.count(flag)) o.given[flag] = texts[flag];

@@ -51,13 +51,6 @@ struct OutputPlan {
   std::vector<std::unique_ptr<DirLock>> locks;
 };
 
-void refuse_non_utf8(const char* option, const std::string& path) {
-  if (!is_valid_utf8(path))
-    throw std::runtime_error(std::string(option) +
-                             ": the path is not valid UTF-8 (result files record it in JSON); "
-                             "choose a UTF-8 name");
-}
-
 void note_stale(const std::vector<std::string>& removed) {
   for (const auto& f : removed)
     spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
@@ -78,7 +71,7 @@ void check_outputs(const Options& o, OutputPlan& plan) {
             return f.first == path && f.second == param.flag;
           }) != files.end())
         continue;  // one flag read by two tables
-      refuse_non_utf8(param.flag.c_str(), path);
+      refuse_non_utf8(param.flag, path);
       const fs::path p(path);
       if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
         throw std::runtime_error(param.flag + " " + path + ": names a folder, not a file");
@@ -90,12 +83,7 @@ void check_outputs(const Options& o, OutputPlan& plan) {
       file_dirs.push_back({dir, p.filename().string()});
     }
   if (!o.out_dir.empty()) {
-    refuse_non_utf8("--out", o.out_dir);
-    std::error_code ec;
-    plan.created_out_dir = fs::create_directories(o.out_dir, ec);
-    if (ec) throw std::runtime_error("--out " + o.out_dir + ": cannot create it: " + ec.message());
-    if (!fs::is_directory(o.out_dir))
-      throw std::runtime_error("--out " + o.out_dir + ": not a folder");
+    plan.locks.push_back(lock_out_dir("--out", o.out_dir, plan.created_out_dir));
     for (const std::string& name : o.tables) {
       for (const char* ext : {".csv", ".json"})
         files.push_back({o.out_dir + "/" + name + ext, "--out"});
@@ -103,7 +91,6 @@ void check_outputs(const Options& o, OutputPlan& plan) {
         for (const auto& f : figure_names(find_experiment(name)->figures))
           files.push_back({o.out_dir + "/" + f, "--out"});
     }
-    plan.locks.push_back(std::make_unique<DirLock>(o.out_dir));
     note_stale(remove_stale_temporaries(o.out_dir));
   }
   for (const auto& [dir, name] : file_dirs) {

@@ -88,6 +88,13 @@ bool is_valid_utf8(const std::string& s) {
   return true;
 }
 
+void refuse_non_utf8(const std::string& option, const std::string& path) {
+  if (!is_valid_utf8(path))
+    throw std::runtime_error(option +
+                             ": the path is not valid UTF-8 (result files record it in JSON); "
+                             "choose a UTF-8 name");
+}
+
 void refuse_existing(const std::string& path, bool overwrite) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
@@ -224,6 +231,22 @@ DirLock::~DirLock() {
   close(fd_);
 }
 
+std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,
+                                      bool& created) {
+  namespace fs = std::filesystem;
+  refuse_non_utf8(option, dir);
+  std::error_code ec;
+  created = fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(option + " " + dir + ": cannot create it: " + ec.message());
+  try {
+    if (!fs::is_directory(dir)) throw std::runtime_error(option + " " + dir + ": not a folder");
+    return std::make_unique<DirLock>(dir);
+  } catch (...) {
+    if (created) fs::remove(dir, ec);  // empty: nothing was written there
+    throw;
+  }
+}
+
 std::vector<std::string> remove_stale_temporaries(const std::string& dir, const std::string& only) {
   namespace fs = std::filesystem;
   std::vector<std::string> removed;
@@ -233,10 +256,10 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir, const 
     const auto at = name.rfind(".tmp-");
     if (at == std::string::npos || at == 0) continue;
     if (!only.empty() && name.compare(0, at, only) != 0) continue;
-    // Only what demo writes: NAME.csv, .json, .png, .svg (a user's "notes.tmp-2024" stays).
+    // Only what demo writes: NAME.csv, .json, .npy, .png, .svg (a user's "notes.tmp-2024" stays).
     const std::string target = name.substr(0, at);
     bool ours = !only.empty();
-    for (const char* ext : {".csv", ".json", ".png", ".svg"}) {
+    for (const char* ext : {".csv", ".json", ".npy", ".png", ".svg"}) {
       const std::size_t n = std::strlen(ext);
       ours = ours || (target.size() > n && target.compare(target.size() - n, n, ext) == 0);
     }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,8 @@ void flush_stdout();
 
 // Whether text is valid UTF-8 (JSON files hold only UTF-8; demo refuses other paths up front).
 bool is_valid_utf8(const std::string& text);
+// Throws std::runtime_error naming option unless path is valid UTF-8.
+void refuse_non_utf8(const std::string& option, const std::string& path);
 
 // Throws std::runtime_error, before any work, unless path can be written: nothing is there, or
 // a regular file is there and overwrite is true. Anything else (a directory, symbolic link,
@@ -107,8 +110,15 @@ class DirLock {
   int fd_ = -1;
 };
 
+// Makes the folder of an --out option ready, before any work: refuses a name that is not valid
+// UTF-8, creates the folder when missing (then sets created), refuses what is not a folder, and
+// locks it (DirLock: refuses a folder that cannot be written, or that another run writes into).
+// Throws std::runtime_error, after removing the folder again if it created it.
+std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,
+                                      bool& created);
+
 // Removes "NAME.tmp-PID" files of dir whose process PID no longer runs (temporaries of a run
-// killed with SIGKILL), where NAME ends in .csv, .json, .png or .svg (what demo writes); when
+// killed with SIGKILL), where NAME ends in .csv, .json, .npy, .png or .svg (what demo writes); when
 // only is non-empty, exactly the temporaries of the file named only. Returns the paths removed.
 std::vector<std::string> remove_stale_temporaries(const std::string& dir,
                                                   const std::string& only = "");

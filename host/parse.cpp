@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 namespace attn {
 namespace {
@@ -91,6 +92,18 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
   if (text.empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi)
     bad(option, text, want);
   return v;
+}
+
+int parse_threads(const std::string& option, const std::string& text) {
+  const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end || v < 1 || v > 4 * cores)
+    bad(option, text,
+        "a whole number from 1 to " + std::to_string(4 * cores) +
+            " (at most 4 per core; this machine has " + std::to_string(cores) + ")");
+  return static_cast<int>(v);
 }
 
 double parse_real(const std::string& option, const std::string& text, double lo, double hi,

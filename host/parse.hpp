@@ -19,6 +19,10 @@ std::uint64_t parse_u64(const std::string& option, const std::string& text);
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
                        std::int64_t hi);
 
+// A CPU thread count: 1 to 4 per core of this machine (more never helps, and thousands make
+// libgomp abort when it cannot create them). The message states this machine's range.
+int parse_threads(const std::string& option, const std::string& text);
+
 // A finite real in (lo, hi] when lo_open, else [lo, hi].
 double parse_real(const std::string& option, const std::string& text, double lo, double hi,
                   bool lo_open);

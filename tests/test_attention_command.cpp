@@ -4,10 +4,14 @@
 // Files are written and read back with xtensor directly, not through the code under test.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <thread>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
@@ -294,6 +298,10 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       raw_npy(d, "c16.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (3, 2), }", c16);
   const std::string bige =
       raw_npy(d, "be.npy", "{'descr': '>f8', 'fortran_order': False, 'shape': (3, 2), }", be);
+  // A negative dimension was read as 2^64 - 3 and called "too large".
+  const std::string negative =
+      raw_npy(d, "neg.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (-3, 2), }", be);
+  const std::string cores = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
   // n = 1,000,000 words: scores and weights would need 2 x 10^12 doubles (16 TB).
   std::string big_csv;
   for (int i = 0; i < 1000000; ++i) big_csv += "1\n";
@@ -325,6 +333,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(int64, w, w, w), "i8.npy", "dtype int64 is refused"},
       {run(cplx, w, w, w), "c16.npy", "dtype complex128 is refused"},
       {run(bige, w, w, w), "be.npy", "big-endian float64 is refused"},
+      {run(negative, w, w, w), "neg.npy", "shape (-3, 2) has a negative dimension"},
       {run(x, w32, w, w), "w32.npy", "shape (3, 2) does not fit --x"},
       {run(x, w32, w, w), "x.npy shape (3, 2)", "d_model = 2 rows"},
       {run(x, w, w4, w), "w4.npy", "d_k = 4"},
@@ -338,6 +347,8 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(d.write("e.json", "[]"), w, w, w), "e.json", "empty array"},
       {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
       {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
+      {run(x, w, w, w, " --threads 0"), "--threads", "from 1 to " + cores + " "},
+      {run(x, w, w, w, " --threads 100000"), "--threads", "from 1 to " + cores + " "},
       {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
   };
   for (const Case& c : cases) {
@@ -351,6 +362,77 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
     EXPECT_NE(lines[0].find(c.must_say), std::string::npos) << lines[0];
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
   }
+}
+
+// ---- --out: checked and locked before any work, as the tables' --out ------------------------
+
+// The lesson's checkpoint in CSV files, as `attention --x ... --w-v ...`.
+std::string checkpoint_args(const TempDir& d) {
+  const std::string x = d.write("x.csv", "2,0\n1,1\n0,2\n"), w = d.write("i.csv", "1,0\n0,1\n");
+  return "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu";
+}
+
+// A destination that cannot be written (a read-only or full file system, /proc) is refused
+// before anything is computed or printed: it printed the results, then failed.
+TEST(AttentionCommand, OutThatCannotBeWrittenIsRefusedBeforeAnyOutput) {
+  TempDir d;
+  const std::string args = checkpoint_args(d);
+  const auto refused = [&](const std::string& out, const std::string& why) {
+    SCOPED_TRACE(out);
+    const auto r = run_demo(args + " --out '" + out + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  };
+  refused("/proc", "cannot write there");
+  const std::string ro = d.file("ro"), full = d.file("full");
+  std::filesystem::create_directories(ro);
+  std::filesystem::create_directories(full);
+  if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro + "'").exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root and mount rights)";
+  refused(ro, "Read-only file system");
+  refused(ro + "/sub", "Read-only file system");
+  test::run_command("umount '" + ro + "'");
+  ASSERT_EQ(test::run_command("mount -t tmpfs -o size=4k tmpfs '" + full + "'").exit_code, 0);
+  test::run_command("dd if=/dev/zero of='" + full + "/fill' bs=1k count=64 2>/dev/null");
+  refused(full, "No space left on device");
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(full))
+    left.push_back(e.path().filename().string());
+  test::run_command("umount '" + full + "'");
+  EXPECT_EQ(left, std::vector<std::string>{"fill"});
+}
+
+// A failed write to stdout leaves no --out folder behind (it left an empty one), and no file in
+// a folder that was there.
+TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
+  TempDir d;
+  const std::string args = checkpoint_args(d);
+  const std::string fresh = d.file("fresh"), there = d.file("there");
+  std::filesystem::create_directories(there);
+  for (const std::string& out : {fresh, there}) {
+    SCOPED_TRACE(out);
+    const auto r = run_demo(args + " --out '" + out + "' > /dev/full");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot write to stdout"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::is_empty(there));
+  // And a run that works writes every file, removing what a killed run left (a process that
+  // has ended: a child that exited at once).
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const std::string stale = there + "/q.npy.tmp-" + std::to_string(dead);
+  std::ofstream(stale) << "half";
+  const auto ok = run_demo(args + " --out '" + there + "' --no-plots");
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("removed " + stale), std::string::npos) << ok.err;
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  for (const char* f :
+       {"q.npy", "k.npy", "v.npy", "scores.npy", "weights.npy", "out.npy", "attention.json"})
+    EXPECT_TRUE(std::filesystem::exists(there + "/" + f)) << f;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "helpers.hpp"
@@ -81,6 +82,20 @@ TEST(CliRefuses, LearningRateNan) { expect_refused("--table training --lr nan");
 // the option is not given, is all cores).
 TEST(CliRefuses, ThreadsZero) { expect_refused("--table rnn-decay --threads 0"); }
 TEST(CliRefuses, ThreadsNegative) { expect_refused("--table rnn-decay --threads -1"); }
+// The message states the real range, 1 to 4 per core of this machine, not 1 to 2^30.
+TEST(CliRefuses, ThreadsMessageStatesTheRealRange) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const char* bad : {"0", "abc", "100000"}) {
+    SCOPED_TRACE(bad);
+    expect_refused(std::string("--table rnn-decay --threads ") + bad);
+    const ProcessResult r = run_demo(std::string("--table rnn-decay --threads ") + bad);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--threads: expected a whole number from 1 to " +
+                         std::to_string(4 * cores) + " "),
+              std::string::npos)
+        << r.err;
+  }
+}
 TEST(CliRefuses, UnknownDevice) { expect_refused("--device nosuch"); }
 TEST(CliRefuses, UnknownFormat) { expect_refused("--format xml"); }
 TEST(CliRefuses, UnknownGradient) { expect_refused("--table training --grad x"); }

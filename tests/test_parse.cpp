@@ -2,10 +2,12 @@
 // and echoes the bad value.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "host/parse.hpp"
@@ -104,6 +106,22 @@ TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
   const std::string msg = error_of([] { parse_int("--keys", "0", 1, 65536); });
   EXPECT_NE(msg.find("1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("65536"), std::string::npos) << msg;
+}
+
+// --threads: 1 to 4 per core, and the message states this machine's range (it said "1 to
+// 1073741824" although anything above 4 per core was refused).
+TEST(ParseThreads, TheMessageStatesThisMachinesRange) {
+  const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(parse_threads("--threads", "1"), 1);
+  EXPECT_EQ(parse_threads("--threads", std::to_string(4 * cores)), 4 * cores);
+  for (const std::string& bad : std::vector<std::string>{
+           "0", "-1", "abc", "", "1.5", std::to_string(4 * cores + 1), "100000", "1073741824"}) {
+    SCOPED_TRACE("'" + bad + "'");
+    expect_rejected("--threads", bad, [&] { parse_threads("--threads", bad); });
+    const std::string msg = error_of([&] { parse_threads("--threads", bad); });
+    EXPECT_NE(msg.find("from 1 to " + std::to_string(4 * cores) + " "), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("to 1073741824"), std::string::npos) << msg;
+  }
 }
 
 // ---- parse_real ------------------------------------------------------------------------------

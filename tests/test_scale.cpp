@@ -295,6 +295,50 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// merge takes its own options only: any other was silently ignored (merge p0 p1 --threads 0
+// printed the table, exit 0). Refused before any work, one line naming it, exit 2.
+TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
+  std::string dirs;
+  for (int i = 0; i < 2; ++i) {
+    const std::string part = scratch("own" + std::to_string(i)).string();
+    ASSERT_EQ(test::run_demo(kBulk[1] + " -q --shard " + std::to_string(i) + "/2 --out " + part)
+                  .exit_code,
+              0);
+    dirs += " " + part;
+  }
+  for (const std::string bad :
+       {"--threads 0", "--threads abc", "--threads 100000", "--threads=2", "--samples 5",
+        "--device cuda", "--verbose", "--checkpoint c.json", "--bogus"}) {
+    const std::string option = bad.substr(0, bad.find_first_of(" ="));
+    expect_refused("merge" + dirs + " " + bad, "merge: " + option + " is not an option of merge");
+    if (option != "--bogus")  // before `merge`, demo's own parser refuses an unknown option
+      expect_refused(bad + " merge" + dirs, "merge: " + option + " is not an option of merge");
+  }
+  expect_refused("merge" + dirs + " --out ''", "--out: an empty folder name");
+  // Its own options still work, after `merge` or before it.
+  for (const std::string& args :
+       {"merge" + dirs + " -q --format csv --no-plots", "--quiet --format csv merge" + dirs}) {
+    const auto r = test::run_demo(args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("d_k,keys,samples", 0), 0u) << args << ": " << r.out;
+  }
+  // merge --help lists them, each with its line of help.
+  const auto help = test::run_demo("merge --help");
+  EXPECT_EQ(help.exit_code, 0);
+  const std::pair<std::string, std::string> lines[] = {{"--out DIR", "into DIR"},
+                                                       {"--format FORMAT", "table | csv"},
+                                                       {"--force", "Replace existing"},
+                                                       {"-q,--quiet", "No progress"},
+                                                       {"--no-plots", "no figures"}};
+  for (const auto& [option, says] : lines) {
+    bool found = false;
+    for (const std::string& line : test::lines_of(help.out))
+      found = found || (line.rfind("  " + option, 0) == 0 && line.find(says) != std::string::npos);
+    EXPECT_TRUE(found) << option << " (" << says << ") missing from:\n" << help.out;
+  }
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 TEST(Mpi, ABuildWithoutMpiSaysSoWhenALauncherStartsSeveral) {
   if (cluster::built_with_mpi()) GTEST_SKIP() << "this build has MPI";
   const auto r = test::run_command("OMPI_COMM_WORLD_SIZE=3 " + std::string(ATTN_DEMO) + " " +
