@@ -31,35 +31,45 @@ std::vector<Table> run(const RunContext& ctx) {
   t.title = "same loss, different attention: sweet's weight on apple after training";
   t.columns = {{"config"},        {"seed"},          {"weight_on_apple", "%.2f"},
                {"out_x", "%.3f"}, {"out_y", "%.3f"}, {"loss", "%.4f"}};
+  // Every run of every config in one list, so that the table's handful of runs share the
+  // threads (the lesson's six take about a millisecond each).
+  std::vector<tiny::Config> run_config;
+  std::vector<std::uint64_t> run_seed;
   for (const std::string& name : configs) {
     const tiny::Config c = config_from_name(name);
-    std::vector<std::uint64_t> list;
-    if (config_uses_seed(c))
-      for (std::uint64_t i = 0; i < seeds.size(); ++i) list.push_back(seeds.at(i));
-    else
-      list.push_back(0);
-    std::vector<tiny::TrainResult> r(list.size());
-    // In chunks of about 0.1 s, so that a stop signal is seen within a second.
-    ChunkPacer pacer(16, 16, std::uint64_t{1} << 20);
-    for (std::uint64_t i0 = 0; i0 < list.size();) {
-      stop_point();
-      const std::uint64_t m = pacer.next(list.size() - i0);
-      ctx.backend.train_seeds(c, list.data() + i0, static_cast<std::int64_t>(m),
-                              train_options(ctx.settings), precision(ctx.settings), r.data() + i0);
-      pacer.done();
-      i0 += m;
+    const std::uint64_t n = config_uses_seed(c) ? seeds.size() : 1;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      run_config.push_back(c);
+      run_seed.push_back(config_uses_seed(c) ? seeds.at(i) : 0);
     }
+  }
+  std::vector<tiny::TrainResult> r(run_seed.size());
+  // In chunks of about 0.1 s, so that a stop signal is seen within a second.
+  ChunkPacer pacer(16, 16, std::uint64_t{1} << 20);
+  for (std::uint64_t i0 = 0; i0 < r.size();) {
+    stop_point();
+    const std::uint64_t m = pacer.next(r.size() - i0);
+    ctx.backend.train_runs(run_config.data() + i0, run_seed.data() + i0,
+                           static_cast<std::int64_t>(m), train_options(ctx.settings),
+                           precision(ctx.settings), r.data() + i0);
+    pacer.done();
+    i0 += m;
+  }
+  std::size_t i = 0;  // config by config, in the list's order
+  for (const std::string& name : configs) {
+    const tiny::Config c = config_from_name(name);
+    const std::size_t n = config_uses_seed(c) ? seeds.size() : 1;
     std::uint64_t diverged = 0;
-    for (const tiny::TrainResult& x : r)
-      diverged += !std::isfinite(x.weight_on_apple) || !std::isfinite(x.loss);
+    for (std::size_t j = i; j < i + n; ++j)
+      diverged += !std::isfinite(r[j].weight_on_apple) || !std::isfinite(r[j].loss);
     if (diverged > 0)
-      t.notes.push_back(name + ": " + std::to_string(diverged) + " of " +
-                        std::to_string(list.size()) +
+      t.notes.push_back(name + ": " + std::to_string(diverged) + " of " + std::to_string(n) +
                         " runs diverged (non-finite weight or loss; shown as they ended)");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const Cell seed = config_uses_seed(c) ? Cell(list[i]) : Cell();
-      t.add_row({name, seed, r[i].weight_on_apple, r[i].out_x, r[i].out_y, r[i].loss});
+    for (std::size_t j = i; j < i + n; ++j) {
+      const Cell seed = config_uses_seed(c) ? Cell(run_seed[j]) : Cell();
+      t.add_row({name, seed, r[j].weight_on_apple, r[j].out_x, r[j].out_y, r[j].loss});
     }
+    i += n;
   }
   t.notes.push_back("qk-*: W_Q and W_K trained, W_V = I; all-*: all three trained");
   t.run = training_settings(ctx.settings);

@@ -109,6 +109,22 @@ void Backend::train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64
   tiny::train_seeds_cpu<double>(c, seeds, n, o, out);
 }
 
+void Backend::train_runs(const tiny::Config* configs, const std::uint64_t* seeds, std::int64_t n,
+                         const tiny::TrainOptions& o, Precision precision,
+                         tiny::TrainResult* out) const {
+  if (kind_ == DeviceKind::cpu) {
+    ++calls_;
+    if (precision == Precision::f32) return tiny::train_runs_cpu<float>(configs, seeds, n, o, out);
+    return tiny::train_runs_cpu<double>(configs, seeds, n, o, out);
+  }
+  for (std::int64_t i = 0; i < n;) {  // the device: a launch per stretch of one config
+    std::int64_t end = i + 1;
+    while (end < n && configs[end] == configs[i]) ++end;
+    train_seeds(configs[i], seeds + i, end - i, o, precision, out + i);
+    i = end;
+  }
+}
+
 void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,
                           double* out) const {
   ++calls_;

@@ -63,6 +63,9 @@ class Backend {
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,
                    const tiny::TrainOptions& o, Precision precision, tiny::TrainResult* out) const;
+  // Runs of mixed configs: out[i] trained from configs[i], seeds[i] (i < n).
+  void train_runs(const tiny::Config* configs, const std::uint64_t* seeds, std::int64_t n,
+                  const tiny::TrainOptions& o, Precision precision, tiny::TrainResult* out) const;
   // The general head (kernels/head.hpp): trains seeds[0 .. count) of model m; out holds
   // count * head::result_size(m) values (loss, map rows, output rows per seed). m.x, m.y in
   // host memory.

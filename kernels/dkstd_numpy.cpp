@@ -20,7 +20,7 @@ namespace {
 
 using numpy_rng::Pcg64;
 
-constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 14;
+constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
 // Waves of rows hold about this many normals of q, and of k: 2 MiB each, reused, so that they
 // stay in cache and the process touches little fresh memory. q is kept whole only when it fits
 // in one wave; a larger q is located (its words counted, values not kept) and decoded again a
@@ -138,7 +138,8 @@ void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
 // at every split and at each level. The loop is written once (numpy_simd.inc) over an ISA shim.
 using numpy_rng::u128;
 
-// The rejections of one vector, resolved in order (no SIMD: the rare path, ~11% of vectors).
+// The rejections of one vector, resolved in order (no SIMD: the rare path, ~11% of vectors);
+// a lane the vector test left undecided (Isa::surely_accepted) is tested here exactly.
 // rs: the lanes' words; los/his: their states; xs: their candidate values (read only where
 // accepted; a redraw's or the tail's value is written in). keep: the lanes that are normals.
 // past: a normal ran beyond lane 7; it ended at word `end`, the generator then at `state`.
@@ -158,7 +159,12 @@ Walk walk_rejections(const Pcg64& proto, std::uint64_t pos, unsigned accepted,
     int id;
     std::uint64_t rabs;
     double x;
-    (void)numpy_rng::ziggurat_first(rs[j], id, rabs, x);
+    if (numpy_rng::ziggurat_first(rs[j], id, rabs, x)) {  // accepted after all (see Isa)
+      w.keep |= 1u << j;
+      xs[j] = x;
+      todo &= ~(1u << j);
+      continue;
+    }
     if (id != 0 && j < 7) {  // the wedge, with the next word's uniform (next_double)
       const double u = static_cast<double>(rs[j + 1] >> 11) * (1.0 / 9007199254740992.0);
       const double fx = (zig::f(id - 1) - zig::f(id)) * u + zig::f(id);
@@ -232,6 +238,30 @@ struct Isa {  // one AVX-512 register
     return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(t), 8);
   }
   static D gather(const double* t, V idx) { return _mm512_i64gather_pd(idx, t, 8); }
+  // The lanes surely accepted: rabs >> 36 < k16[idx] (k16 = kZigguratK >> 36, so then rabs <
+  // kZigguratK[idx]). The 256 16-bit thresholds sit in eight registers and are read by four
+  // two-register permutes, about half the cost of an eight-lane gather on the machines
+  // measured. A lane with rabs >> 36 == k16[idx] (p = 2^-16) is left to walk_rejections'
+  // exact test, as are the rejected ones.
+  struct KTable {
+    __m512i t[8];
+    KTable() {
+      alignas(64) std::uint16_t k[256];
+      for (int i = 0; i < 256; ++i) k[i] = static_cast<std::uint16_t>(zig::kZigguratK[i] >> 36);
+      for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(k + 32 * i);
+    }
+  };
+  static unsigned surely_accepted(const KTable& k, V idx, V rabs) {
+    const __m512i p0 = _mm512_permutex2var_epi16(k.t[0], idx, k.t[1]);
+    const __m512i p1 = _mm512_permutex2var_epi16(k.t[2], idx, k.t[3]);
+    const __m512i p2 = _mm512_permutex2var_epi16(k.t[4], idx, k.t[5]);
+    const __m512i p3 = _mm512_permutex2var_epi16(k.t[6], idx, k.t[7]);
+    const __mmask8 b6 = _mm512_test_epi64_mask(idx, set1(64));
+    const __mmask8 b7 = _mm512_test_epi64_mask(idx, set1(128));
+    const V t = _mm512_mask_blend_epi64(b7, _mm512_mask_blend_epi64(b6, p0, p1),
+                                        _mm512_mask_blend_epi64(b6, p2, p3));
+    return _mm512_cmplt_epu64_mask(srl<36>(rabs), and_(t, set1(0xffff)));
+  }
   static D to_double(V a) { return _mm512_cvtepu64_pd(a); }
   static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
   static void store_kept(double* out, unsigned keep, const double* xs) {
@@ -321,6 +351,11 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
   static D gather(const double* t, V idx) {
     return {_mm256_i64gather_pd(t, idx.a, 8), _mm256_i64gather_pd(t, idx.b, 8)};
   }
+  // The lanes accepted: rabs < kZigguratK[idx], read by gathers (AVX2 has no 16-bit permutes).
+  struct KTable {};
+  static unsigned surely_accepted(const KTable&, V idx, V rabs) {
+    return lt(rabs, gather(zig::kZigguratK, idx));
+  }
   // Exact below 2^52: the bits of 2^52 + x as a double, less 2^52.
   static D to_double(V x) {
     const V m = or_(x, set1(0x4330000000000000ull));
@@ -357,7 +392,7 @@ void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, 
         split.piece_words > 0
             ? split.piece_words
             : std::max(kMinPieceWords,
-                       (rest + 32 * threads - 1) / (32 * static_cast<std::uint64_t>(threads)));
+                       (rest + 8 * threads - 1) / (8 * static_cast<std::uint64_t>(threads)));
     const std::uint64_t n_pieces = (rest + words - 1) / words;
     pieces.assign(n_pieces, Piece{});
     for (std::uint64_t i = 0; i < n_pieces; ++i) {
@@ -366,28 +401,28 @@ void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, 
     }
     // A piece's normals start at distinct words of its range: at most `words` of them.
     double* buf = keep ? out->buffer(rest) : nullptr;
-    // Pieces four at a time (decode_lanes4); a short last group gets empty pieces.
-    const std::uint64_t groups = (n_pieces + 3) / 4;
-    Piece empty;
-    empty.begin = empty.end = rest;
-    pieces.resize(groups * 4, empty);
     if (split.decoder) {
       split.decoder(g, pieces.data(), pieces.size(), head, buf);
     } else {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
-      for (std::int64_t i = 0; i < static_cast<std::int64_t>(groups); ++i) {
-        auto lane = [&](int j) {
-          Piece& p = pieces[4 * i + j];
-          return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
-        };
+      auto lane = [&](std::uint64_t i) {
+        Piece& p = pieces[i];
+        return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
+      };
 #if ATTN_HAVE_CPU_LEVELS
-        if (level != CpuLevel::baseline) {
-          for (int j = 0; j < 4; ++j)
-            (level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd)(lane(j));
-          continue;
-        }
+      if (level != CpuLevel::baseline) {  // a piece at a time, eight words at once
+        const auto one = level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n_pieces > 1)
+        for (std::int64_t i = 0; i < static_cast<std::int64_t>(n_pieces); ++i) one(lane(i));
+      } else
 #endif
-        decode_lanes4(lane(0), lane(1), lane(2), lane(3));
+      {  // four pieces at a time (decode_lanes4); a short last group gets empty pieces
+        const std::uint64_t groups = (n_pieces + 3) / 4;
+        Piece empty;
+        empty.begin = empty.end = rest;
+        pieces.resize(groups * 4, empty);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
+        for (std::int64_t i = 0; i < static_cast<std::int64_t>(groups); ++i)
+          decode_lanes4(lane(4 * i), lane(4 * i + 1), lane(4 * i + 2), lane(4 * i + 3));
       }
     }
     // Resync: t is the true start of the next normal; piece i's normals from t on are true.

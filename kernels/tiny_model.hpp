@@ -213,6 +213,11 @@ ATTN_HD TrainResult train_one(Config c, std::uint64_t seed, const TrainOptions& 
 template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                      TrainResult* out);
+// Runs of several configs: out[i] = train_one(configs[i], seeds[i], o) for i < n (a table's
+// handful of runs share the threads; consecutive runs of one config share packs).
+template <class T>
+void train_runs_cpu(const Config* configs, const std::uint64_t* seeds, std::int64_t n,
+                    const TrainOptions& o, TrainResult* out);
 #if defined(ATTNLAB_WITH_CUDA)
 // GPU, device-resident: one model per thread, the whole loop in registers, one launch; d_seeds
 // and d_out are device memory (n each). No allocation, no copy; returns when queued.

@@ -2,6 +2,7 @@
 // group trains in lockstep as one lane pack (lanes.hpp), running tiny_model.hpp's loop, the
 // same code the CUDA kernel runs per thread. Every lane gives the scalar code's bits.
 #include <algorithm>
+#include <vector>
 
 #include "cpu_clones.hpp"
 #include "lanes.hpp"
@@ -56,29 +57,64 @@ void train_group(CpuLevel level, Config c, const std::uint64_t* seeds, int n, co
     train_group_baseline<T>(c, seeds, n, o, out);
 }
 
+// Runs i < n, run i being config_of(i) from seeds[i]. Work items: packs of up to kPackLanes
+// consecutive runs of one config, and single runs (scalar code, same bits, less work) where a
+// pack would be less than half full; the items run on the threads.
+template <class T, class ConfigOf>
+void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
+                 const TrainOptions& o, TrainResult* out) {
+  struct Item {
+    std::int64_t first;
+    int lanes;  // 0: the scalar code for run `first`
+  };
+  std::vector<Item> items;
+  for (std::int64_t i = 0; i < n;) {
+    std::int64_t end = i + 1;  // runs [i, end) share a config
+    while (end < n && config_of(end) == config_of(i)) ++end;
+    for (std::int64_t first = i; first < end; first += kPackLanes) {
+      const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, end - first));
+      if (lanes * 2 >= kPackLanes)
+        items.push_back({first, lanes});
+      else
+        for (int l = 0; l < lanes; ++l) items.push_back({first + l, 0});
+    }
+    i = end;
+  }
+  const CpuLevel level = cpu_level();  // may throw: here, not in the parallel region
+  // A scalar run of the lesson's 3000 steps takes about a millisecond: two items already pay
+  // for a thread.
+#pragma omp parallel for schedule(dynamic, 1) if (items.size() > 1)
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    const Config c = config_of(it.first);
+    if (it.lanes > 0)
+      train_group<T>(level, c, seeds + it.first, it.lanes, o, out + it.first);
+    else
+      out[it.first] = train_one<T>(c, seeds[it.first], o);
+  }
+}
+
 }  // namespace
 
 template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,
                      TrainResult* out) {
-  const std::int64_t groups = (n + kPackLanes - 1) / kPackLanes;
-  const CpuLevel level = cpu_level();  // may throw: here, not in the parallel region
-  // Threads only pay off beyond a few packs (waking a thread can cost milliseconds).
-#pragma omp parallel for schedule(dynamic, 4) if (groups > 4)
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t first = g * kPackLanes;
-    const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, n - first));
-    if (lanes * 2 >= kPackLanes) {
-      train_group<T>(level, c, seeds + first, lanes, o, out + first);
-    } else {  // a mostly empty pack: the scalar code, same bits, less work
-      for (int l = 0; l < lanes; ++l) out[first + l] = train_one<T>(c, seeds[first + l], o);
-    }
-  }
+  train_items<T>([c](std::int64_t) { return c; }, seeds, n, o, out);
+}
+
+template <class T>
+void train_runs_cpu(const Config* configs, const std::uint64_t* seeds, std::int64_t n,
+                    const TrainOptions& o, TrainResult* out) {
+  train_items<T>([configs](std::int64_t i) { return configs[i]; }, seeds, n, o, out);
 }
 
 template void train_seeds_cpu<double>(Config, const std::uint64_t*, std::int64_t,
                                       const TrainOptions&, TrainResult*);
 template void train_seeds_cpu<float>(Config, const std::uint64_t*, std::int64_t,
                                      const TrainOptions&, TrainResult*);
+template void train_runs_cpu<double>(const Config*, const std::uint64_t*, std::int64_t,
+                                     const TrainOptions&, TrainResult*);
+template void train_runs_cpu<float>(const Config*, const std::uint64_t*, std::int64_t,
+                                    const TrainOptions&, TrainResult*);
 
 }  // namespace attn::tiny

@@ -331,6 +331,29 @@ TEST(DkStdNumpy, SplitInsideARejectionResyncs) {
       }
 }
 
+// The AVX-512 decoder accepts a lane at once only when rabs >> 36 < kZigguratK[idx] >> 36; a
+// word whose top bits tie (p = 2^-16) goes to the exact test, accepted or not. Such words, both
+// ways, inside the stretch decoded (at every level: the ctest variants run this at v4, v3 and
+// baseline).
+TEST(DkStdNumpy, WordsAtTheAcceptanceThresholdTakeTheExactTest) {
+  numpy_rng::Pcg64 g(99);
+  std::uint64_t tie_accepted = 0, tie_rejected = 0, words = 0;
+  while ((tie_accepted < 3 || tie_rejected < 3) && words < (std::uint64_t{1} << 23)) {
+    const std::uint64_t r = g.next_uint64();
+    ++words;
+    const int idx = static_cast<int>(r & 0xff);
+    const std::uint64_t rabs = (r >> 9) & 0x000fffffffffffffull;
+    const std::uint64_t k = zig::kZigguratK[idx];
+    if ((rabs >> 36) != (k >> 36)) continue;
+    ++(rabs < k ? tie_accepted : tie_rejected);
+  }
+  ASSERT_GE(tie_accepted, 3u) << "expected about one tie in 65536 words";
+  ASSERT_GE(tie_rejected, 3u);
+  dkstd::StreamSplit s;
+  s.threads = 2;
+  expect_parallel_equals_sequential(99, words, s);  // normals <= words: covers them all
+}
+
 // numpy's own draws, decoded in parallel: standard_normal(300000) of default_rng(2024).
 TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
   if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy is not installed";
