@@ -99,8 +99,9 @@ class Pcg64 {
   }
 
   // numpy's next_double: the top 53 bits, times 2^-53, in [0, 1).
-  ATTN_HD double next_double() {
-    return static_cast<double>(next_uint64() >> 11) * (1.0 / 9007199254740992.0);
+  ATTN_HD double next_double() { return double_from(next_uint64()); }
+  ATTN_HD static double double_from(std::uint64_t r) {
+    return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
   }
 
   // Jumps ahead `delta` words (delta calls of next_uint64) in O(log delta) steps, as numpy's
@@ -139,38 +140,6 @@ class Pcg64 {
   u128 inc_;
 };
 
-// The ziggurat's rare paths, for standard_normal below: the wedge, the tail, and redraws after
-// a rejection (about 1% of calls). They live in their own (not inlined) function, so that the
-// hot loop keeps the generator's state in registers.
-template <class BitGenerator>
-ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
-                                                  double x) {
-  for (;;) {
-    if (idx == 0) {
-      for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
-        const double xx = -zig::kInvR * log1p(-g.next_double());
-        const double yy = -log1p(-g.next_double());
-        if (yy + yy > xx * xx) return ((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx;
-      }
-    }
-    const double fx = (zig::f(idx - 1) - zig::f(idx)) * g.next_double() + zig::f(idx);
-    if (fx < exp(-0.5 * x * x)) return x;
-    // Rejected: start again with a new draw (the fast path first).
-    std::uint64_t r = g.next_uint64();
-    idx = static_cast<int>(r & 0xff);
-    r >>= 8;
-    const double sign = 1.0 - 2.0 * static_cast<double>(static_cast<int>(r & 1u));
-    rabs = (r >> 1) & 0x000fffffffffffffull;
-    x = static_cast<double>(static_cast<std::int64_t>(rabs)) * zig::w(idx) * sign;
-    if (rabs < zig::k(idx)) return x;
-  }
-}
-
-// numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
-// "standard_normal"). About 99% of draws return from the first comparison, having used one
-// word; the rest take the wedge or the tail and may draw again. The wedge test and the tail
-// loop use exp and log1p, so a device build can differ from glibc only where those differ in
-// the last bit.
 // The ziggurat's first step on the 64-bit word r: sets x, and returns true when x is the
 // normal (about 99% of words); else standard_normal_rare(g, idx, rabs, x) goes on.
 ATTN_HD ATTN_INLINE bool ziggurat_first(std::uint64_t r, int& idx, std::uint64_t& rabs, double& x) {
@@ -185,6 +154,38 @@ ATTN_HD ATTN_INLINE bool ziggurat_first(std::uint64_t r, int& idx, std::uint64_t
   return rabs < zig::k(idx);
 }
 
+// The ziggurat's wedge test for layer idx (1 .. 255): the candidate x is the normal when a
+// uniform height in the layer, from u in [0, 1) (next_double), lies under the density.
+ATTN_HD ATTN_INLINE bool wedge_accepts(int idx, double x, double u) {
+  const double fx = (zig::f(idx - 1) - zig::f(idx)) * u + zig::f(idx);
+  return fx < exp(-0.5 * x * x);
+}
+
+// The ziggurat's rare paths, for standard_normal below: the wedge, the tail, and redraws after
+// a rejection (about 1% of calls). They live in their own (not inlined) function, so that the
+// hot loop keeps the generator's state in registers.
+template <class BitGenerator>
+ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
+                                                  double x) {
+  for (;;) {
+    if (idx == 0) {
+      for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
+        const double xx = -zig::kInvR * log1p(-g.next_double());
+        const double yy = -log1p(-g.next_double());
+        if (yy + yy > xx * xx) return ((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx;
+      }
+    }
+    if (wedge_accepts(idx, x, g.next_double())) return x;
+    // Rejected: start again with a new draw (the fast path first).
+    if (ziggurat_first(g.next_uint64(), idx, rabs, x)) return x;
+  }
+}
+
+// numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
+// "standard_normal"). About 99% of draws return from the first comparison, having used one
+// word; the rest take the wedge or the tail and may draw again. The wedge test and the tail
+// loop use exp and log1p, so a device build can differ from glibc only where those differ in
+// the last bit.
 template <class BitGenerator>
 ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
   int idx;

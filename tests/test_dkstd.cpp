@@ -256,9 +256,10 @@ TEST(DkStdNumpy, ProgressMovesWhileLocatingQ) {
   dkstd::StreamSplit s;
   s.wave_normals = 4096;  // d_k 200: waves of 327 rows (65536 / 200 rows per chunk)
   dkstd::NumpyStream stream(0, s);
-  const std::uint64_t n = 3000, d_k = 200, wave_rows = 327;
+  const std::uint64_t n = 20000, d_k = 200, wave_rows = 327;
   (void)stream.next_block(n, d_k, rec);
-  const std::size_t locate_waves = (n + wave_rows - 1) / wave_rows;
+  const std::size_t locate_waves = (n + 16 * wave_rows - 1) / (16 * wave_rows);  // 16 a call
+  ASSERT_GT(locate_waves, 3u);
   ASSERT_GT(rec.steps.size(), locate_waves);
   double located = 0, total = 0;
   for (std::size_t i = 0; i < rec.steps.size(); ++i) {
