@@ -2,6 +2,7 @@
 // (spec/EXPERIMENTS.md, numpy 1.24 float64 values), against numpy for seeds beyond 0 and 1
 // (tests/data/training_numpy.json, and live numpy where installed), and against its own maths.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -206,6 +207,40 @@ TEST(TrainingSweepCpu, LanePacksEqualScalarCodeBitForBit) {
           ASSERT_EQ(batch[i].loss, one.loss);
         }
       }
+}
+
+// Runs of mixed configs (the training table's list): each run gives train_one's bits, whether
+// it lands in a pack (a stretch of 4 or more runs of one config) or runs alone, on 1 or 2 threads.
+TEST(TrainingSweepCpu, MixedConfigRunsEqualScalarCodeBitForBit) {
+  std::vector<Config> configs;
+  std::vector<std::uint64_t> seeds;
+  auto add = [&](Config c, int n) {
+    for (int i = 0; i < n; ++i) {
+      configs.push_back(c);
+      seeds.push_back(200 + seeds.size());
+    }
+  };
+  add(Config::qk_identity, 1);
+  add(Config::all_random, 11);  // a pack of 8, then a pack of 3 run one by one
+  add(Config::qk_random, 2);
+  add(Config::all_identity, 1);
+  add(Config::qk_random, 5);  // the same config again, after another: its own pack
+  TrainOptions o;
+  o.steps = 150;
+  const int max_threads = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    std::vector<tiny::TrainResult> got(seeds.size());
+    tiny::train_runs_cpu<double>(configs.data(), seeds.data(), seeds.size(), o, got.data());
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      const auto one = tiny::train_one<double>(configs[i], seeds[i], o);
+      ASSERT_EQ(got[i].weight_on_apple, one.weight_on_apple) << "run " << i << ", " << threads;
+      ASSERT_EQ(got[i].out_x, one.out_x);
+      ASSERT_EQ(got[i].out_y, one.out_y);
+      ASSERT_EQ(got[i].loss, one.loss);
+    }
+  }
+  omp_set_num_threads(max_threads);
 }
 
 // float32 training reaches the same attention pattern to float accuracy.
