@@ -5,15 +5,34 @@
 // extension), so the compiler emits SIMD instructions for whatever the CPU has (AVX-512, AVX2,
 // SSE2). The templates in tiny_model.hpp take a pack where they take a scalar; each lane then
 // computes exactly what the scalar code computes: +, -, *, / are IEEE operations in either
-// form, nothing is fused, and exp runs lane by lane through the C library's exp, as numpy's
+// form, nothing is fused, and exp gives the C library's exp bits in every lane, as numpy's
 // does, so the bits are the scalar (and GPU) bits.
+//
+// exp of a double pack: at cpu_level() v3 and v4 (cpu_clones.hpp) the CPU has FMA and AVX2,
+// so glibc's exp is __exp_fma (its ifunc wants both), and exp_t calls exp_fma.cpp's vector copy
+// of it: the instruction sequence of Debian 12's libm (glibc 2.36), fused multiply-add for
+// fused multiply-add, with its table and constants (exp_fma_table.inc, generated and checked
+// equal to libm's __exp_data by tools/make_exp_table.py). Every step is an IEEE operation that
+// rounds as glibc's does, so every lane gets glibc's bits; the rare inputs (|x| >= 512, inf,
+// nan) call std::exp. Guarded twice: tests/test_lanes.cpp (ExpFma.*) compares it with std::exp
+// bit for bit on 1.2e7 inputs (random on [-50, 50] and [-745, 710], random bit patterns, table
+// boundaries, specials, the overflow and subnormal edges) at every level the CPU has (one
+// multiply-add left unfused there changes 4 of those 1.2e7 results: it fails), and exp_pack()
+// compares 4096 inputs once per process and falls back to std::exp lane by lane on any
+// difference, against a libm whose exp is another algorithm or table (that sample is too small
+// to see a single differently fused step; the test is what sees that). At the baseline level,
+// and for float packs, exp runs lane by lane through the C library (glibc may then pick its
+// non-FMA exp).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "hd.hpp"
 
 #if !defined(__CUDACC__)
+
+#include "cpu_clones.hpp"
 
 namespace attn {
 
@@ -32,11 +51,41 @@ struct PackOf<float> {
   using type = PackF;
 };
 
-// Always inlined into the cloned loops, so no pack ever crosses a call (no ABI question).
+// Always inlined into the cloned loops, so no pack ever crosses a call (no ABI question); the
+// one exception, exp_fma's functions, take and return packs through pointers.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace exp_fma_detail {
+// *y = exp(*x), glibc 2.36's __exp_fma on every lane (exp_fma.cpp), compiled for x86-64-v4 and
+// x86-64-v3. Out of line: GCC vectorizes the per-lane fused multiply-adds reliably only in a
+// small function (and a body inlined into the baseline copy could not use FMA).
+void exp_pack_v4(const PackD* x, PackD* y);
+void exp_pack_v3(const PackD* x, PackD* y);
+using ExpPack = void (*)(const PackD*, PackD*);
+// exp_pack_v4 or exp_pack_v3 at cpu_level() v4 or v3 if it gives this process's std::exp bits on
+// a fixed sample of inputs, else nullptr (the baseline level; another libm).
+ExpPack exp_pack_for_level();
+}  // namespace exp_fma_detail
+
+// The function exp_t(PackD) calls, or nullptr for std::exp lane by lane; chosen once.
+inline exp_fma_detail::ExpPack exp_pack() {
+  static const exp_fma_detail::ExpPack f = [] {
+    try {
+      return exp_fma_detail::exp_pack_for_level();
+    } catch (...) {  // a bad ATTNLAB_CPU_LEVEL: cpu_level()'s other callers report it
+      return exp_fma_detail::ExpPack{};
+    }
+  }();
+  return f;
+}
+
 ATTN_INLINE PackD exp_t(PackD x) {
   PackD r;
+  if (const exp_fma_detail::ExpPack f = exp_pack()) {
+    f(&x, &r);
+    return r;
+  }
   for (int l = 0; l < kPackLanes; ++l) r[l] = std::exp(x[l]);
   return r;
 }

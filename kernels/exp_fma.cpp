@@ -1,0 +1,230 @@
+// exp_fma.cpp: glibc 2.36's exp (__exp_fma) on lane packs, bit for bit (lanes.hpp).
+//
+// sysdeps/ieee754/dbl-64/e_exp.c (Szabolcs Nagy), which glibc's ifunc runs on a CPU with FMA
+// and AVX2 and builds with -mfma -mavx2, so GCC fused some of its a * b + c. Every step below
+// is an instruction of __ieee754_exp_fma as Debian 12's libm has it (gdb -batch -ex
+// 'disassemble __ieee754_exp_fma' /lib/x86_64-linux-gnu/libm.so.6, with libc6-dbg), with the
+// same constants and table (exp_fma_table.inc); each rounds as there (IEEE), so the lanes get
+// glibc's bits. The disassembly, in e_exp.c's names (N = 128):
+//   kd = fma(x, InvLn2N, Shift); ki = bits(kd); kd -= Shift
+//   r = fma(kd, NegLn2loN, fma(kd, NegLn2hiN, x))
+//   tail = T[2 (ki % N)]; sbits = T[2 (ki % N) + 1] + (ki << 45)
+//   r2 = r * r
+//   tmp = fma(r2 * r2, fma(r, C5, C4), fma(fma(r, C3, C2), r2, tail + r))
+//   exp(x) = fma(scale, tmp, scale), scale = asdouble(sbits)
+// for 2^-54 <= |x| < 512; 1 + x below; the rest (|x| >= 512: specialcase(), overflow,
+// underflow; inf; nan) goes to std::exp lane by lane.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "cpu_clones.hpp"
+#include "lanes.hpp"
+
+#if ATTN_HAVE_CPU_LEVELS
+#include <immintrin.h>
+#endif
+
+namespace attn::exp_fma_detail {
+namespace {
+
+#include "exp_fma_table.inc"
+
+// Vectors of N lanes: N = 8 (one zmm register) under x86-64-v4, N = 4 (one ymm) under
+// x86-64-v3, where GCC 12 would move 8-lane vectors through memory in 16-byte pieces.
+template <int N>
+struct Vec;  // double, uint64 and int64 vectors of N lanes
+template <>
+struct Vec<4> {
+  using D = double __attribute__((vector_size(32)));
+  using U = std::uint64_t __attribute__((vector_size(32)));
+  using I = std::int64_t __attribute__((vector_size(32)));
+};
+template <>
+struct Vec<8> {
+  using D = double __attribute__((vector_size(64)));
+  using U = std::uint64_t __attribute__((vector_size(64)));
+  using I = std::int64_t __attribute__((vector_size(64)));
+};
+template <int N>
+using VecD = typename Vec<N>::D;
+
+// a * b + c rounded once, per lane (vfmadd*pd under the v3/v4 targets).
+template <int N>
+ATTN_INLINE VecD<N> fma(VecD<N> a, VecD<N> b, VecD<N> c) {
+  VecD<N> r;
+  for (int l = 0; l < N; ++l) r[l] = __builtin_fma(a[l], b[l], c[l]);
+  return r;
+}
+template <int N>
+ATTN_INLINE VecD<N> splat(double v) {
+  return VecD<N>{} + v;
+}
+
+// y = std::exp(x) on the lanes where |x| >= 512 or x is inf or nan: out of line, so that the
+// common path keeps y in registers.
+__attribute__((noinline, cold)) void rare_lanes(const double* x, double* y, int n) {
+  for (int l = 0; l < n; ++l)
+    if (((std::bit_cast<std::uint64_t>(x[l]) >> 52) & 0x7ff) >= 0x408) y[l] = std::exp(x[l]);
+}
+
+template <int N>
+ATTN_INLINE VecD<N> exp_fma(VecD<N> x) {
+  using D = typename Vec<N>::D;
+  using U = typename Vec<N>::U;
+  using I = typename Vec<N>::I;
+  // The exponent field, signed: AVX2 compares signed 64-bit lanes only.
+  const I abstop = (std::bit_cast<I>(x) >> 52) & 0x7ff;
+  const D kd_shifted = fma<N>(x, splat<N>(kExp_invln2N), splat<N>(kExp_shift));
+  const U ki = std::bit_cast<U>(kd_shifted);
+  const D kd = kd_shifted - kExp_shift;
+  const D r = fma<N>(kd, splat<N>(kExp_negln2loN), fma<N>(kd, splat<N>(kExp_negln2hiN), x));
+  const U idx = 2 * (ki & 0x7f);
+  U tail_bits, sbits;
+  for (int l = 0; l < N; ++l) {
+    tail_bits[l] = kExpTab[idx[l]];
+    sbits[l] = kExpTab[idx[l] + 1] + (ki[l] << 45);
+  }
+  const D tail = std::bit_cast<D>(tail_bits);
+  const D scale = std::bit_cast<D>(sbits);
+  const D r2 = r * r;
+  const D c23 = fma<N>(r, splat<N>(kExp_C3), splat<N>(kExp_C2));
+  const D c45 = fma<N>(r, splat<N>(kExp_C5), splat<N>(kExp_C4));
+  const D tmp = fma<N>(r2 * r2, c45, fma<N>(c23, r2, tail + r));
+  D y = fma<N>(scale, tmp, scale);
+  // The lanes off glibc's main path, as all-ones masks (shifts rather than comparisons and ?:,
+  // which GCC 12 scalarizes for 64-bit lanes under AVX2).
+  const I tiny = (abstop - 0x3c9) >> 63;  // |x| < 2^-54 (0, subnormals): 1 + x
+  const I rare = (0x407 - abstop) >> 63;  // |x| >= 512, inf, nan
+  y = std::bit_cast<D>((std::bit_cast<I>(1.0 + x) & tiny) | (std::bit_cast<I>(y) & ~tiny));
+  std::int64_t any_rare = 0;
+  for (int l = 0; l < N; ++l) any_rare |= rare[l];
+  if (__builtin_expect(any_rare != 0, 0)) {
+    double xs[N], ys[N];
+    std::memcpy(xs, &x, sizeof xs);
+    std::memcpy(ys, &y, sizeof ys);
+    rare_lanes(xs, ys, N);
+    std::memcpy(&y, ys, sizeof ys);
+  }
+  return y;
+}
+
+// *y = exp(*x) in vectors of N lanes (the x86-64-v4 copy: one zmm register).
+template <int N>
+ATTN_INLINE void exp_pack_body(const PackD* x, PackD* y) {
+  for (int i = 0; i < kPackLanes; i += N) {
+    VecD<N> v;
+    std::memcpy(&v, reinterpret_cast<const double*>(x) + i, sizeof v);
+    v = exp_fma<N>(v);
+    std::memcpy(reinterpret_cast<double*>(y) + i, &v, sizeof v);
+  }
+}
+
+#if ATTN_HAVE_CPU_LEVELS
+// exp_fma for AVX2 in intrinsics, the same steps: GCC 12's vectorizer turns the generic code
+// above, for 4 lanes, into a mix of vector and scalar instructions (some of the fused
+// multiply-adds scalar, vectors spilled to the stack), hardly faster than 4 calls of glibc's exp.
+ATTN_TARGET_V3 ATTN_INLINE __m256d exp_fma_avx2(__m256d x) {
+  const __m256i abstop =
+      _mm256_and_si256(_mm256_srli_epi64(_mm256_castpd_si256(x), 52), _mm256_set1_epi64x(0x7ff));
+  const __m256d shift = _mm256_set1_pd(kExp_shift);
+  const __m256d kd_shifted = _mm256_fmadd_pd(x, _mm256_set1_pd(kExp_invln2N), shift);
+  const __m256i ki = _mm256_castpd_si256(kd_shifted);
+  const __m256d kd = _mm256_sub_pd(kd_shifted, shift);
+  const __m256d r = _mm256_fmadd_pd(kd, _mm256_set1_pd(kExp_negln2loN),
+                                    _mm256_fmadd_pd(kd, _mm256_set1_pd(kExp_negln2hiN), x));
+  const __m256i idx = _mm256_slli_epi64(_mm256_and_si256(ki, _mm256_set1_epi64x(0x7f)), 1);
+  const auto* tab = reinterpret_cast<const long long*>(kExpTab);
+  const __m256d tail = _mm256_castsi256_pd(_mm256_i64gather_epi64(tab, idx, 8));
+  const __m256i sbits =
+      _mm256_add_epi64(_mm256_i64gather_epi64(tab + 1, idx, 8), _mm256_slli_epi64(ki, 45));
+  const __m256d scale = _mm256_castsi256_pd(sbits);
+  const __m256d r2 = _mm256_mul_pd(r, r);
+  const __m256d c23 = _mm256_fmadd_pd(r, _mm256_set1_pd(kExp_C3), _mm256_set1_pd(kExp_C2));
+  const __m256d c45 = _mm256_fmadd_pd(r, _mm256_set1_pd(kExp_C5), _mm256_set1_pd(kExp_C4));
+  const __m256d tmp =
+      _mm256_fmadd_pd(_mm256_mul_pd(r2, r2), c45, _mm256_fmadd_pd(c23, r2, _mm256_add_pd(tail, r)));
+  __m256d y = _mm256_fmadd_pd(scale, tmp, scale);
+  const __m256i tiny = _mm256_cmpgt_epi64(_mm256_set1_epi64x(0x3c9), abstop);  // 1 + x
+  const __m256i rare = _mm256_cmpgt_epi64(abstop, _mm256_set1_epi64x(0x407));
+  y = _mm256_blendv_pd(y, _mm256_add_pd(_mm256_set1_pd(1.0), x), _mm256_castsi256_pd(tiny));
+  if (__builtin_expect(!_mm256_testz_si256(rare, rare), 0)) {
+    alignas(32) double xs[4], ys[4];
+    _mm256_store_pd(xs, x);
+    _mm256_store_pd(ys, y);
+    rare_lanes(xs, ys, 4);
+    y = _mm256_load_pd(ys);
+  }
+  return y;
+}
+#endif
+
+// exp_pack against std::exp on a fixed sample of 4096 inputs: [-50, 50], glibc's whole main
+// path [-512, 512], the neighbours of table boundaries k ln2 / 128, and random bit patterns.
+// A libm with another exp (algorithm, table, polynomial) differs on a good share of these; one
+// step fused differently changes about 1 result in 10^6, which only tests/test_lanes.cpp's
+// 1.2e7 inputs see.
+bool agrees_with_libm(ExpPack exp_pack) {
+  std::uint64_t s = 0;
+  auto next = [&s] {  // splitmix64
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto unit = [&next] { return static_cast<double>(next() >> 11) * 0x1p-53; };
+  for (int pack = 0; pack < 512; ++pack) {
+    PackD x, y;
+    for (int l = 0; l < kPackLanes; ++l) {
+      switch (l % 4) {
+        case 0:
+          x[l] = -50 + 100 * unit();
+          break;
+        case 1:
+          x[l] = -512 + 1024 * unit();
+          break;
+        case 2: {  // next to k ln2 / 128, k in [-1000, 1000)
+          const double k = static_cast<double>(next() % 2000) - 1000;
+          const double toward = (next() & 1) ? 1e300 : -1e300;
+          x[l] = std::nextafter(k * 0x1.62e42fefa39efp-1 / 128, toward);
+          break;
+        }
+        default:
+          x[l] = std::bit_cast<double>(next());
+      }
+    }
+    exp_pack(&x, &y);
+    for (int l = 0; l < kPackLanes; ++l)
+      if (std::bit_cast<std::uint64_t>(y[l]) != std::bit_cast<std::uint64_t>(std::exp(x[l])))
+        return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+ATTN_TARGET_V4 void exp_pack_v4(const PackD* x, PackD* y) { exp_pack_body<8>(x, y); }
+
+#if ATTN_HAVE_CPU_LEVELS
+ATTN_TARGET_V3 void exp_pack_v3(const PackD* x, PackD* y) {
+  // x lane by lane (volatile: GCC must not merge the reads into vector loads). The AVX2 copy
+  // of the CPU twins builds packs with 8-byte stores, and a 32-byte load of those cannot take
+  // them from the store buffer: it waits until they are written (as long as exp_fma_avx2).
+  const volatile double* in = reinterpret_cast<const volatile double*>(x);
+  double* out = reinterpret_cast<double*>(y);
+  _mm256_storeu_pd(out, exp_fma_avx2(_mm256_set_pd(in[3], in[2], in[1], in[0])));
+  _mm256_storeu_pd(out + 4, exp_fma_avx2(_mm256_set_pd(in[7], in[6], in[5], in[4])));
+}
+#else
+void exp_pack_v3(const PackD* x, PackD* y) { exp_pack_body<4>(x, y); }
+#endif
+
+ExpPack exp_pack_for_level() {
+  const CpuLevel level = cpu_level();
+  if (!ATTN_HAVE_CPU_LEVELS || level == CpuLevel::baseline) return nullptr;
+  const ExpPack f = level == CpuLevel::v4 ? exp_pack_v4 : exp_pack_v3;
+  return agrees_with_libm(f) ? f : nullptr;
+}
+
+}  // namespace attn::exp_fma_detail

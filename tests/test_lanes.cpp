@@ -1,0 +1,218 @@
+// test_lanes.cpp: exp_t on double packs (lanes.hpp) and the vector exp behind it
+// (kernels/exp_fma.cpp, glibc 2.36's __exp_fma) against the C library's exp, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu_clones.hpp"
+#include "lanes.hpp"
+
+namespace attn {
+namespace {
+
+// exp over an array (a multiple of kPackLanes long), one pack at a time.
+using ExpArray = void (*)(const double*, double*, std::size_t);
+template <exp_fma_detail::ExpPack F>
+void exp_pack_array(const double* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += kPackLanes) {
+    PackD p, q;
+    std::memcpy(&p, x + i, sizeof p);
+    F(&p, &q);
+    std::memcpy(y + i, &q, sizeof q);
+  }
+}
+void exp_t_array(const double* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += kPackLanes) {
+    PackD p;
+    std::memcpy(&p, x + i, sizeof p);
+    p = exp_t(p);
+    std::memcpy(y + i, &p, sizeof p);
+  }
+}
+
+// Whether this CPU runs level (and has FMA and AVX2, so glibc's exp is __exp_fma).
+bool cpu_runs(CpuLevel level) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  const bool fma = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  if (level == CpuLevel::v4)
+    return fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return fma;
+#else
+  (void)level;
+  return false;
+#endif
+}
+
+std::uint64_t bits(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+double from_bits(std::uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// The inputs, in blocks: each call of next fills x (a multiple of kPackLanes long) and says
+// whether there is more.
+struct Inputs {
+  std::string name;
+  std::function<bool(std::vector<double>&)> next;
+};
+
+constexpr double kLn2 = 0x1.62e42fefa39efp-1;
+
+std::vector<Inputs> all_inputs() {
+  std::vector<Inputs> in;
+  const std::size_t block = 1 << 16;
+  // Random doubles: 5e6 uniform on [-50, 50], 5e6 on [-745, 710] (subnormal results, the
+  // rare paths beyond 512).
+  auto uniform = [block](double lo, double hi, std::size_t count, std::uint64_t seed) {
+    auto gen = std::make_shared<std::mt19937_64>(seed);
+    auto left = std::make_shared<std::size_t>(count);
+    return [=](std::vector<double>& x) {
+      std::uniform_real_distribution<double> u(lo, hi);
+      x.resize(block);
+      for (double& v : x) v = u(*gen);
+      *left -= std::min(*left, block);
+      return *left > 0;
+    };
+  };
+  in.push_back({"uniform [-50, 50]", uniform(-50, 50, 5'000'000, 1)});
+  in.push_back({"uniform [-745, 710]", uniform(-745, 710, 5'000'000, 2)});
+  // Random bit patterns (every exponent, nan payloads, both signs).
+  {
+    auto gen = std::make_shared<std::mt19937_64>(3);
+    auto left = std::make_shared<std::size_t>(1'000'000);
+    in.push_back({"random bits", [=](std::vector<double>& x) {
+                    x.resize(block);
+                    for (double& v : x) v = from_bits((*gen)());
+                    *left -= std::min(*left, block);
+                    return *left > 0;
+                  }});
+  }
+  // The table boundaries k ln2 / 128 over [-745, 710], and 2 ulps either side.
+  {
+    auto k = std::make_shared<long>(-137'700);
+    in.push_back({"k ln2/128 +- 2 ulp", [=](std::vector<double>& x) {
+                    x.clear();
+                    for (; x.size() < block && *k <= 131'100; ++*k) {
+                      const double c = static_cast<double>(*k) * kLn2 / 128;
+                      const std::uint64_t b = bits(c);
+                      for (int d = -2; d <= 2; ++d) x.push_back(from_bits(b + d));
+                    }
+                    x.resize((x.size() + kPackLanes - 1) / kPackLanes * kPackLanes, 0.0);
+                    return *k <= 131'100;
+                  }});
+  }
+  // Special values and the edges of glibc's paths.
+  in.push_back({"special values", [](std::vector<double>& x) {
+                  const double inf = std::numeric_limits<double>::infinity();
+                  const double nan = std::numeric_limits<double>::quiet_NaN();
+                  const double tiny = std::numeric_limits<double>::denorm_min();
+                  const double edges[] = {0x1p-54,
+                                          512.0,
+                                          1024.0,                // glibc's path boundaries in |x|
+                                          709.782712893384,      // exp(x) overflows just above
+                                          0x1.62e42fefa39efp+9,  // log(DBL_MAX)
+                                          745.1332191019411,  // exp(-x) underflows to 0 just above
+                                          708.3964185322641,  // exp(-x) is the smallest normal
+                                          1.0,
+                                          0.5,
+                                          1e-10,
+                                          1e-300,
+                                          tiny,
+                                          std::numeric_limits<double>::min(),
+                                          std::numeric_limits<double>::max(),
+                                          50.0,
+                                          100.0,
+                                          kLn2,
+                                          kLn2 / 256};
+                  x = {0.0,
+                       -0.0,
+                       inf,
+                       -inf,
+                       nan,
+                       -nan,
+                       from_bits(0x7ff0000000000001ull),
+                       from_bits(0xfff8000000000123ull)};
+                  for (double e : edges)
+                    for (double s : {e, -e})
+                      for (int d = -4; d <= 4; ++d) x.push_back(from_bits(bits(s) + d));
+                  // A sweep through the subnormal results and the overflow edge.
+                  for (double v = -745.2; v < -707.0; v += 0.001) x.push_back(v);
+                  for (double v = 709.0; v < 710.0; v += 0.0001) x.push_back(v);
+                  x.resize((x.size() + kPackLanes - 1) / kPackLanes * kPackLanes, 1.0);
+                  return false;
+                }});
+  return in;
+}
+
+// Runs every input through exp, compares with std::exp bit for bit, and reports the first few
+// differences; returns how many inputs it compared.
+std::size_t expect_libm_bits(ExpArray exp_array) {
+  std::size_t compared = 0;
+  for (Inputs& in : all_inputs()) {
+    std::vector<double> x, y;
+    std::size_t differ = 0, count = 0;
+    bool more = true;
+    while (more) {
+      more = in.next(x);
+      y.resize(x.size());
+      exp_array(x.data(), y.data(), x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double want = std::exp(x[i]);
+        if (bits(y[i]) != bits(want) && ++differ <= 5)
+          ADD_FAILURE() << in.name << ": exp(" << std::hexfloat << x[i] << ") = " << y[i]
+                        << ", libm " << want;
+      }
+      count += x.size();
+    }
+    EXPECT_EQ(differ, 0u) << in.name << ": " << differ << " of " << count << " differ";
+    compared += count;
+  }
+  return compared;
+}
+
+TEST(ExpFma, MatchesLibmAtV4) {
+  if (!cpu_runs(CpuLevel::v4)) GTEST_SKIP() << "this CPU has no AVX-512 (x86-64-v4)";
+  const std::size_t n = expect_libm_bits(exp_pack_array<exp_fma_detail::exp_pack_v4>);
+  std::printf("compared %zu inputs\n", n);
+}
+
+TEST(ExpFma, MatchesLibmAtV3) {
+  if (!cpu_runs(CpuLevel::v3))
+    GTEST_SKIP() << "this CPU lacks FMA or AVX2: glibc's exp is not __exp_fma";
+  const std::size_t n = expect_libm_bits(exp_pack_array<exp_fma_detail::exp_pack_v3>);
+  std::printf("compared %zu inputs\n", n);
+}
+
+// exp_t on double packs, at whatever cpu_level() gives (lane by lane at the baseline).
+TEST(ExpFma, ExpTMatchesLibm) { expect_libm_bits(exp_t_array); }
+
+// At levels v3 and v4 exp_t runs the level's exp_pack (else the speed is silently lost: the
+// start-up sample disagreed with this libm).
+TEST(ExpFma, UsedAtV3AndV4) {
+  const CpuLevel level = cpu_level();
+  if (level == CpuLevel::baseline) {
+    EXPECT_EQ(exp_pack(), nullptr);
+    GTEST_SKIP() << "running at the baseline level: exp_t calls std::exp per lane";
+  }
+  EXPECT_EQ(exp_pack(),
+            level == CpuLevel::v4 ? exp_fma_detail::exp_pack_v4 : exp_fma_detail::exp_pack_v3)
+      << "exp_fma disagrees with this libm's exp on the start-up sample";
+}
+
+}  // namespace
+}  // namespace attn
