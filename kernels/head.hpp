@@ -144,7 +144,7 @@ ATTN_HD ATTN_INLINE void scores_softmax(const Model& m, const Layout& l, M w) {
       for (int c = 0; c < m.d_k; ++c) s = s + w[l.q + i * m.d_k + c] * w[l.k + j * m.d_k + c];
       s = s / root;
       w[l.p + i * m.n + j] = s;
-      top = j == 0 ? s : (s > top ? s : top);
+      top = j == 0 ? s : pick_gt(s, top, s, top);
     }
     T sum = splat<T>(0.0);
     for (int j = 0; j < m.n; ++j) {

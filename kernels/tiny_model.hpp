@@ -84,9 +84,8 @@ ATTN_HD ATTN_INLINE Forward<T> forward(const Params<T>& p) {
   T s[2];
   for (int j = 0; j < 2; ++j) s[j] = (p.w[1][j][0] * f.q[0] + p.w[1][j][1] * f.q[1]) / sqrt2;
   // exp(s - max(s)): the larger score gives exp(0) = 1 exactly, so one exp suffices.
-  const auto first_larger = s[0] >= s[1];
-  const T ex = exp_t(first_larger ? s[1] - s[0] : s[0] - s[1]);
-  const T e[2] = {first_larger ? one : ex, first_larger ? ex : one};
+  const T ex = exp_t(pick_ge(s[0], s[1], s[1] - s[0], s[0] - s[1]));
+  const T e[2] = {pick_ge(s[0], s[1], one, ex), pick_ge(s[0], s[1], ex, one)};
   const T sum = e[0] + e[1];
   f.a[0] = e[0] / sum;
   f.a[1] = e[1] / sum;
