@@ -8,7 +8,13 @@
 #include <thread>
 
 #if defined(ATTNLAB_WITH_MPI)
-#include <mpi.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+
+#include "host/cluster_mpi.hpp"
 #endif
 
 namespace attn::cluster {
@@ -25,22 +31,51 @@ int launched_size() {
 }
 
 int g_rank = 0, g_size = 1, g_local = 0;
-bool g_started = false;
 
 #if defined(ATTNLAB_WITH_MPI)
+// The MPI module's table once init() has started MPI; null in a job of one.
+const attn_mpi_api* g_mpi = nullptr;
+
 struct Pending {
-  MPI_Request request;
+  attn_mpi_request request;
   std::string bytes;
 };
 std::deque<Pending> g_sends;
 
 void reap_sends() {
   while (!g_sends.empty()) {
-    int done = 0;
-    MPI_Test(&g_sends.front().request, &done, MPI_STATUS_IGNORE);
-    if (!done) return;
+    if (!g_mpi->test(&g_sends.front().request)) return;
     g_sends.pop_front();
   }
+}
+
+// The folder of this executable (from /proc/self/exe), with a trailing '/'.
+std::string executable_dir() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0)
+    throw std::runtime_error("MPI: cannot read /proc/self/exe to find " ATTNLAB_MPI_MODULE);
+  std::string dir(path, static_cast<std::size_t>(n));
+  return dir.substr(0, dir.rfind('/') + 1);
+}
+
+// Opens the MPI module next to the executable (it is never unloaded).
+const attn_mpi_api* load_module() {
+  const std::string path = executable_dir() + ATTNLAB_MPI_MODULE;
+  const auto fail = [](const std::string& why) {
+    return std::runtime_error("MPI: " + why +
+                              " (the MPI module is looked for next to the executable, where the "
+                              "build puts it)");
+  };
+  // RTLD_GLOBAL: Open MPI's own plugins expect libmpi's symbols in the global scope.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle) throw fail(dlerror());  // names the path
+  const auto get = reinterpret_cast<attn_mpi_api_get_fn>(dlsym(handle, ATTN_MPI_API_SYMBOL));
+  if (!get) throw fail(path + ": no " ATTN_MPI_API_SYMBOL);
+  const attn_mpi_api* api = get();
+  if (!api || api->abi_version != ATTN_MPI_ABI_VERSION)
+    throw fail(path + ": another version of the module (rebuild)");
+  return api;
 }
 #endif
 
@@ -58,15 +93,9 @@ void init(int* argc, char*** argv) {
   const int launched = launched_size();
   if (launched == 0 || launched == 1) return;
 #if defined(ATTNLAB_WITH_MPI)
-  int provided = 0;
-  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-  g_started = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &g_local);
-  MPI_Comm_free(&node);
+  const attn_mpi_api* api = load_module();
+  api->init(argc, argv, &g_rank, &g_size, &g_local);
+  g_mpi = api;
 #else
   (void)argc;
   (void)argv;
@@ -80,14 +109,14 @@ void init(int* argc, char*** argv) {
 
 void finalize() {
 #if defined(ATTNLAB_WITH_MPI)
-  if (g_started) MPI_Finalize();
+  if (g_mpi) g_mpi->finalize();
+  g_mpi = nullptr;
 #endif
-  g_started = false;
 }
 
 void abort(int code) {
 #if defined(ATTNLAB_WITH_MPI)
-  if (g_started && g_size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  if (g_mpi && g_size > 1) g_mpi->abort(code);
 #endif
   std::_Exit(code);
 }
@@ -99,19 +128,18 @@ bool is_root() { return g_rank == 0; }
 
 std::string describe_ranks() {
 #if defined(ATTNLAB_WITH_MPI)
-  if (g_started) {
-    char name[MPI_MAX_PROCESSOR_NAME] = {};
-    int len = 0;
-    MPI_Get_processor_name(name, &len);
-    std::string mine(name, static_cast<std::size_t>(len));
-    mine.resize(MPI_MAX_PROCESSOR_NAME, '\0');
-    std::string all(static_cast<std::size_t>(MPI_MAX_PROCESSOR_NAME) * g_size, '\0');
-    MPI_Gather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-               MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (g_mpi) {
+    const auto width = static_cast<std::size_t>(g_mpi->max_processor_name);
+    std::string mine(width, '\0');
+    g_mpi->processor_name(mine.data());
+    std::string all(width * static_cast<std::size_t>(g_size), '\0');
+    g_mpi->gather(mine.data(), static_cast<int>(width), all.data());
     std::string s;
-    for (int r = 0; r < g_size; ++r)
+    for (int r = 0; r < g_size; ++r) {
+      const char* name = all.data() + static_cast<std::size_t>(r) * width;
       s += (r ? ", " : "") + std::string("rank ") + std::to_string(r) + " on " +
-           std::string(all.c_str() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+           std::string(name, strnlen(name, width));
+    }
     return std::to_string(g_size) + " MPI ranks: " + s;
   }
 #endif
@@ -120,10 +148,10 @@ std::string describe_ranks() {
 
 void send(int to, int tag, std::string bytes) {
 #if defined(ATTNLAB_WITH_MPI)
-  g_sends.push_back(Pending{MPI_REQUEST_NULL, std::move(bytes)});
+  if (!g_mpi) throw std::logic_error("cluster::send before MPI started");
+  g_sends.push_back(Pending{{}, std::move(bytes)});
   Pending& p = g_sends.back();
-  MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_CHAR, to, tag, MPI_COMM_WORLD,
-            &p.request);
+  g_mpi->isend(p.bytes.data(), static_cast<int>(p.bytes.size()), to, tag, &p.request);
   reap_sends();
 #else
   (void)to;
@@ -135,6 +163,7 @@ void send(int to, int tag, std::string bytes) {
 
 void flush(const Monitor& monitor) {
 #if defined(ATTNLAB_WITH_MPI)
+  if (!g_mpi) return;
   for (reap_sends(); !g_sends.empty(); reap_sends()) {
     monitor.checkpoint();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -146,15 +175,11 @@ void flush(const Monitor& monitor) {
 
 bool poll(int tag, int& from, std::string& bytes) {
 #if defined(ATTNLAB_WITH_MPI)
-  int waiting = 0;
-  MPI_Status st;
-  MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &waiting, &st);
-  if (!waiting) return false;
+  if (!g_mpi) return false;
   int count = 0;
-  MPI_Get_count(&st, MPI_CHAR, &count);
+  if (!g_mpi->probe(tag, &from, &count)) return false;
   bytes.assign(static_cast<std::size_t>(count), '\0');
-  from = st.MPI_SOURCE;
-  MPI_Recv(bytes.data(), count, MPI_CHAR, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  g_mpi->recv(bytes.data(), count, from, tag);
   return true;
 #else
   (void)tag;
@@ -166,11 +191,11 @@ bool poll(int tag, int& from, std::string& bytes) {
 
 std::string broadcast(const std::string& bytes_on_root) {
 #if defined(ATTNLAB_WITH_MPI)
-  if (!g_started) return bytes_on_root;
+  if (!g_mpi) return bytes_on_root;
   unsigned long long n = bytes_on_root.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  g_mpi->broadcast(reinterpret_cast<char*>(&n), static_cast<int>(sizeof n));
   std::string s = g_rank == 0 ? bytes_on_root : std::string(n, '\0');
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  g_mpi->broadcast(s.data(), static_cast<int>(n));
   return s;
 #else
   return bytes_on_root;

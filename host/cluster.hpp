@@ -5,6 +5,13 @@
 // A process is in an MPI job when a launcher says so in its environment (Open MPI's mpirun:
 // OMPI_COMM_WORLD_SIZE; PMIx, e.g. srun --mpi=pmix: PMIX_RANK; PMI-1/2: PMI_SIZE). Without that
 // it is a job of one and MPI is never started (no start-up cost, no MPI needed at run time).
+//
+// No executable links libmpi: the MPI calls live in a module, attnlab_mpi.so
+// (host/cluster_mpi.hpp), which init() opens with dlopen only when a launcher started the
+// process. It is looked for in one place, the folder of the running executable
+// (/proc/self/exe); CMake builds it into demo's folder (demo depends on it), so an executable
+// elsewhere that calls init() under a launcher needs the module copied next to it. A job of
+// one never opens it.
 #pragma once
 
 #include <string>
@@ -17,7 +24,8 @@ namespace attn::cluster {
 bool built_with_mpi();
 
 // Starts MPI when launched by mpirun/srun. Throws std::runtime_error when the launcher asks for
-// more than one process but this build has no MPI (each process would run the whole job).
+// more than one process but this build has no MPI (each process would run the whole job), or
+// when the MPI module cannot be opened (the message names the path it tried).
 void init(int* argc, char*** argv);
 // Ends MPI after a clean run (every rank must call it); nothing in a job of one.
 void finalize();
@@ -28,12 +36,14 @@ int rank();        // 0 .. size()-1; 0 in a job of one
 int size();        // processes in the job; 1 without MPI
 int local_rank();  // rank among the processes on this node (which GPU to use)
 bool is_root();    // rank() == 0: the one process that prints, writes and shows progress
-// "rank 0 of 3 on node-a, rank 1 of 3 on node-a, ..." for provenance (a collective call).
+// "3 MPI ranks: rank 0 on node-a, rank 1 on node-a, ..." for provenance (a collective call);
+// "1 process" in a job of one.
 std::string describe_ranks();
 
-// Messages between ranks, as bytes. send() queues a message and returns at once; flush()
-// waits until every queued message has left, checking `monitor` for a stop (throws
-// Interrupted). poll() receives one waiting message with `tag` from any rank, if there is one.
+// Messages between ranks, as bytes, once init() has started MPI. send() queues a message and
+// returns at once; flush() waits until every queued message has left, checking `monitor` for a
+// stop (throws Interrupted). poll() receives one waiting message with `tag` from any rank, if
+// there is one (never in a job of one).
 void send(int to, int tag, std::string bytes);
 void flush(const Monitor& monitor);
 bool poll(int tag, int& from, std::string& bytes);

@@ -348,6 +348,28 @@ TEST(Mpi, ABuildWithoutMpiSaysSoWhenALauncherStartsSeveral) {
   EXPECT_NE(r.err.find("built without MPI"), std::string::npos) << r.err;
 }
 
+// MPI is a module that demo opens only under a launcher (host/cluster.hpp): demo links no MPI
+// library, and a demo whose module is missing says where it looked, in one line.
+TEST(Mpi, DemoLinksNoMpiLibrary) {
+  const auto r = test::run_command("readelf -d " + std::string(ATTN_DEMO));
+  if (r.exit_code != 0) GTEST_SKIP() << "no readelf";
+  EXPECT_NE(r.out.find("(NEEDED)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libmpi"), std::string::npos) << r.out;
+}
+
+TEST(Mpi, AMissingModuleIsOneLineUnderALauncher) {
+  if (!cluster::built_with_mpi()) GTEST_SKIP() << "built without MPI";
+  const test::TempDir dir;
+  fs::copy_file(ATTN_DEMO, dir.path / "demo");
+  // The launcher's word alone (no mpirun): init() opens the module before MPI starts.
+  const auto r =
+      test::run_command("OMPI_COMM_WORLD_SIZE=3 " + dir.file("demo") + " " + kBulk[0] + " -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find(dir.file("attnlab_mpi.so")), std::string::npos) << r.err;
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+}
+
 TEST(ExactStates, DoublesRoundTripBitForBit) {
   const std::vector<double> v = {0.0,       -0.0,   1.0 / 3,           1e-310, -2.5e300, INFINITY,
                                  -INFINITY, 5e-324, 0.7317287020936569};
