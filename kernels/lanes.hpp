@@ -89,19 +89,11 @@ ATTN_INLINE PackD exp_t(PackD x) {
   for (int l = 0; l < kPackLanes; ++l) r[l] = std::exp(x[l]);
   return r;
 }
-// a >= b ? x : y and a > b ? x : y lane by lane. GCC 12 turns a comparison of 8-lane packs into
-// scalar code where the target has no 512-bit vectors (AVX2: the training sweep ran 18% slower
-// for it), so below x86-64-v4 the packs compare as two 4-lane halves (vcmppd); at AVX-512 the
-// halves would cost shuffles (6% there), so they compare whole. The choice is made once, at
-// start-up (a plain flag the loops can hold in a register; cpu_level()'s guarded static in the
-// loop cost more than the halves saved).
-inline const bool kPacksCompareWhole = [] {
-  try {
-    return cpu_level() == CpuLevel::v4;
-  } catch (...) {  // a bad ATTNLAB_CPU_LEVEL: cpu_level()'s callers report it
-    return false;
-  }
-}();
+// a >= b ? x : y and a > b ? x : y lane by lane, on the packs' two 4-lane halves. GCC 12 turns
+// a comparison of 8-lane packs into scalar code where the target has no 512-bit vectors (AVX2),
+// and compares halves with vcmppd: the training sweep runs about 18% faster at x86-64-v3 for it.
+// At AVX-512 the halves cost shuffles (the sweep about 6-10% slower than with whole compares;
+// a run-time choice between the two cost more than either, as the branch stays in the loop).
 using HalfD = double __attribute__((vector_size(sizeof(double) * kPackLanes / 2)));
 ATTN_INLINE HalfD low_half(PackD a) { return __builtin_shufflevector(a, a, 0, 1, 2, 3); }
 ATTN_INLINE HalfD high_half(PackD a) { return __builtin_shufflevector(a, a, 4, 5, 6, 7); }
@@ -109,12 +101,10 @@ ATTN_INLINE PackD join_halves(HalfD a, HalfD b) {
   return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
 }
 ATTN_INLINE PackD pick_ge(PackD a, PackD b, PackD x, PackD y) {
-  if (kPacksCompareWhole) return a >= b ? x : y;
   return join_halves(low_half(a) >= low_half(b) ? low_half(x) : low_half(y),
                      high_half(a) >= high_half(b) ? high_half(x) : high_half(y));
 }
 ATTN_INLINE PackD pick_gt(PackD a, PackD b, PackD x, PackD y) {
-  if (kPacksCompareWhole) return a > b ? x : y;
   return join_halves(low_half(a) > low_half(b) ? low_half(x) : low_half(y),
                      high_half(a) > high_half(b) ? high_half(x) : high_half(y));
 }

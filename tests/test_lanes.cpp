@@ -214,5 +214,31 @@ TEST(ExpFma, UsedAtV3AndV4) {
       << "exp_fma disagrees with this libm's exp on the start-up sample";
 }
 
+// pick_ge / pick_gt on packs (compared as two halves) give the scalar ?: in every lane, for
+// every pair of special and ordinary values (NaN never compares, -0 == +0, infinities).
+TEST(Packs, PickIsTheScalarChoiceInEveryLane) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> v = {nan, -inf, -1.5, -0.0, 0.0, 4.9e-324, 1.5, 2.0, inf};
+  std::vector<std::pair<double, double>> pairs;
+  for (double a : v)
+    for (double b : v) pairs.emplace_back(a, b);
+  for (std::size_t first = 0; first < pairs.size(); first += kPackLanes) {
+    PackD a{}, b{}, x{}, y{};
+    for (int l = 0; l < kPackLanes; ++l) {
+      const auto& [pa, pb] = pairs[(first + l) % pairs.size()];
+      a[l] = pa;
+      b[l] = pb;
+      x[l] = 100 + l;
+      y[l] = 200 + l;
+    }
+    const PackD ge = pick_ge(a, b, x, y), gt = pick_gt(a, b, x, y);
+    for (int l = 0; l < kPackLanes; ++l) {
+      EXPECT_EQ(ge[l], a[l] >= b[l] ? x[l] : y[l]) << a[l] << " >= " << b[l] << ", lane " << l;
+      EXPECT_EQ(gt[l], a[l] > b[l] ? x[l] : y[l]) << a[l] << " > " << b[l] << ", lane " << l;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attn
