@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <utility>
@@ -21,13 +23,14 @@ namespace {
 using numpy_rng::Pcg64;
 
 constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
-// Waves of rows hold about this many normals of q, and of k: 2 MiB each, reused, so that they
-// stay in cache and the process touches little fresh memory. q is kept whole only when it fits
-// in one wave; a larger q is located (its words counted, values not kept) and decoded again a
-// wave at a time beside k. Measured on the project's 2-core machine (a VM): decoding a normal
-// costs about 2 ns on one core, while the first touch of fresh memory costs 4 ns per normal
-// with 4 KiB pages (about 2 GB/s) and, with transparent huge pages, sometimes 100 ms of
-// compaction; re-decoding is the cheaper and the steadier way.
+// Waves of rows hold about this many normals of q, and of k: 2 MiB each, two of each (one
+// decoded while the other's dot products are taken), reused, so that they stay in cache and the
+// process touches little fresh memory. q is kept whole only when it fits in one wave; a larger
+// q is located (its words counted, values not kept) and decoded again a wave at a time beside k.
+// Measured on the project's 2-core machine (a VM): decoding a normal costs about 2 ns on one core,
+// while the first touch of fresh memory costs 4 ns per normal with 4 KiB pages (about 2 GB/s) and,
+// with transparent huge pages, sometimes 100 ms of compaction; re-decoding is the cheaper and the
+// steadier way.
 constexpr std::uint64_t kWaveNormals = std::uint64_t{1} << 18;
 constexpr std::uint64_t kKWaveNormals = std::uint64_t{1} << 18;
 
@@ -373,155 +376,188 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
 #pragma GCC diagnostic pop
 #endif
 
-// The next `count` normals from g (standing at a normal's start); g then stands after them.
-// keep: store the values in out (else only g moves). Rounds: the words [S, S + rest) hold at
-// most `rest` normal starts (each normal takes at least one word), so each round decodes those
-// words in parallel pieces and the next round goes on from the first start past them.
-void decode(Pcg64& g, std::uint64_t count, const StreamSplit& split, bool keep, Normals* out) {
+// One run of normals to decode: the next `count` from *g (standing at a normal's start; it then
+// stands after them), values kept in *out, or only counted (q located) when out is null.
+struct Job {
+  Pcg64* g;
+  std::uint64_t count;
+  Normals* out;
+};
+
+// Items run by the first round's threads beside its pieces (the previous wave's dot products),
+// so that one join serves both.
+struct SideWork {
+  std::size_t count = 0;
+  std::function<void(std::size_t)> run;
+};
+
+// items 0 .. n-1 over the threads, one at a time as threads come free.
+template <class F>
+void parallel_items(int threads, std::size_t n, bool parallel, F&& f) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel && n > 1)
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) f(static_cast<std::size_t>(i));
+}
+
+// Decodes the jobs, their pieces in one parallel loop per round. Rounds: the words
+// [S, S + rest) hold at most `rest` normal starts (each normal takes at least one word), so each
+// round decodes those words of every unfinished job in pieces, and the next round goes on from
+// the first start past them (about 1.5% of words are rejections: rounds after the first are
+// small, and run on one thread below kSerialWords).
+void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
+            const SideWork& side = {}) {
+  constexpr std::uint64_t kSerialWords = 2 * kMinPieceWords;
   const int threads = thread_count(split);
   const int head = std::clamp(split.head_starts, 1, kMaxHead);
   const CpuLevel level = cpu_level();
   (void)level;  // used only where the build has levels
-  std::uint64_t done = 0;
+  struct Todo {
+    Job job;
+    std::uint64_t done = 0;
+    std::size_t first = 0, n = 0;  // its pieces this round
+    double* buf = nullptr;
+  };
+  std::vector<Todo> todo;
+  for (const Job& j : jobs_in) todo.push_back(Todo{j});
   std::vector<Piece> pieces;
-  while (done < count) {
-    const std::uint64_t rest = count - done;
-    const std::uint64_t words =
-        split.piece_words > 0
-            ? split.piece_words
-            : std::max(kMinPieceWords,
-                       (rest + 8 * threads - 1) / (8 * static_cast<std::uint64_t>(threads)));
-    const std::uint64_t n_pieces = (rest + words - 1) / words;
-    pieces.assign(n_pieces, Piece{});
-    for (std::uint64_t i = 0; i < n_pieces; ++i) {
-      pieces[i].begin = i * words;
-      pieces[i].end = std::min(rest, (i + 1) * words);
+  std::vector<std::size_t> owner;  // the job of each piece
+  std::size_t side_items = side.count;
+  for (;;) {
+    pieces.clear();
+    owner.clear();
+    std::uint64_t round_words = 0;
+    for (std::size_t j = 0; j < todo.size(); ++j) {
+      Todo& t = todo[j];
+      t.first = pieces.size();
+      t.n = 0;
+      if (t.done == t.job.count) continue;
+      const std::uint64_t rest = t.job.count - t.done;
+      const std::uint64_t words =
+          split.piece_words > 0
+              ? split.piece_words
+              : std::max(kMinPieceWords,
+                         (rest + 8 * threads - 1) / (8 * static_cast<std::uint64_t>(threads)));
+      for (std::uint64_t b = 0; b < rest; b += words) {
+        Piece p;
+        p.begin = b;
+        p.end = std::min(rest, b + words);
+        pieces.push_back(p);
+        owner.push_back(j);
+      }
+      t.n = pieces.size() - t.first;
+      // A piece's normals start at distinct words of its range: at most `words` of them.
+      t.buf = t.job.out != nullptr ? t.job.out->buffer(rest) : nullptr;
+      round_words += rest;
     }
-    // A piece's normals start at distinct words of its range: at most `words` of them.
-    double* buf = keep ? out->buffer(rest) : nullptr;
+    if (pieces.empty() && side_items == 0) return;
+    auto lane = [&](std::size_t i) {
+      Piece& p = pieces[i];
+      const Todo& t = todo[owner[i]];
+      return lane_at(*t.job.g, p.begin, p, head, t.buf != nullptr ? t.buf + p.begin : nullptr);
+    };
+    const bool parallel = side_items > 0 || round_words >= kSerialWords;
+    const std::size_t n_pieces = pieces.size();
     if (split.decoder) {
-      split.decoder(g, pieces.data(), pieces.size(), head, buf);
+      for (const Todo& t : todo)
+        if (t.n > 0) split.decoder(*t.job.g, pieces.data() + t.first, t.n, head, t.buf);
+      parallel_items(threads, side_items, true, side.run);
     } else {
-      auto lane = [&](std::uint64_t i) {
-        Piece& p = pieces[i];
-        return lane_at(g, p.begin, p, head, keep ? buf + p.begin : nullptr);
-      };
 #if ATTN_HAVE_CPU_LEVELS
       if (level != CpuLevel::baseline) {  // a piece at a time, eight words at once
         const auto one = level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n_pieces > 1)
-        for (std::int64_t i = 0; i < static_cast<std::int64_t>(n_pieces); ++i) one(lane(i));
+        parallel_items(threads, n_pieces + side_items, parallel, [&](std::size_t i) {
+          if (i < n_pieces)
+            one(lane(i));
+          else
+            side.run(i - n_pieces);
+        });
       } else
 #endif
       {  // four pieces at a time (decode_lanes4); a short last group gets empty pieces
-        const std::uint64_t groups = (n_pieces + 3) / 4;
-        Piece empty;
-        empty.begin = empty.end = rest;
-        pieces.resize(groups * 4, empty);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
-        for (std::int64_t i = 0; i < static_cast<std::int64_t>(groups); ++i)
-          decode_lanes4(lane(4 * i), lane(4 * i + 1), lane(4 * i + 2), lane(4 * i + 3));
+        const std::size_t groups = (n_pieces + 3) / 4;
+        pieces.resize(groups * 4, Piece{});  // begin = end = 0: nothing to decode
+        owner.resize(groups * 4, 0);
+        parallel_items(threads, groups + side_items, parallel, [&](std::size_t i) {
+          if (i < groups)
+            decode_lanes4(lane(4 * i), lane(4 * i + 1), lane(4 * i + 2), lane(4 * i + 3));
+          else
+            side.run(i - groups);
+        });
       }
     }
-    // Resync: t is the true start of the next normal; piece i's normals from t on are true.
-    std::uint64_t t = 0;
-    for (Piece& p : pieces) {
-      if (t >= p.end) continue;  // the previous piece's last normal covers this one
-      std::uint64_t k = 0;
-      const std::uint64_t recorded = std::min<std::uint64_t>(p.n, head);
-      while (k < recorded && p.head[k] < t) ++k;
-      if (k == recorded || p.head[k] != t) {  // no shared start seen: decode again from t
-        decode_lane(lane_at(g, t, p, head, keep ? buf + p.begin : nullptr));
-        k = 0;
+    side_items = 0;
+    // Resync each job: t is the true start of its next normal; piece i's normals from t on are
+    // true.
+    for (Todo& job : todo) {
+      if (job.n == 0) continue;
+      std::uint64_t t = 0;
+      for (std::size_t i = job.first; i < job.first + job.n; ++i) {
+        Piece& p = pieces[i];
+        if (t >= p.end) continue;  // the previous piece's last normal covers this one
+        std::uint64_t k = 0;
+        const std::uint64_t recorded = std::min<std::uint64_t>(p.n, head);
+        while (k < recorded && p.head[k] < t) ++k;
+        if (k == recorded || p.head[k] != t) {  // no shared start seen: decode again from t
+          decode_lane(
+              lane_at(*job.job.g, t, p, head, job.buf != nullptr ? job.buf + p.begin : nullptr));
+          k = 0;
+        }
+        if (job.buf != nullptr && p.n > k)
+          job.job.out->spans.push_back(Span{job.buf + p.begin + k, job.done, p.n - k});
+        job.done += p.n - k;
+        t = p.next;
       }
-      if (keep && p.n > k) out->spans.push_back(Span{buf + p.begin + k, done, p.n - k});
-      done += p.n - k;
-      t = p.next;
+      job.job.g->advance(t);
     }
-    g.advance(t);
   }
 }
 
-// Reads a run's normals in order from index i on, a contiguous stretch at a time.
-class Reader {
- public:
-  Reader(const Normals& v, std::uint64_t i) : v_(v) {
-    auto it = std::upper_bound(v.spans.begin(), v.spans.end(), i,
-                               [](std::uint64_t x, const Span& s) { return x < s.first; });
-    span_ = static_cast<std::size_t>(it - v.spans.begin()) - 1;
-    off_ = i - v.spans[span_].first;
-  }
-  // Up to `want` values from here; returns how many (at least 1 while the run lasts).
-  std::uint64_t take(std::uint64_t want, const double*& p) {
-    const Span& s = v_.spans[span_];
-    const std::uint64_t got = std::min(want, s.n - off_);
-    p = s.p + off_;
-    off_ += got;
-    if (off_ == s.n) {
-      ++span_;
-      off_ = 0;
-    }
-    return got;
-  }
-
- private:
-  const Normals& v_;
-  std::size_t span_;
-  std::uint64_t off_;
-};
-
-// The run's values [i, i + count) as one pointer, when one span holds them all (else null).
-const double* contiguous(const Normals& v, std::uint64_t i, std::uint64_t count) {
+// Row values [i, i + d_k) of a run as one pointer: into the buffer that holds them when one
+// span does, else copied into `scratch` (d_k values; rows cross spans at the pieces' joins).
+const double* row_values(const Normals& v, std::uint64_t i, std::uint32_t d_k, double* scratch) {
   auto it = std::upper_bound(v.spans.begin(), v.spans.end(), i,
-                             [](std::uint64_t x, const Span& s) { return x < s.first; });
-  const Span& s = *(it - 1);
-  return i + count <= s.first + s.n ? s.p + (i - s.first) : nullptr;
+                             [](std::uint64_t x, const Span& s) { return x < s.first; }) -
+            1;
+  if (i + d_k <= it->first + it->n) return it->p + (i - it->first);
+  for (std::uint64_t j = 0; j < d_k; ++it) {
+    const std::uint64_t from = i + j - it->first,
+                        n = std::min<std::uint64_t>(d_k - j, it->n - from);
+    std::copy(it->p + from, it->p + from + n, scratch + j);
+    j += n;
+  }
+  return scratch;
 }
 
 // Moments of `rows` rows: row r's dot is q[qrow0 + r] . k[krow0 + r], summed from j = 0 in order
-// (as the sequential loop sums it); q and k hold their waves' rows.
+// (as the sequential loop sums it), four rows at once (four sums in flight); q and k hold their
+// waves' rows.
 Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std::uint64_t krow0,
                    std::uint64_t rows, std::uint32_t d_k) {
   Moments m;
-  const double* pq = contiguous(q, qrow0 * d_k, rows * d_k);
-  const double* pk = contiguous(k, krow0 * d_k, rows * d_k);
-  if (pq != nullptr && pk != nullptr) {  // the usual case: four rows at once (four sums in flight)
-    std::uint64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      const double *q0 = pq + r * d_k, *k0 = pk + r * d_k;
-      double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-      for (std::uint32_t j = 0; j < d_k; ++j) {
-        d0 += q0[j] * k0[j];
-        d1 += q0[d_k + j] * k0[d_k + j];
-        d2 += q0[2 * d_k + j] * k0[2 * d_k + j];
-        d3 += q0[3 * d_k + j] * k0[3 * d_k + j];
-      }
-      m.push(d0);
-      m.push(d1);
-      m.push(d2);
-      m.push(d3);
+  std::vector<double> scratch(8 * static_cast<std::size_t>(d_k));
+  const double *a[4], *b[4];
+  std::uint64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    for (int i = 0; i < 4; ++i) {
+      a[i] = row_values(q, (qrow0 + r + i) * d_k, d_k, scratch.data() + i * d_k);
+      b[i] = row_values(k, (krow0 + r + i) * d_k, d_k, scratch.data() + (4 + i) * d_k);
     }
-    for (; r < rows; ++r) {
-      double dot = 0;
-      for (std::uint32_t j = 0; j < d_k; ++j) dot += pq[r * d_k + j] * pk[r * d_k + j];
-      m.push(dot);
+    double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+    for (std::uint32_t j = 0; j < d_k; ++j) {
+      d0 += a[0][j] * b[0][j];
+      d1 += a[1][j] * b[1][j];
+      d2 += a[2][j] * b[2][j];
+      d3 += a[3][j] * b[3][j];
     }
-    return m;
+    m.push(d0);
+    m.push(d1);
+    m.push(d2);
+    m.push(d3);
   }
-  Reader rq(q, qrow0 * d_k), rk(k, krow0 * d_k);
-  for (std::uint64_t r = 0; r < rows; ++r) {
+  for (; r < rows; ++r) {
+    const double* x = row_values(q, (qrow0 + r) * d_k, d_k, scratch.data());
+    const double* y = row_values(k, (krow0 + r) * d_k, d_k, scratch.data() + d_k);
     double dot = 0;
-    for (std::uint64_t j = 0; j < d_k;) {
-      const double *a, *b;
-      const std::uint64_t nq = rq.take(d_k - j, a);
-      std::uint64_t n = 0;
-      while (n < nq) {  // k's spans may end elsewhere than q's
-        const std::uint64_t nk = rk.take(nq - n, b);
-        for (std::uint64_t t = 0; t < nk; ++t) dot += a[n + t] * b[t];
-        n += nk;
-      }
-      j += nq;
-    }
+    for (std::uint32_t j = 0; j < d_k; ++j) dot += x[j] * y[j];
     m.push(dot);
   }
   return m;
@@ -530,7 +566,7 @@ Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std:
 }  // namespace
 
 struct NumpyStream::Buffers {
-  Normals q, k;
+  Normals q[2], k[2];  // two waves of each: one being decoded while the other's dots are taken
 };
 NumpyStream::NumpyStream(std::uint64_t seed, StreamSplit split)
     : gen_(seed), split_(split), bufs_(std::make_unique<Buffers>()) {}
@@ -557,7 +593,7 @@ void decode_pieces_cpu(const Pcg64& g0, Piece* pieces, std::size_t count, int he
 
 std::vector<double> parallel_normals(Pcg64& g, std::uint64_t count, const StreamSplit& split) {
   Normals v;
-  decode(g, count, split, true, &v);
+  decode({Job{&g, count, &v}}, split);
   std::vector<double> out(count);
   for (const Span& s : v.spans)
     std::copy(s.p, s.p + s.n, out.begin() + static_cast<std::ptrdiff_t>(s.first));
@@ -569,7 +605,6 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   const std::uint64_t wave = split_.wave_normals > 0 ? split_.wave_normals : kWaveNormals;
   const std::uint64_t wave_rows =
       std::max<std::uint64_t>(1, wave / (rows_per_chunk * d_k)) * rows_per_chunk;
-  const int threads = thread_count(split_);
 
   // Progress: the block's 2 N d_k normals used, reported in step with the normals decoded
   // (3 N d_k when q is located and decoded again), so that time estimates hold.
@@ -584,11 +619,11 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   };
 
   Pcg64 gq = gen_, gk = gen_;
-  Normals& q = bufs_->q;
-  Normals& k = bufs_->k;
-  q.clear();
+  Normals* q = bufs_->q;
+  Normals* k = bufs_->k;
+  q[0].clear();
   if (keep_q) {  // q fits: decode it once and keep it; k starts where it ends
-    decode(gk, samples * d_k, split_, true, &q);
+    decode({Job{&gk, samples * d_k, &q[0]}}, split_);
     decoded(samples * d_k);
   } else {  // locate k's start (q is decoded again, a wave at a time, below)
     // Counting keeps no values: 16 waves a call (fewer rounds and joins), a few ms apiece.
@@ -596,40 +631,64 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
     for (std::uint64_t r = 0; r < samples; r += locate_rows) {
       monitor.checkpoint();
       const std::uint64_t rows = std::min(locate_rows, samples - r);
-      decode(gk, rows * d_k, split_, false, nullptr);
+      decode({Job{&gk, rows * d_k, nullptr}}, split_);
       decoded(rows * d_k);
     }
   }
 
+  // A k wave's dot products run beside the next wave's decode (SideWork): a chunk of rows per
+  // item, merged left to right after it.
   const std::uint64_t k_wave = split_.k_wave_normals > 0 ? split_.k_wave_normals : kKWaveNormals;
   const std::uint64_t k_rows =
       std::max<std::uint64_t>(1, k_wave / (rows_per_chunk * d_k)) * rows_per_chunk;
-  Moments total;
+  struct Dots {
+    const Normals* q;
+    const Normals* k;
+    std::uint64_t k0, krows;  // k0: the k wave's first row in q's wave
+  };
   std::vector<Moments> parts;
+  auto dots = [&](const Dots& d) {
+    parts.assign((d.krows + rows_per_chunk - 1) / rows_per_chunk, Moments{});
+    return SideWork{parts.size(), [&parts, d, rows_per_chunk, d_k](std::size_t c) {
+                      const std::uint64_t first = c * rows_per_chunk;
+                      parts[c] = chunk_dots(*d.q, d.k0 + first, *d.k, first,
+                                            std::min(rows_per_chunk, d.krows - first), d_k);
+                    }};
+  };
+  Moments total;
+  auto merge_parts = [&](const Dots& d) {
+    for (const Moments& m : parts) total = merge(total, m);
+    decoded(d.krows * d_k);
+  };
+  bool pending = false;
+  Dots last{};
+  std::uint64_t q_waves = 0, k_waves = 0;
   for (std::uint64_t r0 = 0; r0 < samples; r0 += wave_rows) {
     monitor.checkpoint();
     const std::uint64_t rows = std::min(wave_rows, samples - r0);
-    if (!keep_q) {
-      q.clear();
-      decode(gq, rows * d_k, split_, true, &q);
-      decoded(rows * d_k);
-    }
-    for (std::uint64_t k0 = 0; k0 < rows; k0 += k_rows) {  // k0: the k wave's first row in q's
+    Normals& qw = keep_q ? q[0] : q[q_waves++ % 2];
+    for (std::uint64_t k0 = 0; k0 < rows; k0 += k_rows) {
       monitor.checkpoint();
       const std::uint64_t krows = std::min(k_rows, rows - k0);
-      k.clear();
-      decode(gk, krows * d_k, split_, true, &k);
-      const std::uint64_t chunks = (krows + rows_per_chunk - 1) / rows_per_chunk;
-      parts.assign(chunks, Moments{});
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (chunks > 1)
-      for (std::int64_t c = 0; c < static_cast<std::int64_t>(chunks); ++c) {
-        const std::uint64_t first = static_cast<std::uint64_t>(c) * rows_per_chunk;
-        parts[c] =
-            chunk_dots(q, k0 + first, k, first, std::min(rows_per_chunk, krows - first), d_k);
+      Normals& kw = k[k_waves++ % 2];
+      kw.clear();
+      const SideWork side = pending ? dots(last) : SideWork{};
+      const Job kj{&gk, krows * d_k, &kw};
+      if (!keep_q && k0 == 0) {  // q's wave and k's first wave in one go
+        qw.clear();
+        decode({Job{&gq, rows * d_k, &qw}, kj}, split_, side);
+      } else {
+        decode({kj}, split_, side);
       }
-      for (const Moments& m : parts) total = merge(total, m);
-      decoded(krows * d_k);
+      if (pending) merge_parts(last);
+      if (!keep_q && k0 == 0) decoded(rows * d_k);
+      last = Dots{&qw, &kw, k0, krows};
+      pending = true;
     }
+  }
+  if (pending) {
+    decode({}, split_, dots(last));
+    merge_parts(last);
   }
   monitor.advance(used - reported);  // rounding: the block's total exactly
   gen_ = gk;

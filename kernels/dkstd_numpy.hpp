@@ -17,7 +17,8 @@
 //
 // The table: per d_k, q's N d_k normals are decoded (kept when they fit in a wave, else only
 // located and decoded again beside k), then k's, a wave of rows at a time (small waves, so that
-// they stay in cache and the process touches little fresh memory); dot products and their Moments
+// they stay in cache and the process touches little fresh memory); one parallel loop a wave
+// decodes that wave's q and k pieces and takes the previous wave's dot products. Their Moments
 // are taken per chunk of rows, chunks merged left to right, so every thread count and wave size
 // gives the same bits as the sequential loop (tests/test_dkstd.cpp).
 #pragma once
