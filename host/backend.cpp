@@ -117,12 +117,12 @@ void Backend::train_runs(const tiny::Config* configs, const std::uint64_t* seeds
     if (precision == Precision::f32) return tiny::train_runs_cpu<float>(configs, seeds, n, o, out);
     return tiny::train_runs_cpu<double>(configs, seeds, n, o, out);
   }
-  for (std::int64_t i = 0; i < n;) {  // the device: a launch per stretch of one config
-    std::int64_t end = i + 1;
-    while (end < n && configs[end] == configs[i]) ++end;
-    train_seeds(configs[i], seeds + i, end - i, o, precision, out + i);
-    i = end;
-  }
+  // The device: a launch per stretch of one config.
+  tiny::for_each_config_stretch([configs](std::int64_t i) { return configs[i]; }, n,
+                                [&](std::int64_t first, std::int64_t end) {
+                                  train_seeds(configs[first], seeds + first, end - first, o,
+                                              precision, out + first);
+                                });
 }
 
 void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,

@@ -208,6 +208,18 @@ ATTN_HD TrainResult train_one(Config c, std::uint64_t seed, const TrainOptions& 
                      static_cast<double>(f.out[1]), static_cast<double>(loss_of(f))};
 }
 
+// Calls f(first, end) for each stretch [first, end) of consecutive runs i < n with one
+// config_of(i), in order: the runs a pack (CPU) or a launch (GPU) can share.
+template <class ConfigOf, class F>
+void for_each_config_stretch(ConfigOf config_of, std::int64_t n, F&& f) {
+  for (std::int64_t i = 0; i < n;) {
+    std::int64_t end = i + 1;
+    while (end < n && config_of(end) == config_of(i)) ++end;
+    f(i, end);
+    i = end;
+  }
+}
+
 // Many seeds: out[i] = train_one(c, seeds[i], o) for i < n.
 template <class T>
 void train_seeds_cpu(Config c, const std::uint64_t* seeds, std::int64_t n, const TrainOptions& o,

@@ -68,18 +68,15 @@ void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
     int lanes;  // 0: the scalar code for run `first`
   };
   std::vector<Item> items;
-  for (std::int64_t i = 0; i < n;) {
-    std::int64_t end = i + 1;  // runs [i, end) share a config
-    while (end < n && config_of(end) == config_of(i)) ++end;
-    for (std::int64_t first = i; first < end; first += kPackLanes) {
+  for_each_config_stretch(config_of, n, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t first = begin; first < end; first += kPackLanes) {
       const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, end - first));
       if (lanes * 2 >= kPackLanes)
         items.push_back({first, lanes});
       else
         for (int l = 0; l < lanes; ++l) items.push_back({first + l, 0});
     }
-    i = end;
-  }
+  });
   const CpuLevel level = cpu_level();  // may throw: here, not in the parallel region
   // A scalar run of the lesson's 3000 steps takes about a millisecond: two items already pay
   // for a thread.
