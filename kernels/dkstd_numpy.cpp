@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -130,71 +131,88 @@ void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
 // Eight lanes hold the generator's states after words pos .. pos+7 (lane j's XSL-RR output is
 // word pos+j); one step moves every lane 8 words on, s -> A8 s + C8 (the 8-step LCG, built by
 // composing the one-step map), so the eight 128-bit multiplies are independent. Each lane takes
-// the ziggurat's first step on its word, the tables read by gathers. When all eight are
-// accepted (about 89% of vectors: 1.5% of words are rejected) they are eight consecutive
-// normals. Otherwise walk_rejections reads the lanes in order: a normal is a function of the
-// word it starts at, so after a rejection the lanes past the words it took are still the right
-// candidates. The wedge takes its uniform from the next lane's word; the tail, and a wedge in
-// lane 7, run the scalar rare path from that lane's state, and the lanes are rebuilt where it
-// stopped if it went past them. Bits: the same operations as ziggurat_first and
-// standard_normal_rare (uint64 -> double is exact below 2^52, the sign is the sign bit), tested
-// at every split and at each level. The loop is written once (numpy_simd.inc) over an ISA shim.
+// the ziggurat's first step on its word, the tables read by gathers, and stores its candidate
+// value in the slot of its word: in a block of vectors, word w's value at slot[w - base].
+// About 98.5% of words are accepted there; a vector with a lane that is not (about 11% of
+// vectors) is listed with its lanes' states, with no branch in the loop (a branch there, taken
+// at random, and the call behind it cost as much as the loop itself). resolve_block then walks
+// the listed lanes in order: a normal is a function of the word it starts at, so every word up
+// to the next listed one that is not drawn by an earlier normal starts an accepted normal, and
+// a listed word that does start a normal runs the scalar rare path (the wedge, the tail,
+// redraws) from its lane's state. The values are compacted over the words the rare paths drew,
+// in the same walk. Bits: the same operations as ziggurat_first and standard_normal_rare
+// (uint64 -> double is exact below 2^52, the sign is the sign bit), tested at every split and
+// at each level. The loop is written once (numpy_simd.inc) over an ISA shim.
 using numpy_rng::u128;
 
-// The rejections of one vector, resolved in order (no SIMD: the rare path, ~11% of vectors);
-// a lane the vector test left undecided (Isa::surely_accepted) is tested here exactly.
-// rs: the lanes' words; los/his: their states; xs: their candidate values (read only where
-// accepted; a redraw's or the tail's value is written in). keep: the lanes that are normals.
-// past: a normal ran beyond lane 7; it ended at word `end`, the generator then at `state`.
-struct Walk {
-  unsigned keep;
-  bool past;
-  std::uint64_t end;
+constexpr unsigned kBlockVectors = 128;  // vectors a block: its lists take 17 KiB of stack
+
+// A block's listed vectors: for entry e, vector vix[e] of the block, accepted[e] its lanes
+// surely accepted (Isa::surely_accepted), los[e]/his[e] its lanes' states.
+struct Listed {
+  alignas(64) std::uint64_t los[kBlockVectors][8], his[kBlockVectors][8];
+  unsigned accepted[kBlockVectors], vix[kBlockVectors];
+};
+
+// Where a block's walk ended: n normals; the next starts at word next, which is past the
+// block's end only when a rare path drew past it (the generator then stands at `state`).
+struct BlockEnd {
+  std::uint64_t n, next;
   u128 state;
 };
-Walk walk_rejections(const Pcg64& proto, std::uint64_t pos, unsigned accepted,
-                     const std::uint64_t* rs, const std::uint64_t* los, const std::uint64_t* his,
-                     double* xs) {
-  Walk w{accepted, false, 0, 0};
-  unsigned todo = ~accepted & 0xffu;
-  while (todo != 0) {
-    const unsigned j = static_cast<unsigned>(__builtin_ctz(todo));
-    int id;
-    std::uint64_t rabs;
-    double x;
-    if (numpy_rng::ziggurat_first(rs[j], id, rabs, x)) {  // accepted after all (see Isa)
-      w.keep |= 1u << j;
-      xs[j] = x;
-      todo &= ~(1u << j);
-      continue;
-    }
-    if (id != 0 && j < 7) {  // the wedge, with the next word's uniform (next_double)
-      if (numpy_rng::wedge_accepts(id, x, Pcg64::double_from(rs[j + 1]))) {
-        w.keep |= 1u << j;
-        xs[j] = x;
+
+// The normals of the block of words [base, base + words), a true normal start at base: the
+// first m entries of `listed` are its vectors with a lane not surely accepted. slot: the
+// candidate values by word (null when locating); the normals' values are left at slot[0 .. n).
+BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t words, unsigned m,
+                       const Listed& listed, double* slot) {
+  const std::uint64_t end = base + words;
+  std::uint64_t c = base, n = 0;  // c: where the next normal starts
+  u128 state = 0;
+  // Words c .. to-1 start accepted normals: their values move down to slot[n ..).
+  auto take_accepted = [&](std::uint64_t to) {
+    if (slot != nullptr && n != c - base)
+      std::memmove(slot + n, slot + (c - base), (to - c) * sizeof(double));
+    n += to - c;
+  };
+  for (unsigned e = 0; e < m; ++e) {
+    const std::uint64_t vbase = base + 8 * std::uint64_t{listed.vix[e]};
+    for (unsigned todo = ~listed.accepted[e] & 0xffu; todo != 0; todo &= todo - 1) {
+      const unsigned j = static_cast<unsigned>(__builtin_ctz(todo));
+      const std::uint64_t w = vbase + j;
+      if (w < c) continue;  // drawn by the normal before
+      take_accepted(w);
+      const u128 s = (static_cast<u128>(listed.his[e][j]) << 64) | listed.los[e][j];
+      int id;
+      std::uint64_t rabs;
+      double x;
+      c = w + 1;
+      if (numpy_rng::ziggurat_first(Pcg64::output(s), id, rabs, x)) {
+        // accepted after all (the vector test left it undecided)
+      } else if (id != 0 && j < 7 && w + 2 < end) {
+        // The wedge, its uniform the next lane's word. Rejected, the normal draws again from
+        // word w + 2 as a new normal would: that word's turn in this walk gives its value.
+        c = w + 2;
+        const std::uint64_t u =
+            Pcg64::output((static_cast<u128>(listed.his[e][j + 1]) << 64) | listed.los[e][j + 1]);
+        if (!numpy_rng::wedge_accepts(id, x, Pcg64::double_from(u))) continue;
+      } else {  // the tail, or a wedge whose uniform or redraw lies past the block
+        Pcg64 g = proto;
+        g.set_state(s);
+        Counted cg{g, w + 1};
+        x = numpy_rng::standard_normal_rare(cg, id, rabs, x);
+        c = cg.pos;
+        state = cg.g.state();
       }
-      w.keep &= ~(2u << j);  // lane j+1 was the uniform; a rejection retries at word j + 2
-      todo &= ~(3u << j);
-      continue;
+      if (slot != nullptr) slot[n] = x;
+      ++n;
     }
-    // The tail, or a wedge whose uniform is the next vector's first word: the scalar path.
-    Pcg64 g = proto;
-    g.set_state((static_cast<u128>(his[j]) << 64) | los[j]);
-    Counted c{g, pos + j + 1};
-    xs[j] = numpy_rng::standard_normal_rare(c, id, rabs, x);
-    w.keep |= 1u << j;
-    const std::uint64_t used = c.pos - pos;  // lanes j+1 .. used-1 were its words
-    if (used >= 8) {
-      w.keep &= (2u << j) - 1;
-      w.past = true;
-      w.end = c.pos;
-      w.state = c.g.state();
-      return w;
-    }
-    w.keep &= ~(((1u << used) - 1) & ~((2u << j) - 1));
-    todo &= ~((1u << used) - 1);
   }
-  return w;
+  if (c < end) {
+    take_accepted(end);
+    c = end;
+  }
+  return BlockEnd{n, c, state};
 }
 
 // GCC 12 warns that the intrinsics' internal __Y "may be used uninitialized" (a known false
@@ -242,7 +260,7 @@ struct Isa {  // one AVX-512 register
   // The lanes surely accepted: rabs >> 36 < k16[idx] (k16 = kZigguratK >> 36, so then rabs <
   // kZigguratK[idx]). The 256 16-bit thresholds sit in eight registers and are read by four
   // two-register permutes, about half the cost of an eight-lane gather on the machines
-  // measured. A lane with rabs >> 36 == k16[idx] (p = 2^-16) is left to walk_rejections'
+  // measured. A lane with rabs >> 36 == k16[idx] (p = 2^-16) is left to resolve_block's
   // exact test, as are the rejected ones.
   struct KTable {
     __m512i t[8];
@@ -265,10 +283,6 @@ struct Isa {  // one AVX-512 register
   }
   static D to_double(V a) { return _mm512_cvtepu64_pd(a); }
   static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
-  static void store_kept(double* out, unsigned keep, const double* xs) {
-    const __m512d kept = _mm512_maskz_compress_pd(static_cast<__mmask8>(keep), _mm512_load_pd(xs));
-    _mm512_storeu_pd(out, kept);
-  }
 };
 #include "numpy_simd.inc"
 }  // namespace v4
@@ -365,10 +379,6 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
             _mm256_sub_pd(_mm256_castsi256_pd(m.b), two52)};
   }
   static D mul(D x, D y) { return {_mm256_mul_pd(x.a, y.a), _mm256_mul_pd(x.b, y.b)}; }
-  static void store_kept(double* out, unsigned keep, const double* xs) {
-    for (int j = 0; j < 8; ++j)
-      if ((keep >> j) & 1u) *out++ = xs[j];
-  }
 };
 #include "numpy_simd.inc"
 }  // namespace v3
@@ -385,7 +395,8 @@ struct Job {
 };
 
 // Items run by the first round's threads beside its pieces (the previous wave's dot products),
-// so that one join serves both.
+// so that one join serves both. They are handed out first: an item is several pieces' work, and
+// one taken last would leave the other threads waiting at the join.
 struct SideWork {
   std::size_t count = 0;
   std::function<void(std::size_t)> run;
@@ -464,11 +475,11 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
 #if ATTN_HAVE_CPU_LEVELS
       if (level != CpuLevel::baseline) {  // a piece at a time, eight words at once
         const auto one = level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd;
-        parallel_items(threads, n_pieces + side_items, parallel, [&](std::size_t i) {
-          if (i < n_pieces)
-            one(lane(i));
+        parallel_items(threads, side_items + n_pieces, parallel, [&](std::size_t i) {
+          if (i < side_items)
+            side.run(i);
           else
-            side.run(i - n_pieces);
+            one(lane(i - side_items));
         });
       } else
 #endif
@@ -476,11 +487,13 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
         const std::size_t groups = (n_pieces + 3) / 4;
         pieces.resize(groups * 4, Piece{});  // begin = end = 0: nothing to decode
         owner.resize(groups * 4, 0);
-        parallel_items(threads, groups + side_items, parallel, [&](std::size_t i) {
-          if (i < groups)
-            decode_lanes4(lane(4 * i), lane(4 * i + 1), lane(4 * i + 2), lane(4 * i + 3));
-          else
-            side.run(i - groups);
+        parallel_items(threads, side_items + groups, parallel, [&](std::size_t i) {
+          if (i < side_items) {
+            side.run(i);
+          } else {
+            const std::size_t g = 4 * (i - side_items);
+            decode_lanes4(lane(g), lane(g + 1), lane(g + 2), lane(g + 3));
+          }
         });
       }
     }
@@ -532,26 +545,20 @@ const double* row_values(const Normals& v, std::uint64_t i, std::uint32_t d_k, d
 // waves' rows.
 Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std::uint64_t krow0,
                    std::uint64_t rows, std::uint32_t d_k) {
+  constexpr int kRows = 8;
   Moments m;
-  std::vector<double> scratch(8 * static_cast<std::size_t>(d_k));
-  const double *a[4], *b[4];
+  std::vector<double> scratch(2 * kRows * static_cast<std::size_t>(d_k));
+  const double *a[kRows], *b[kRows];
   std::uint64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    for (int i = 0; i < 4; ++i) {
+  for (; r + kRows <= rows; r += kRows) {
+    for (int i = 0; i < kRows; ++i) {
       a[i] = row_values(q, (qrow0 + r + i) * d_k, d_k, scratch.data() + i * d_k);
-      b[i] = row_values(k, (krow0 + r + i) * d_k, d_k, scratch.data() + (4 + i) * d_k);
+      b[i] = row_values(k, (krow0 + r + i) * d_k, d_k, scratch.data() + (kRows + i) * d_k);
     }
-    double d0 = 0, d1 = 0, d2 = 0, d3 = 0;
-    for (std::uint32_t j = 0; j < d_k; ++j) {
-      d0 += a[0][j] * b[0][j];
-      d1 += a[1][j] * b[1][j];
-      d2 += a[2][j] * b[2][j];
-      d3 += a[3][j] * b[3][j];
-    }
-    m.push(d0);
-    m.push(d1);
-    m.push(d2);
-    m.push(d3);
+    double d[kRows] = {};
+    for (std::uint32_t j = 0; j < d_k; ++j)
+      for (int i = 0; i < kRows; ++i) d[i] += a[i][j] * b[i][j];
+    for (int i = 0; i < kRows; ++i) m.push(d[i]);
   }
   for (; r < rows; ++r) {
     const double* x = row_values(q, (qrow0 + r) * d_k, d_k, scratch.data());

@@ -92,9 +92,13 @@ class Pcg64 {
 
   ATTN_HD std::uint64_t next_uint64() {
     step();
-    const unsigned rot = static_cast<unsigned>(state_ >> 122);
-    const std::uint64_t x =
-        static_cast<std::uint64_t>(state_ >> 64) ^ static_cast<std::uint64_t>(state_);
+    return output(state_);
+  }
+
+  // XSL-RR: the word drawn by the step that leaves the generator at state s.
+  ATTN_HD static std::uint64_t output(u128 s) {
+    const unsigned rot = static_cast<unsigned>(s >> 122);
+    const std::uint64_t x = static_cast<std::uint64_t>(s >> 64) ^ static_cast<std::uint64_t>(s);
     return (x >> rot) | (x << ((64u - rot) & 63u));
   }
 
