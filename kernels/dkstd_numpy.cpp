@@ -229,7 +229,6 @@ struct Isa {  // one AVX-512 register
   static V set1(std::uint64_t x) { return _mm512_set1_epi64(static_cast<long long>(x)); }
   static V load(const std::uint64_t* p) { return _mm512_load_si512(p); }
   static void store(std::uint64_t* p, V v) { _mm512_store_si512(p, v); }
-  static void store(double* p, D v) { _mm512_store_pd(p, v); }
   static void storeu(double* p, D v) { _mm512_storeu_pd(p, v); }
   static V add(V a, V b) { return _mm512_add_epi64(a, b); }
   static V and_(V a, V b) { return _mm512_and_si512(a, b); }
@@ -309,10 +308,6 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
   static void store(std::uint64_t* p, V v) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(p), v.a);
     _mm256_store_si256(reinterpret_cast<__m256i*>(p + 4), v.b);
-  }
-  static void store(double* p, D v) {
-    _mm256_store_pd(p, v.a);
-    _mm256_store_pd(p + 4, v.b);
   }
   static void storeu(double* p, D v) {
     _mm256_storeu_pd(p, v.a);
