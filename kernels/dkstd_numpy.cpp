@@ -152,6 +152,9 @@ constexpr unsigned kBlockVectors = 128;  // vectors a block: its lists take 17 K
 struct Listed {
   alignas(64) std::uint64_t los[kBlockVectors][8], his[kBlockVectors][8];
   unsigned accepted[kBlockVectors], vix[kBlockVectors];
+  u128 state(unsigned e, unsigned j) const {
+    return (static_cast<u128>(his[e][j]) << 64) | los[e][j];
+  }
 };
 
 // Where a block's walk ended: n normals; the next starts at word next, which is past the
@@ -182,7 +185,7 @@ BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t wor
       const std::uint64_t w = vbase + j;
       if (w < c) continue;  // drawn by the normal before
       take_accepted(w);
-      const u128 s = (static_cast<u128>(listed.his[e][j]) << 64) | listed.los[e][j];
+      const u128 s = listed.state(e, j);
       int id;
       std::uint64_t rabs;
       double x;
@@ -193,8 +196,7 @@ BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t wor
         // The wedge, its uniform the next lane's word. Rejected, the normal draws again from
         // word w + 2 as a new normal would: that word's turn in this walk gives its value.
         c = w + 2;
-        const std::uint64_t u =
-            Pcg64::output((static_cast<u128>(listed.his[e][j + 1]) << 64) | listed.los[e][j + 1]);
+        const std::uint64_t u = Pcg64::output(listed.state(e, j + 1));
         if (!numpy_rng::wedge_accepts(id, x, Pcg64::double_from(u))) continue;
       } else {  // the tail, or a wedge whose uniform or redraw lies past the block
         Pcg64 g = proto;
