@@ -2,11 +2,14 @@
 #include "host/backend.hpp"
 
 #include <omp.h>
+#include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
+#include "cpu_threads.hpp"
 #include "host/format.hpp"
 #include "quantiles.hpp"
 
@@ -24,11 +27,28 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+namespace {
+
+// The CPU team bound one thread to a CPU (kernels/cpu_threads.hpp says why and when), unless
+// the user binds threads (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY). Not on the GPU
+// backend: threads the CUDA runtime starts would inherit the main thread's binding.
+void bind_cpu_team(int threads) {
+  for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
+    if (std::getenv(v) != nullptr) return;
+  set_thread_cpus(team_cpus(threads, allowed_cpus(), sched_getcpu()));
+  bind_this_thread();
+}
+
+}  // namespace
+
 Backend Backend::select(const std::string& requested, int threads, int gpu, int local_rank) {
   Backend b;
   if (threads > 0) omp_set_num_threads(threads);
   b.threads_ = omp_get_max_threads();
-  if (requested == "cpu") return b;
+  if (requested == "cpu") {
+    bind_cpu_team(b.threads_);
+    return b;
+  }
   b.gpu_ = select_gpu(gpu, local_rank);
   if (b.gpu_.present) {
     if (!b.gpu_.passed_over.empty())
@@ -40,6 +60,7 @@ Backend Backend::select(const std::string& requested, int threads, int gpu, int 
     throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
   spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
                human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
+  bind_cpu_team(b.threads_);
   return b;
 }
 

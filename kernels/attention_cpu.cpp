@@ -12,6 +12,7 @@
 
 #include "attention.hpp"
 #include "cpu_clones.hpp"
+#include "cpu_threads.hpp"
 #include "softmax.hpp"
 
 namespace attn {
@@ -155,6 +156,7 @@ template <class T>
 void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bool causal) {
 #pragma omp parallel for schedule(static) if (worth_threads(double(rows) * n))
   for (long r = 0; r < rows; ++r) {
+    bind_this_thread();
     const int valid = causal ? static_cast<int>(r % n) + 1 : n;
     softmax_row(scores + r * n, weights + r * n, n, scale, valid);
   }
@@ -165,6 +167,7 @@ void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, i
                         T scale) {
 #pragma omp parallel for schedule(static) if (worth_threads(double(batch) * n_q * n_k * d))
   for (int b = 0; b < batch; ++b) {
+    bind_this_thread();
     const T* qb = q + Index(b) * n_q * d;
     const T* kb = k + Index(b) * n_k * d;
     T* sb = scores + Index(b) * n_q * n_k;
@@ -190,6 +193,7 @@ void attention_forward_cpu(const AttentionProblem<T>& p) {
   const double work = double(s.batch) * s.n * (3.0 * s.d_model * s.d_k + 2.0 * s.n * s.d_k);
 #pragma omp parallel if (worth_threads(work))
   {
+    bind_this_thread();
     std::vector<T> kt(std::size_t(s.d_k) * s.n);
 #pragma omp for schedule(static)
     for (int b = 0; b < s.batch; ++b)

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cpu_clones.hpp"
+#include "cpu_threads.hpp"
 #include "dkstd.hpp"
 
 namespace attn::dkstd {
@@ -84,8 +85,10 @@ ATTN_CPU_LEVELS(Moments, chunk_moments, (const Plan& p, std::uint64_t chunk), (p
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out) {
   (void)cpu_level();  // may throw (a bad ATTNLAB_CPU_LEVEL): here, not in the parallel region
 #pragma omp parallel for schedule(dynamic, 1) if (count > 1)
-  for (std::int64_t c = 0; c < static_cast<std::int64_t>(count); ++c)
+  for (std::int64_t c = 0; c < static_cast<std::int64_t>(count); ++c) {
+    bind_this_thread();
     out[c] = chunk_moments(p, first + static_cast<std::uint64_t>(c));
+  }
 }
 
 }  // namespace attn::dkstd

@@ -2,6 +2,7 @@
 #include "dkstd_numpy.hpp"
 
 #include "cpu_clones.hpp"
+#include "cpu_threads.hpp"
 #include "hd.hpp"
 
 #include <omp.h>
@@ -403,7 +404,10 @@ struct SideWork {
 template <class F>
 void parallel_items(int threads, std::size_t n, bool parallel, F&& f) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel && n > 1)
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) f(static_cast<std::size_t>(i));
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) {
+    bind_this_thread();
+    f(static_cast<std::size_t>(i));
+  }
 }
 
 // Decodes the jobs, their pieces in one parallel loop per round. Rounds: the words
@@ -590,6 +594,7 @@ void decode_pieces_cpu(const Pcg64& g0, Piece* pieces, std::size_t count, int he
 #pragma omp parallel for schedule(dynamic, 1) \
     num_threads(threads > 0 ? threads : omp_get_max_threads())
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
+    bind_this_thread();
     Piece& p = pieces[i];
     decode_piece(g0, p.begin, p, head, values != nullptr ? values + p.begin : nullptr);
   }

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "cpu_clones.hpp"
+#include "cpu_threads.hpp"
 #include "head.hpp"
 #include "lanes.hpp"
 
@@ -53,6 +54,7 @@ void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t co
   const std::int64_t size = result_size(m);
 #pragma omp parallel if (groups > 1)
   {
+    bind_this_thread();
     // Once per thread and call, aligned by hand (see kAlign; std::vector<P> would not).
     const std::unique_ptr<P, Free> ws(
         static_cast<P*>(::operator new(sizeof(P) * static_cast<std::size_t>(total), kAlign)));

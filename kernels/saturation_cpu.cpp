@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "cpu_threads.hpp"
 #include "saturation.hpp"
 #include "softmax.hpp"
 
@@ -15,9 +16,11 @@ void row_stats_cpu(const Params& p, std::uint64_t first, std::int64_t rows, doub
   std::vector<double> scores(std::size_t(rows) * n), weights(scores.size());
   const std::uint32_t blocks = static_cast<std::uint32_t>((p.normals_per_row() + 3) / 4);
 #pragma omp parallel for schedule(static) if (rows * blocks > 16384)
-  for (std::int64_t r = 0; r < rows; ++r)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    bind_this_thread();
     for (std::uint32_t b = 0; b < blocks; ++b)
       fill_block(p, first + r, b, &q[r * d], &k[std::size_t(r) * n * d]);
+  }
   batched_scores_cpu<double>(q.data(), k.data(), scores.data(), static_cast<int>(rows), 1, n, d,
                              1.0);
   const double scales[2] = {1.0, 1.0 / std::sqrt(static_cast<double>(d))};

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu_clones.hpp"
+#include "cpu_threads.hpp"
 #include "lanes.hpp"
 #include "tiny_model.hpp"
 
@@ -89,6 +90,7 @@ void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
   // for a thread.
 #pragma omp parallel for schedule(dynamic, 1) if (items.size() > 1)
   for (std::size_t k = 0; k < items.size(); ++k) {
+    bind_this_thread();
     const Item& it = items[k];
     const Config c = config_of(it.first);
     if (it.lanes > 0)

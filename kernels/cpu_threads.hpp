@@ -1,0 +1,39 @@
+// cpu_threads.hpp: the CPU team's threads bound one to a CPU.
+//
+// Unbound, Linux often starts or wakes an OpenMP worker on the main thread's CPU and moves it
+// only at a later load balance; on the project's 2-core VM the two threads then shared one CPU
+// for up to 30 ms, each spinning at the joins in the other's time slice (the lesson's tables
+// right after a numpy run: 36.3 ms median unbound, 29.1 ms bound as below). So the backend binds
+// the main thread where it runs (at once: it need not move) and each worker binds itself to
+// its own CPU when it starts its first work: every parallel region's body begins with
+// bind_this_thread() (a worker inherits the main thread's binding when OpenMP starts it). A
+// start-up region that bound the workers instead made the main thread wait for them: 0.1 to
+// 7 ms on that VM right after another process had run.
+#pragma once
+
+#include <vector>
+
+namespace attn {
+
+// The CPUs this process may run on (sched_getaffinity), in order; empty if unknown.
+std::vector<int> allowed_cpus();
+
+// The binding for a team of `threads` threads when the process may run on `allowed` and its
+// main thread runs on `current`: one CPU per thread, the main thread's first (it stays put),
+// then the others in order. Empty (no binding) unless the team has one thread for every
+// allowed CPU and at least two: with fewer threads than CPUs, other work may need the rest.
+std::vector<int> team_cpus(int threads, std::vector<int> allowed, int current);
+
+// From now on, thread t of an OpenMP team binds itself to cpus[t] in its next
+// bind_this_thread() (threads past the list's end keep their CPUs; an empty list binds none and
+// unbinds none). Call it outside parallel regions, before the work: host/backend.cpp does, for
+// the CPU backend.
+void set_thread_cpus(std::vector<int> cpus);
+
+// Binds the calling thread as the last set_thread_cpus said, once per list (later calls read an
+// atomic and a thread-local counter); best effort: a thread the kernel refuses stays as it was.
+// Called at the start of every parallel region's body (or of each of its loop's items) in
+// kernels/, and by the main thread when the backend sets the list.
+void bind_this_thread();
+
+}  // namespace attn

@@ -1,0 +1,72 @@
+// test_cpu_threads.cpp: the CPU team's binding (kernels/cpu_threads.hpp): which CPUs a team
+// gets, and that each thread ends on its own, once per list.
+#include <gtest/gtest.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <vector>
+
+#include "cpu_threads.hpp"
+
+namespace attn {
+namespace {
+
+TEST(CpuThreads, TeamGetsOneCpuPerThreadMainThreadsFirst) {
+  EXPECT_EQ(team_cpus(4, {0, 1, 2, 3}, 2), (std::vector<int>{2, 0, 1, 3}));
+  EXPECT_EQ(team_cpus(2, {4, 9}, 4), (std::vector<int>{4, 9}));
+  EXPECT_EQ(team_cpus(3, {1, 5, 7}, 0), (std::vector<int>{1, 5, 7}));  // main's CPU not listed
+}
+
+TEST(CpuThreads, NoBindingUnlessEveryCpuHasAThread) {
+  EXPECT_TRUE(team_cpus(1, {0}, 0).empty());           // one thread: nothing to place
+  EXPECT_TRUE(team_cpus(2, {0, 1, 2, 3}, 0).empty());  // fewer threads than CPUs
+  EXPECT_TRUE(team_cpus(4, {0, 1}, 0).empty());        // more threads than CPUs
+  EXPECT_TRUE(team_cpus(2, {}, 0).empty());            // affinity unknown
+}
+
+// The CPUs thread t of a team of n is allowed after bind_this_thread(), t = 0 .. n-1.
+std::vector<std::vector<int>> bound_team(int n) {
+  std::vector<std::vector<int>> seen(static_cast<std::size_t>(n));
+#pragma omp parallel num_threads(n)
+  {
+    bind_this_thread();
+    seen[static_cast<std::size_t>(omp_get_thread_num())] = allowed_cpus();
+  }
+  return seen;
+}
+
+// Every thread of a team of n back to the CPUs in `mask`.
+void restore(int n, const cpu_set_t& mask) {
+#pragma omp parallel num_threads(n)
+  sched_setaffinity(0, sizeof mask, &mask);
+}
+
+TEST(CpuThreads, EachThreadBindsToItsCpuOncePerList) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  // Two threads on the machine's last CPU and on its first (one CPU: both on it), in that
+  // order, so that thread 0 has to move where the machine has two.
+  const int n = 2;
+  const std::vector<int> list = {cpus.back(), cpus.front()};
+  if (omp_get_max_threads() < n) GTEST_SKIP() << "OpenMP gives fewer than 2 threads";
+  set_thread_cpus(list);
+  const auto seen = bound_team(n);
+  restore(n, before);
+  for (int t = 0; t < n; ++t)
+    EXPECT_EQ(seen[static_cast<std::size_t>(t)], std::vector<int>{list[t]}) << "thread " << t;
+
+  // Bound once per list: the restored threads stay as they are until a new list.
+  const auto again = bound_team(n);
+  for (int t = 0; t < n; ++t) EXPECT_EQ(again[static_cast<std::size_t>(t)], cpus);
+  set_thread_cpus({cpus.front()});  // thread 1 is past the list's end: it keeps its CPUs
+  const auto third = bound_team(n);
+  restore(n, before);
+  EXPECT_EQ(third[0], std::vector<int>{cpus.front()});
+  EXPECT_EQ(third[1], cpus);
+  set_thread_cpus({});
+}
+
+}  // namespace
+}  // namespace attn
