@@ -45,21 +45,19 @@ Backend Backend::select(const std::string& requested, int threads, int gpu, int 
   Backend b;
   if (threads > 0) omp_set_num_threads(threads);
   b.threads_ = omp_get_max_threads();
-  if (requested == "cpu") {
-    bind_cpu_team(b.threads_);
-    return b;
+  if (requested != "cpu") {
+    b.gpu_ = select_gpu(gpu, local_rank);
+    if (b.gpu_.present) {
+      if (!b.gpu_.passed_over.empty())
+        spdlog::info("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index);
+      b.kind_ = DeviceKind::cuda;
+      return b;
+    }
+    if (requested == "cuda")
+      throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
+    spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
+                 human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
   }
-  b.gpu_ = select_gpu(gpu, local_rank);
-  if (b.gpu_.present) {
-    if (!b.gpu_.passed_over.empty())
-      spdlog::info("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index);
-    b.kind_ = DeviceKind::cuda;
-    return b;
-  }
-  if (requested == "cuda")
-    throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
-  spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
-               human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
   bind_cpu_team(b.threads_);
   return b;
 }

@@ -154,11 +154,14 @@ inline bool worth_threads(double work) { return work >= 65536.0; }
 
 template <class T>
 void softmax_rows_cpu(const T* scores, T* weights, long rows, int n, T scale, bool causal) {
-#pragma omp parallel for schedule(static) if (worth_threads(double(rows) * n))
-  for (long r = 0; r < rows; ++r) {
+#pragma omp parallel if (worth_threads(double(rows) * n))
+  {
     bind_this_thread();
-    const int valid = causal ? static_cast<int>(r % n) + 1 : n;
-    softmax_row(scores + r * n, weights + r * n, n, scale, valid);
+#pragma omp for schedule(static)
+    for (long r = 0; r < rows; ++r) {
+      const int valid = causal ? static_cast<int>(r % n) + 1 : n;
+      softmax_row(scores + r * n, weights + r * n, n, scale, valid);
+    }
   }
 }
 
