@@ -35,7 +35,10 @@ namespace {
 void bind_cpu_team(int threads) {
   for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
     if (std::getenv(v) != nullptr) return;
-  set_thread_cpus(team_cpus(threads, allowed_cpus(), sched_getcpu()));
+  const std::vector<int> allowed = allowed_cpus();
+  if (team_cpus(threads, allowed, 0).empty()) return;
+  start_team(threads);  // before the main thread is bound: the workers inherit its CPU mask
+  set_thread_cpus(team_cpus(threads, allowed, sched_getcpu()));
   bind_this_thread();
 }
 

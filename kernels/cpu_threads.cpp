@@ -34,6 +34,18 @@ std::vector<int> team_cpus(int threads, std::vector<int> allowed, int current) {
   return allowed;
 }
 
+int start_team(int threads) {
+  // GOMP_SPINCOUNT (libgomp's manual): "If there are more OpenMP threads than available CPUs,
+  // 1000 and 100 spins are used for OMP_WAIT_POLICY being ACTIVE or undefined".
+  int ran = 0;
+#pragma omp parallel num_threads(threads + 1)
+  {
+#pragma omp atomic
+    ++ran;
+  }
+  return ran;
+}
+
 void set_thread_cpus(std::vector<int> cpus) {
   g_cpus = std::move(cpus);
   g_list.fetch_add(1, std::memory_order_release);

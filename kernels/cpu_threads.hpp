@@ -6,9 +6,17 @@
 // right after a numpy run: 36.3 ms median unbound, 29.1 ms bound as below). So the backend binds
 // the main thread where it runs (at once: it need not move) and each worker binds itself to
 // its own CPU when it starts its first work: every parallel region's body begins with
-// bind_this_thread() (a worker inherits the main thread's binding when OpenMP starts it). A
-// start-up region that bound the workers instead made the main thread wait for them: 0.1 to
-// 7 ms on that VM right after another process had run.
+// bind_this_thread(). A start-up region that bound the workers instead made the main thread
+// wait for them: 0.1 to 7 ms on that VM right after another process had run.
+//
+// Before that, the backend starts the team (start_team): a thread inherits its creator's CPU
+// mask, and the main thread waits for new threads by spinning (libgomp: 300,000 spins, about
+// 6 ms here) before it sleeps. A worker started on the main thread's CPU (always, once the main
+// thread is bound; often unbound, on that VM's scheduler) could not run until then: starting a
+// 2-thread team took 2.9 ms (median of 15 process starts, up to 6.8) with the main thread
+// bound, 1.3 ms (up to 9.3) unbound. Started unbound in a region of one thread more than the
+// CPUs, it takes 0.16 ms (up to 0.23): libgomp spins only 100 times when the team outnumbers
+// the CPUs.
 #pragma once
 
 #include <vector>
@@ -23,6 +31,11 @@ std::vector<int> allowed_cpus();
 // then the others in order. Empty (no binding) unless the team has one thread for every
 // allowed CPU and at least two: with fewer threads than CPUs, other work may need the rest.
 std::vector<int> team_cpus(int threads, std::vector<int> allowed, int current);
+
+// Starts OpenMP's threads for teams of up to `threads` (creating them costs the first parallel
+// region milliseconds otherwise; see above) in one region of threads + 1 threads, the main
+// thread unbound; the spare thread ends at the next region. Returns the threads that ran it.
+int start_team(int threads);
 
 // From now on, thread t of an OpenMP team binds itself to cpus[t] in its next
 // bind_this_thread() (threads past the list's end keep their CPUs; an empty list binds none and

@@ -1,12 +1,16 @@
 // test_cpu_threads.cpp: the CPU team's binding (kernels/cpu_threads.hpp): which CPUs a team
-// gets, and that each thread ends on its own, once per list.
+// gets, that each thread ends on its own, once per list, and that the backend starts the team
+// before it binds the main thread.
 #include <gtest/gtest.h>
 #include <omp.h>
 #include <sched.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "cpu_threads.hpp"
+#include "host/backend.hpp"
 
 namespace attn {
 namespace {
@@ -66,6 +70,37 @@ TEST(CpuThreads, EachThreadBindsToItsCpuOncePerList) {
   EXPECT_EQ(third[0], std::vector<int>{cpus.front()});
   EXPECT_EQ(third[1], cpus);
   set_thread_cpus({});
+}
+
+// In a fresh process (OpenMP has no threads yet): the CPU backend as demo selects it, then a
+// region of one thread per CPU. Exits 0 when the main thread is bound to one CPU and the worker,
+// before its first bind_this_thread(), may run on every CPU (it was started unbound); else 1.
+[[noreturn]] void select_then_look_at_the_worker() {
+  const std::vector<int> cpus = allowed_cpus();
+  const int n = static_cast<int>(cpus.size());
+  const Backend b = Backend::select("cpu", n);
+  const std::vector<int> main_cpus = allowed_cpus();
+  std::vector<int> worker_cpus;
+#pragma omp parallel num_threads(n)
+  if (omp_get_thread_num() == 1) worker_cpus = allowed_cpus();
+  std::fprintf(stderr, "main thread on %zu CPUs, worker on %zu of %d\n", main_cpus.size(),
+               worker_cpus.size(), n);
+  std::exit(main_cpus.size() == 1 && worker_cpus == cpus ? 0 : 1);
+}
+
+TEST(CpuThreads, BackendStartsTheTeamBeforeBindingTheMainThread) {
+  if (allowed_cpus().size() < 2) GTEST_SKIP() << "one CPU: no team to bind";
+  for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
+    if (std::getenv(v) != nullptr) GTEST_SKIP() << v << " is set: the backend does not bind";
+  // A worker created after the main thread's binding would inherit it (one CPU) and could not
+  // run until the main thread stopped spinning at the region's start.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // re-runs this binary: a fresh process
+  EXPECT_EXIT(select_then_look_at_the_worker(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(CpuThreads, StartTeamRunsOneThreadMoreThanTheTeam) {
+  if (omp_get_thread_limit() < 3) GTEST_SKIP() << "OpenMP's thread limit is below 3";
+  EXPECT_EQ(start_team(2), 3);
 }
 
 }  // namespace
