@@ -541,9 +541,63 @@ const double* row_values(const Normals& v, std::uint64_t i, std::uint32_t d_k, d
   return scratch;
 }
 
+// Eight rows' dot products a[i] . b[i] (d_k values each) into out[0 .. 8), each summed from
+// j = 0 in order with a rounded product per term (as the sequential loop sums it): the products
+// of eight j's are taken along each row, the 8 x 8 block is transposed, and its columns are added
+// to the eight sums in order, one vector add per j. GCC's vector extensions: each level's copy
+// is compiled for its ISA (one AVX-512 register, two AVX2 ones, four SSE2 ones).
+using V8 = double __attribute__((vector_size(64)));
+ATTN_INLINE V8 load8(const double* p) {
+  V8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+ATTN_INLINE void dots8_body(const double* const* a, const double* const* b, std::uint32_t d_k,
+                            double* out) {
+  V8 d = {};
+  std::uint32_t j = 0;
+  for (; j + 8 <= d_k; j += 8) {
+    V8 p[8], t[8], u[8], c[8];  // p[i][x]: row i's product at j + x; c[x][i] = p[i][x]
+    for (int i = 0; i < 8; ++i) p[i] = load8(a[i] + j) * load8(b[i] + j);
+    for (int i = 0; i < 8; i += 2) {  // t[i]: p[i], p[i+1] at even x; t[i+1]: at odd x
+      t[i] = __builtin_shufflevector(p[i], p[i + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+      t[i + 1] = __builtin_shufflevector(p[i], p[i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    for (int i : {0, 1, 4, 5}) {  // u[i]: rows i&~3 .. +3 at x = i&1 and 4 + (i&1); u[i+2]: +2
+      u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      u[i + 2] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (int x = 0; x < 4; ++x) {  // rows 0-3 from u[x], rows 4-7 from u[x + 4]
+      c[x] = __builtin_shufflevector(u[x], u[x + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+      c[x + 4] = __builtin_shufflevector(u[x], u[x + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+    for (int x = 0; x < 8; ++x) d += c[x];
+  }
+  for (; j < d_k; ++j)
+    for (int i = 0; i < 8; ++i) d[i] += a[i][j] * b[i][j];
+  for (int i = 0; i < 8; ++i) out[i] = d[i];
+}
+#if ATTN_HAVE_CPU_LEVELS
+ATTN_TARGET_V4 void dots8_v4(const double* const* a, const double* const* b, std::uint32_t d_k,
+                             double* out) {
+  dots8_body(a, b, d_k, out);
+}
+ATTN_TARGET_V3 void dots8_v3(const double* const* a, const double* const* b, std::uint32_t d_k,
+                             double* out) {
+  dots8_body(a, b, d_k, out);
+}
+#endif
+void dots8(const double* const* a, const double* const* b, std::uint32_t d_k, double* out) {
+#if ATTN_HAVE_CPU_LEVELS
+  const CpuLevel level = cpu_level();  // initialized before the parallel regions (decode)
+  if (level == CpuLevel::v4) return dots8_v4(a, b, d_k, out);
+  if (level == CpuLevel::v3) return dots8_v3(a, b, d_k, out);
+#endif
+  dots8_body(a, b, d_k, out);
+}
+
 // Moments of `rows` rows: row r's dot is q[qrow0 + r] . k[krow0 + r], summed from j = 0 in order
-// (as the sequential loop sums it), four rows at once (four sums in flight); q and k hold their
-// waves' rows.
+// (as the sequential loop sums it), eight rows at once (dots8); q and k hold their waves' rows.
 Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std::uint64_t krow0,
                    std::uint64_t rows, std::uint32_t d_k) {
   constexpr int kRows = 8;
@@ -556,9 +610,8 @@ Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std:
       a[i] = row_values(q, (qrow0 + r + i) * d_k, d_k, scratch.data() + i * d_k);
       b[i] = row_values(k, (krow0 + r + i) * d_k, d_k, scratch.data() + (kRows + i) * d_k);
     }
-    double d[kRows] = {};
-    for (std::uint32_t j = 0; j < d_k; ++j)
-      for (int i = 0; i < kRows; ++i) d[i] += a[i][j] * b[i][j];
+    double d[kRows];
+    dots8(a, b, d_k, d);
     for (int i = 0; i < kRows; ++i) m.push(d[i]);
   }
   for (; r < rows; ++r) {
