@@ -25,16 +25,21 @@ namespace {
 using numpy_rng::Pcg64;
 
 constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
-// Waves of rows hold about this many normals of q, and of k: 2 MiB each, two of each (one
-// decoded while the other's dot products are taken), reused, so that they stay in cache and the
-// process touches little fresh memory. q is kept whole only when it fits in one wave; a larger
-// q is located (its words counted, values not kept) and decoded again a wave at a time beside k.
+// Waves of rows hold up to 2^18 normals of q, and of k (2 MiB each), two of each (one decoded
+// while the other's dot products are taken), reused, so that they stay in cache and the process
+// touches little fresh memory. q is kept whole only when it fits in one wave; a larger q is
+// located (its words counted, values not kept) and decoded again a wave at a time beside k.
 // Measured on the project's 2-core machine (a VM): decoding a normal costs about 2 ns on one core,
 // while the first touch of fresh memory costs 4 ns per normal with 4 KiB pages (about 2 GB/s) and,
 // with transparent huge pages, sometimes 100 ms of compaction; re-decoding is the cheaper and the
-// steadier way.
-constexpr std::uint64_t kWaveNormals = std::uint64_t{1} << 18;
-constexpr std::uint64_t kKWaveNormals = std::uint64_t{1} << 18;
+// steadier way. Waves of a larger q are a 64th of it, from 2^16 normals (512 KiB) to 2^18: a
+// short block gains more from touching less fresh memory (the lesson: N = 10^4 at d_k 64 and
+// 512, 0.88x the time with waves of 2^16) than it loses to more joins, a long one the reverse
+// (N = 10^5 at d_k 512 with waves of 2^16: 1.06x on two threads).
+std::uint64_t auto_wave(std::uint64_t q_normals) {
+  constexpr std::uint64_t kMin = std::uint64_t{1} << 16, kMax = std::uint64_t{1} << 18;
+  return q_normals <= kMax ? kMax : std::clamp(q_normals / 64, kMin, kMax);
+}
 
 using Counted = CountedPcg64;
 
@@ -664,7 +669,8 @@ std::vector<double> parallel_normals(Pcg64& g, std::uint64_t count, const Stream
 
 Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monitor& monitor) {
   const std::uint64_t rows_per_chunk = std::max<std::uint64_t>(1, 65536 / d_k);
-  const std::uint64_t wave = split_.wave_normals > 0 ? split_.wave_normals : kWaveNormals;
+  const std::uint64_t wave =
+      split_.wave_normals > 0 ? split_.wave_normals : auto_wave(samples * d_k);
   const std::uint64_t wave_rows =
       std::max<std::uint64_t>(1, wave / (rows_per_chunk * d_k)) * rows_per_chunk;
 
@@ -700,7 +706,8 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
 
   // A k wave's dot products run beside the next wave's decode (SideWork): a chunk of rows per
   // item, merged left to right after it.
-  const std::uint64_t k_wave = split_.k_wave_normals > 0 ? split_.k_wave_normals : kKWaveNormals;
+  const std::uint64_t k_wave =
+      split_.k_wave_normals > 0 ? split_.k_wave_normals : auto_wave(samples * d_k);
   const std::uint64_t k_rows =
       std::max<std::uint64_t>(1, k_wave / (rows_per_chunk * d_k)) * rows_per_chunk;
   struct Dots {

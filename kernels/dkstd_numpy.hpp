@@ -48,8 +48,8 @@ struct StreamSplit {
   std::uint64_t piece_words = 0;     // words per piece; 0: automatic
   int threads = 0;                   // OpenMP threads; 0: OpenMP's default
   int head_starts = 64;              // normal starts a piece records for the resync, 1 .. 64
-  std::uint64_t wave_normals = 0;    // next_block: q normals kept per wave; 0: 2^18 (2 MiB)
-  std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: 2^18 (2 MiB)
+  std::uint64_t wave_normals = 0;    // next_block: q normals per wave; 0: by the block's size
+  std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: as q's
   PieceDecoder decoder;              // decodes the pieces; empty: this CPU's threads
 };
 

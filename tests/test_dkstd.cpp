@@ -437,6 +437,19 @@ TEST(DkStdNumpy, BlocksEqualTheSequentialProcedureForAnyThreadsAndWaves) {
       }
 }
 
+// The lesson's own blocks with the default split (waves sized by the block, q located and
+// decoded again), after a first block that keeps q.
+TEST(DkStdNumpy, TheLessonsBlocksEqualTheSequentialProcedure) {
+  const std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks = {
+      {10000, 2}, {10000, 64}, {10000, 512}};
+  numpy_rng::Pcg64 ref(0);
+  dkstd::NumpyStream stream(0);
+  for (const auto& [n, d_k] : blocks)
+    EXPECT_TRUE(
+        same_bits(stream.next_block(n, d_k, silent_monitor()), sequential_block(ref, n, d_k)))
+        << "d_k " << d_k;
+}
+
 // The blocks with the GPU's split (dkstd::device_split, what a CUDA backend uses), its pieces
 // decoded here by the CPU loop.
 TEST(DkStdNumpy, BlocksWithTheGpuSplitOnTheCpuLoop) {
