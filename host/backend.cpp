@@ -38,7 +38,7 @@ void bind_cpu_team(int threads) {
   const std::vector<int> allowed = allowed_cpus();
   if (team_cpus(threads, allowed, 0).empty()) return;
   start_team(threads);  // before the main thread is bound: the workers inherit its CPU mask
-  set_thread_cpus(team_cpus(threads, allowed, sched_getcpu()));
+  set_thread_cpus(team_cpus(threads, allowed, sched_getcpu()));  // where main runs after it
   bind_this_thread();
 }
 
