@@ -561,6 +561,7 @@ ATTN_INLINE void dots8_body(const double* const* a, const double* const* b, std:
                             double* out) {
   V8 d = {};
   std::uint32_t j = 0;
+#if __has_builtin(__builtin_shufflevector)  // GCC 12 and later, clang; else the loop below
   for (; j + 8 <= d_k; j += 8) {
     V8 p[8], t[8], u[8], c[8];  // p[i][x]: row i's product at j + x; c[x][i] = p[i][x]
     for (int i = 0; i < 8; ++i) p[i] = load8(a[i] + j) * load8(b[i] + j);
@@ -578,6 +579,7 @@ ATTN_INLINE void dots8_body(const double* const* a, const double* const* b, std:
     }
     for (int x = 0; x < 8; ++x) d += c[x];
   }
+#endif
   for (; j < d_k; ++j)
     for (int i = 0; i < 8; ++i) d[i] += a[i][j] * b[i][j];
   for (int i = 0; i < 8; ++i) out[i] = d[i];
