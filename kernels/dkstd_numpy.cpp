@@ -584,24 +584,9 @@ ATTN_INLINE void dots8_body(const double* const* a, const double* const* b, std:
     for (int i = 0; i < 8; ++i) d[i] += a[i][j] * b[i][j];
   for (int i = 0; i < 8; ++i) out[i] = d[i];
 }
-#if ATTN_HAVE_CPU_LEVELS
-ATTN_TARGET_V4 void dots8_v4(const double* const* a, const double* const* b, std::uint32_t d_k,
-                             double* out) {
-  dots8_body(a, b, d_k, out);
-}
-ATTN_TARGET_V3 void dots8_v3(const double* const* a, const double* const* b, std::uint32_t d_k,
-                             double* out) {
-  dots8_body(a, b, d_k, out);
-}
-#endif
-void dots8(const double* const* a, const double* const* b, std::uint32_t d_k, double* out) {
-#if ATTN_HAVE_CPU_LEVELS
-  const CpuLevel level = cpu_level();  // initialized before the parallel regions (decode)
-  if (level == CpuLevel::v4) return dots8_v4(a, b, d_k, out);
-  if (level == CpuLevel::v3) return dots8_v3(a, b, d_k, out);
-#endif
-  dots8_body(a, b, d_k, out);
-}
+ATTN_CPU_LEVELS(void, dots8,
+                (const double* const* a, const double* const* b, std::uint32_t d_k, double* out),
+                (a, b, d_k, out))
 
 // Moments of `rows` rows: row r's dot is q[qrow0 + r] . k[krow0 + r], summed from j = 0 in order
 // (as the sequential loop sums it), eight rows at once (dots8); q and k hold their waves' rows.
@@ -671,8 +656,8 @@ std::vector<double> parallel_normals(Pcg64& g, std::uint64_t count, const Stream
 
 Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monitor& monitor) {
   const std::uint64_t rows_per_chunk = std::max<std::uint64_t>(1, 65536 / d_k);
-  const std::uint64_t wave =
-      split_.wave_normals > 0 ? split_.wave_normals : auto_wave(samples * d_k);
+  const std::uint64_t sized = auto_wave(samples * d_k);
+  const std::uint64_t wave = split_.wave_normals > 0 ? split_.wave_normals : sized;
   const std::uint64_t wave_rows =
       std::max<std::uint64_t>(1, wave / (rows_per_chunk * d_k)) * rows_per_chunk;
 
@@ -708,8 +693,7 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
 
   // A k wave's dot products run beside the next wave's decode (SideWork): a chunk of rows per
   // item, merged left to right after it.
-  const std::uint64_t k_wave =
-      split_.k_wave_normals > 0 ? split_.k_wave_normals : auto_wave(samples * d_k);
+  const std::uint64_t k_wave = split_.k_wave_normals > 0 ? split_.k_wave_normals : sized;
   const std::uint64_t k_rows =
       std::max<std::uint64_t>(1, k_wave / (rows_per_chunk * d_k)) * rows_per_chunk;
   struct Dots {
