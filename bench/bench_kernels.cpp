@@ -82,6 +82,26 @@ void TrainCpu(benchmark::State& state) {
 }
 BENCHMARK(TrainCpu)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The training table's six runs (the lesson's gradients), too few for lane packs of seeds: each
+// run alone, its numeric gradient's evaluations as a pack's lanes (range(0) = 1) or analytic.
+void TrainCpuAlone(benchmark::State& state) {
+  tiny::TrainOptions o;
+  o.grad = state.range(0) ? tiny::Grad::numeric : tiny::Grad::analytic;
+  using tiny::Config;
+  const Config configs[] = {Config::qk_identity, Config::all_identity, Config::all_random,
+                            Config::all_random,  Config::qk_random,    Config::qk_random};
+  const std::uint64_t seeds[] = {0, 0, 0, 1, 0, 1};
+  std::vector<tiny::TrainResult> out(6);
+  for (auto _ : state) {
+    tiny::train_runs_cpu<double>(configs, seeds, 6, o, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(state.range(0) ? "numeric" : "analytic");
+  state.counters["model_steps/s"] =
+      benchmark::Counter(6.0 * o.steps * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(TrainCpuAlone)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void AttentionForwardCpu(benchmark::State& state) {
   const AttentionShape sh{static_cast<int>(state.range(0)),
                           static_cast<int>(state.range(1)),

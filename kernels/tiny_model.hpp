@@ -154,27 +154,42 @@ ATTN_HD ATTN_INLINE void apply(Params<T>& p, int m, T lr, const T g[2][2]) {
     for (int c = 0; c < 2; ++c) p.w[m][r][c] = p.w[m][r][c] - lr * g[r][c];
 }
 
-// One step of gradient descent on matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three).
+// The gradient of matrix m as the options say (numeric or analytic): train_step's default.
 template <class T>
-ATTN_HD ATTN_INLINE void train_step(Params<T>& p, int n_trained, const TrainOptions& o) {
+struct GradOf {
+  const TrainOptions& o;
+  ATTN_HD ATTN_INLINE void operator()(Params<T>& p, int m, T g[2][2]) const { grad(p, m, o, g); }
+};
+
+// One step of gradient descent on matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three), the
+// gradients from grad_of(p, m, g) (GradOf; the CPU twin passes one that takes the numeric
+// gradient's eight loss evaluations as the lanes of one pack, training_cpu.cpp).
+template <class T, class GradFn>
+ATTN_HD ATTN_INLINE void train_step(Params<T>& p, int n_trained, const TrainOptions& o,
+                                    const GradFn& grad_of) {
   const T lr = splat<T>(o.lr);
   if (o.schedule == Schedule::sequential) {
     for (int m = 0; m < n_trained; ++m) {
       T g[2][2];
-      grad(p, m, o, g);
+      grad_of(p, m, g);
       apply(p, m, lr, g);
     }
   } else {
     T g[3][2][2];
-    for (int m = 0; m < n_trained; ++m) grad(p, m, o, g[m]);
+    for (int m = 0; m < n_trained; ++m) grad_of(p, m, g[m]);
     for (int m = 0; m < n_trained; ++m) apply(p, m, lr, g[m]);
   }
 }
 
-// Trains p in place for o.steps steps.
+// Trains p in place for o.steps steps (gradients from grad_of, or as the options say).
+template <class T, class GradFn>
+ATTN_HD ATTN_INLINE void train(Params<T>& p, int n_trained, const TrainOptions& o,
+                               const GradFn& grad_of) {
+  for (int step = 0; step < o.steps; ++step) train_step(p, n_trained, o, grad_of);
+}
 template <class T>
 ATTN_HD ATTN_INLINE void train(Params<T>& p, int n_trained, const TrainOptions& o) {
-  for (int step = 0; step < o.steps; ++step) train_step(p, n_trained, o);
+  train(p, n_trained, o, GradOf<T>{o});
 }
 
 // Starting parameters: identity matrices, or for the random configs numpy's
@@ -199,13 +214,19 @@ ATTN_HD Params<T> initial_params(Config c, std::uint64_t seed) {
   return p;
 }
 
+// What the trained parameters p give.
+template <class T>
+ATTN_HD ATTN_INLINE TrainResult result_of(const Params<T>& p) {
+  const Forward<T> f = forward(p);
+  return TrainResult{static_cast<double>(f.a[0]), static_cast<double>(f.out[0]),
+                     static_cast<double>(f.out[1]), static_cast<double>(loss_of(f))};
+}
+
 template <class T>
 ATTN_HD TrainResult train_one(Config c, std::uint64_t seed, const TrainOptions& o) {
   Params<T> p = initial_params<T>(c, seed);
   train(p, trains_values(c) ? 3 : 2, o);
-  const Forward<T> f = forward(p);
-  return TrainResult{static_cast<double>(f.a[0]), static_cast<double>(f.out[0]),
-                     static_cast<double>(f.out[1]), static_cast<double>(loss_of(f))};
+  return result_of(p);
 }
 
 // Calls f(first, end) for each stretch [first, end) of consecutive runs i < n with one

@@ -12,50 +12,89 @@
 namespace attn::tiny {
 namespace {
 
+// The numeric gradient of matrix m (numeric_grad's central differences) with its eight loss
+// evaluations, elements (0,0), (0,1), (1,0), (1,1) at + h and - h, as the eight lanes of one pack:
+// lane 2e has element e at keep + h, lane 2e + 1 at keep - h, every other parameter as in p.
+// Each lane does numeric_grad's operations on its evaluation (the packs' arithmetic and exp are
+// the scalar code's bits, lanes.hpp), and g is formed from the lanes as there, so a run alone
+// gets train_one's bits in about a quarter of the time (TrainCpuAlone in bench_kernels).
 template <class T>
-ATTN_INLINE void train_group_body(Config c, const std::uint64_t* seeds, int n,
-                                  const TrainOptions& o, TrainResult* out) {
+struct NumericGradLanes {
+  T h;
+  ATTN_INLINE void operator()(Params<T>& p, int m, T g[2][2]) const {
+    using P = typename PackOf<T>::type;
+    static_assert(kPackLanes == 8, "two lanes for each of a matrix's four elements");
+    Params<P> lanes;
+    for (int mm = 0; mm < 3; ++mm)
+      for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 2; ++c) lanes.w[mm][r][c] = P{} + p.w[mm][r][c];
+    for (int e = 0; e < 4; ++e) {
+      const T keep = p.w[m][e / 2][e % 2];
+      lanes.w[m][e / 2][e % 2][2 * e] = keep + h;
+      lanes.w[m][e / 2][e % 2][2 * e + 1] = keep - h;
+    }
+    const P l = loss(lanes);
+    for (int e = 0; e < 4; ++e) g[e / 2][e % 2] = (l[2 * e] - l[2 * e + 1]) / (splat<T>(2.0) * h);
+  }
+};
+
+// One work item: `lanes` runs of config c from seeds[0 .. lanes) trained in lockstep as one lane
+// pack (a short pack repeats its last seed), or, for lanes = 0, the one run from seeds[0] alone
+// (its numeric gradient's evaluations as a pack's lanes; train_one's own code for analytic).
+template <class T>
+ATTN_INLINE void train_item_body(Config c, const std::uint64_t* seeds, int lanes,
+                                 const TrainOptions& o, TrainResult* out) {
+  const int n_trained = trains_values(c) ? 3 : 2;
+  if (lanes == 0) {
+    Params<T> p = initial_params<T>(c, seeds[0]);
+    if (o.grad == Grad::numeric)
+      train(p, n_trained, o, NumericGradLanes<T>{splat<T>(o.h)});
+    else
+      train(p, n_trained, o);
+    *out = result_of(p);
+    return;
+  }
   using P = typename PackOf<T>::type;
   Params<P> p;
-  for (int l = 0; l < kPackLanes; ++l) {  // a short last group repeats its last seed
-    const Params<T> one = initial_params<T>(c, seeds[std::min(l, n - 1)]);
+  for (int l = 0; l < kPackLanes; ++l) {
+    const Params<T> one = initial_params<T>(c, seeds[std::min(l, lanes - 1)]);
     for (int m = 0; m < 3; ++m)
       for (int r = 0; r < 2; ++r)
         for (int col = 0; col < 2; ++col) p.w[m][r][col][l] = one.w[m][r][col];
   }
-  train(p, trains_values(c) ? 3 : 2, o);
+  train(p, n_trained, o);
   const Forward<P> f = forward(p);
   const P loss = loss_of(f);
-  for (int l = 0; l < n; ++l)
+  for (int l = 0; l < lanes; ++l)
     out[l] = TrainResult{static_cast<double>(f.a[0][l]), static_cast<double>(f.out[0][l]),
                          static_cast<double>(f.out[1][l]), static_cast<double>(loss[l])};
 }
 
-// train_group_body compiled for each x86-64 level (cpu_clones.hpp), called at cpu_level().
+// train_item_body compiled for each x86-64 level (cpu_clones.hpp), called at cpu_level().
 template <class T>
-ATTN_TARGET_V4 void train_group_v4(Config c, const std::uint64_t* seeds, int n,
-                                   const TrainOptions& o, TrainResult* out) {
-  train_group_body<T>(c, seeds, n, o, out);
+ATTN_TARGET_V4 void train_item_v4(Config c, const std::uint64_t* seeds, int lanes,
+                                  const TrainOptions& o, TrainResult* out) {
+  train_item_body<T>(c, seeds, lanes, o, out);
 }
 template <class T>
-ATTN_TARGET_V3 void train_group_v3(Config c, const std::uint64_t* seeds, int n,
-                                   const TrainOptions& o, TrainResult* out) {
-  train_group_body<T>(c, seeds, n, o, out);
+ATTN_TARGET_V3 void train_item_v3(Config c, const std::uint64_t* seeds, int lanes,
+                                  const TrainOptions& o, TrainResult* out) {
+  train_item_body<T>(c, seeds, lanes, o, out);
 }
 template <class T>
-void train_group_baseline(Config c, const std::uint64_t* seeds, int n, const TrainOptions& o,
-                          TrainResult* out) {
-  train_group_body<T>(c, seeds, n, o, out);
+void train_item_baseline(Config c, const std::uint64_t* seeds, int lanes, const TrainOptions& o,
+                         TrainResult* out) {
+  train_item_body<T>(c, seeds, lanes, o, out);
 }
 template <class T>
-void train_group(CpuLevel level, Config c, const std::uint64_t* seeds, int n, const TrainOptions& o,
-                 TrainResult* out) {
+void train_item(CpuLevel level, Config c, const std::uint64_t* seeds, int lanes,
+                const TrainOptions& o, TrainResult* out) {
   if (level == CpuLevel::v4)
-    train_group_v4<T>(c, seeds, n, o, out);
+    train_item_v4<T>(c, seeds, lanes, o, out);
   else if (level == CpuLevel::v3)
-    train_group_v3<T>(c, seeds, n, o, out);
+    train_item_v3<T>(c, seeds, lanes, o, out);
   else
-    train_group_baseline<T>(c, seeds, n, o, out);
+    train_item_baseline<T>(c, seeds, lanes, o, out);
 }
 
 // Runs i < n, run i being config_of(i) from seeds[i]. Work items: packs of up to kPackLanes
@@ -92,11 +131,7 @@ void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
   for (std::size_t k = 0; k < items.size(); ++k) {
     bind_this_thread();
     const Item& it = items[k];
-    const Config c = config_of(it.first);
-    if (it.lanes > 0)
-      train_group<T>(level, c, seeds + it.first, it.lanes, o, out + it.first);
-    else
-      out[it.first] = train_one<T>(c, seeds[it.first], o);
+    train_item<T>(level, config_of(it.first), seeds + it.first, it.lanes, o, out + it.first);
   }
 }
 

@@ -210,8 +210,11 @@ TEST(TrainingSweepCpu, LanePacksEqualScalarCodeBitForBit) {
 }
 
 // Runs of mixed configs (the training table's list): each run gives train_one's bits, whether
-// it lands in a pack (a stretch of 4 or more runs of one config) or runs alone, on 1 or 2 threads.
-TEST(TrainingSweepCpu, MixedConfigRunsEqualScalarCodeBitForBit) {
+// it lands in a pack (a stretch of 4 or more runs of one config) or runs alone (its numeric
+// gradient's eight evaluations as a pack's lanes), on 1 or 2 threads, for both gradients, both
+// schedules, float64 and float32.
+template <class T>
+void expect_mixed_runs_equal_train_one() {
   std::vector<Config> configs;
   std::vector<std::uint64_t> seeds;
   auto add = [&](Config c, int n) {
@@ -225,22 +228,36 @@ TEST(TrainingSweepCpu, MixedConfigRunsEqualScalarCodeBitForBit) {
   add(Config::qk_random, 2);
   add(Config::all_identity, 1);
   add(Config::qk_random, 5);  // the same config again, after another: its own pack
-  TrainOptions o;
-  o.steps = 150;
   const int max_threads = omp_get_max_threads();
-  for (int threads : {1, 2}) {
-    omp_set_num_threads(threads);
-    std::vector<tiny::TrainResult> got(seeds.size());
-    tiny::train_runs_cpu<double>(configs.data(), seeds.data(), seeds.size(), o, got.data());
-    for (std::size_t i = 0; i < seeds.size(); ++i) {
-      const auto one = tiny::train_one<double>(configs[i], seeds[i], o);
-      ASSERT_EQ(got[i].weight_on_apple, one.weight_on_apple) << "run " << i << ", " << threads;
-      ASSERT_EQ(got[i].out_x, one.out_x);
-      ASSERT_EQ(got[i].out_y, one.out_y);
-      ASSERT_EQ(got[i].loss, one.loss);
-    }
-  }
+  for (tiny::Grad g : {tiny::Grad::numeric, tiny::Grad::analytic})
+    for (tiny::Schedule sch : {tiny::Schedule::sequential, tiny::Schedule::simultaneous})
+      for (int threads : {1, 2}) {
+        TrainOptions o;
+        o.steps = 150;
+        o.grad = g;
+        o.schedule = sch;
+        omp_set_num_threads(threads);
+        std::vector<tiny::TrainResult> got(seeds.size());
+        tiny::train_runs_cpu<T>(configs.data(), seeds.data(), seeds.size(), o, got.data());
+        for (std::size_t i = 0; i < seeds.size(); ++i) {
+          const auto one = tiny::train_one<T>(configs[i], seeds[i], o);
+          const std::string where = "run " + std::to_string(i) + ", grad " +
+                                    std::to_string(static_cast<int>(g)) + ", schedule " +
+                                    std::to_string(static_cast<int>(sch)) + ", " +
+                                    std::to_string(threads) + " threads";
+          ASSERT_EQ(got[i].weight_on_apple, one.weight_on_apple) << where;
+          ASSERT_EQ(got[i].out_x, one.out_x) << where;
+          ASSERT_EQ(got[i].out_y, one.out_y) << where;
+          ASSERT_EQ(got[i].loss, one.loss) << where;
+        }
+      }
   omp_set_num_threads(max_threads);
+}
+TEST(TrainingSweepCpu, MixedConfigRunsEqualScalarCodeBitForBit) {
+  expect_mixed_runs_equal_train_one<double>();
+}
+TEST(TrainingSweepCpu, MixedConfigRunsEqualScalarCodeBitForBitFloat32) {
+  expect_mixed_runs_equal_train_one<float>();
 }
 
 // float32 training reaches the same attention pattern to float accuracy.
