@@ -423,6 +423,7 @@ void parallel_items(int threads, std::size_t n, bool parallel, F&& f) {
 void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
             const SideWork& side = {}) {
   constexpr std::uint64_t kSerialWords = 2 * kMinPieceWords;
+  constexpr std::uint64_t kFinishNormals = 256;
   const int threads = thread_count(split);
   const int head = std::clamp(split.head_starts, 1, kMaxHead);
   const CpuLevel level = cpu_level();
@@ -526,6 +527,18 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
         t = p.next;
       }
       job.job.g->advance(t);
+      // The last few normals one at a time, counted: a round for them (their words, then the
+      // few that rejections pushed out) cost more than they do.
+      const std::uint64_t left = job.job.count - job.done;
+      if (left > 0 && left <= kFinishNormals) {
+        double* out = job.job.out != nullptr ? job.job.out->buffer(left) : nullptr;
+        Piece tail;  // head 0: nothing recorded
+        Lane l{*job.job.g, 0, 0, 0, &tail, 0, out};
+        while (l.n < left) step(l);
+        *job.job.g = l.g;
+        if (out != nullptr) job.job.out->spans.push_back(Span{out, job.done, left});
+        job.done = job.job.count;
+      }
     }
   }
 }
