@@ -419,7 +419,8 @@ void parallel_items(int threads, std::size_t n, bool parallel, F&& f) {
 // [S, S + rest) hold at most `rest` normal starts (each normal takes at least one word), so each
 // round decodes those words of every unfinished job in pieces, and the next round goes on from
 // the first start past them (about 1.5% of words are rejections: rounds after the first are
-// small, and run on one thread below kSerialWords).
+// small, and run on one thread below kSerialWords); a job's last kFinishNormals or fewer are
+// decoded one at a time, counted, instead of in further rounds.
 void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
             const SideWork& side = {}) {
   constexpr std::uint64_t kSerialWords = 2 * kMinPieceWords;
