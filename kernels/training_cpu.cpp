@@ -1,6 +1,7 @@
 // training_cpu.cpp: CPU twin of the training sweep. OpenMP over groups of kPackLanes seeds; each
 // group trains in lockstep as one lane pack (lanes.hpp), running tiny_model.hpp's loop, the
-// same code the CUDA kernel runs per thread. Every lane gives the scalar code's bits.
+// same code the CUDA kernel runs per thread; a run alone takes its numeric gradient's loss
+// evaluations as a pack's lanes. Every lane gives the scalar code's bits.
 #include <algorithm>
 #include <vector>
 
@@ -17,7 +18,9 @@ namespace {
 // lane 2e has element e at keep + h, lane 2e + 1 at keep - h, every other parameter as in p.
 // Each lane does numeric_grad's operations on its evaluation (the packs' arithmetic and exp are
 // the scalar code's bits, lanes.hpp), and g is formed from the lanes as there, so a run alone
-// gets train_one's bits in about a quarter of the time (TrainCpuAlone in bench_kernels).
+// gets train_one's bits: the lesson's six runs in 0.6-0.7x the time of the scalar code
+// (bench_kernels TrainCpuAlone/1). The gradients still wait on each other, so a run is bound by
+// the pack forward's latency, not by its arithmetic.
 template <class T>
 struct NumericGradLanes {
   T h;
@@ -98,14 +101,14 @@ void train_item(CpuLevel level, Config c, const std::uint64_t* seeds, int lanes,
 }
 
 // Runs i < n, run i being config_of(i) from seeds[i]. Work items: packs of up to kPackLanes
-// consecutive runs of one config, and single runs (scalar code, same bits, less work) where a
-// pack would be less than half full; the items run on the threads.
+// consecutive runs of one config, and single runs (same bits, less work) where a pack would be
+// less than half full; the items run on the threads.
 template <class T, class ConfigOf>
 void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
                  const TrainOptions& o, TrainResult* out) {
   struct Item {
     std::int64_t first;
-    int lanes;  // 0: the scalar code for run `first`
+    int lanes;  // 0: run `first` alone
   };
   std::vector<Item> items;
   for_each_config_stretch(config_of, n, [&](std::int64_t begin, std::int64_t end) {
@@ -125,8 +128,8 @@ void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
   std::stable_sort(items.begin(), items.end(),
                    [&](const Item& a, const Item& b) { return cost(a) > cost(b); });
   const CpuLevel level = cpu_level();  // may throw: here, not in the parallel region
-  // A scalar run of the lesson's 3000 steps takes about a millisecond: two items already pay
-  // for a thread.
+  // A run of the lesson's 3000 steps alone takes about half a millisecond: two items already
+  // pay for a thread.
 #pragma omp parallel for schedule(dynamic, 1) if (items.size() > 1)
   for (std::size_t k = 0; k < items.size(); ++k) {
     bind_this_thread();
