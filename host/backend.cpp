@@ -16,7 +16,7 @@
 namespace attn {
 
 // Read once: /proc/cpuinfo takes 40-90 us to read on the project's 2-core VM, and the provenance
-// and the debug log both ask.
+// and the debug log (formatted even when off) both ask.
 std::string cpu_model() {
   static const std::string model = [] {
     std::ifstream in("/proc/cpuinfo");
@@ -41,7 +41,7 @@ void bind_cpu_team(int threads) {
   for (const char* v : {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"})
     if (std::getenv(v) != nullptr) return;
   const std::vector<int> allowed = allowed_cpus();
-  if (team_cpus(threads, allowed, 0).empty()) return;
+  if (!team_binds(threads, allowed.size())) return;
   start_team(threads);  // before the main thread is bound: the workers inherit its CPU mask
   set_thread_cpus(team_cpus(threads, allowed, sched_getcpu()));  // where main runs after it
   bind_this_thread();

@@ -147,8 +147,7 @@ int run(const Options& o, bool& created_out_dir) {
   created_out_dir = plan.created_out_dir;
   OutputSet files;  // after plan: its temporaries go before the locks are released
   const Backend backend = Backend::select(o.device, o.threads, o.gpu, cluster::local_rank());
-  if (spdlog::should_log(spdlog::level::debug))  // the description reads /proc/cpuinfo
-    spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
+  spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
   for (const std::string& name : o.tables) {
     stop_point();

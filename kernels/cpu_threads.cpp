@@ -27,8 +27,12 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+bool team_binds(int threads, std::size_t allowed) {
+  return threads >= 2 && static_cast<std::size_t>(threads) == allowed;
+}
+
 std::vector<int> team_cpus(int threads, std::vector<int> allowed, int current) {
-  if (threads < 2 || static_cast<std::size_t>(threads) != allowed.size()) return {};
+  if (!team_binds(threads, allowed.size())) return {};
   const auto here = std::find(allowed.begin(), allowed.end(), current);
   if (here != allowed.end()) std::rotate(allowed.begin(), here, here + 1);
   return allowed;

@@ -19,6 +19,7 @@
 // the CPUs.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace attn {
@@ -26,10 +27,14 @@ namespace attn {
 // The CPUs this process may run on (sched_getaffinity), in order; empty if unknown.
 std::vector<int> allowed_cpus();
 
+// Whether a team of `threads` threads is bound when the process may run on `allowed` CPUs: only
+// when the team has one thread for every allowed CPU and at least two (with fewer threads than
+// CPUs, other work may need the rest).
+bool team_binds(int threads, std::size_t allowed);
+
 // The binding for a team of `threads` threads when the process may run on `allowed` and its
 // main thread runs on `current`: one CPU per thread, the main thread's first (it stays put),
-// then the others in order. Empty (no binding) unless the team has one thread for every
-// allowed CPU and at least two: with fewer threads than CPUs, other work may need the rest.
+// then the others in order; empty (no binding) unless team_binds.
 std::vector<int> team_cpus(int threads, std::vector<int> allowed, int current);
 
 // Starts OpenMP's threads for teams of up to `threads` (creating them costs the first parallel

@@ -28,6 +28,10 @@ TEST(CpuThreads, NoBindingUnlessEveryCpuHasAThread) {
   EXPECT_TRUE(team_cpus(2, {0, 1, 2, 3}, 0).empty());  // fewer threads than CPUs
   EXPECT_TRUE(team_cpus(4, {0, 1}, 0).empty());        // more threads than CPUs
   EXPECT_TRUE(team_cpus(2, {}, 0).empty());            // affinity unknown
+  EXPECT_TRUE(team_binds(2, 2));
+  EXPECT_FALSE(team_binds(1, 1));
+  EXPECT_FALSE(team_binds(2, 4));
+  EXPECT_FALSE(team_binds(4, 2));
 }
 
 // The CPUs thread t of a team of n is allowed after bind_this_thread(), t = 0 .. n-1.
