@@ -277,8 +277,11 @@ std::vector<Table> run(const RunContext& ctx) {
   // results and workspaces per call: the GPU keeps one workspace per seed of the call) or long
   // runs, and even, so that the pairs never straddle two calls.
   // By work too: the backend's size is for training-sweep's ~1e6 FLOPs per seed; a call here
-  // does at most about 5e6 FLOPs per seed of that size (CPU: 2^14 x 5e6 = 8e10 FLOPs, a few
-  // seconds on 2 cores, so progress and Ctrl-C stay responsive; GPU: 2^20 x 5e6, seconds).
+  // does at most about 5e6 FLOPs per seed of that size (CPU: 2^14 x 5e6 = 8e10 FLOPs; GPU:
+  // 2^20 x 5e6, seconds). Within that the calls are paced to about 0.1 s (ChunkPacer), so that
+  // progress and Ctrl-C stay responsive: a whole call took 5-6 s to stop on 2 CPU cores (AMD
+  // EPYC, Zen 3; 11-12 s on one) at the lesson's size. Seeds train alone, so the calls' sizes
+  // leave the bits.
   const double per_seed_bytes = 8.0 * (result + workspace);
   const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
   const double work =
@@ -324,13 +327,16 @@ std::vector<Table> run(const RunContext& ctx) {
                     ctx.opt.quiet);
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<double> out;
-  for (std::uint64_t i0 = 0; i0 < count; i0 += chunk) {
+  ChunkPacer pacer(2, 2, chunk);
+  for (std::uint64_t i0 = 0, c = 0; i0 < count; i0 += c) {
     progress.checkpoint();
-    const std::uint64_t c = std::min(chunk, count - i0);
+    c = pacer.next(count - i0);
+    if (c < count - i0) c = std::max<std::uint64_t>(2, c - c % 2);  // i0 stays even
     chunk_seeds.resize(c);
     out.resize(c * result);
     for (std::uint64_t i = 0; i < c; ++i) chunk_seeds[i] = seeds.at(i0 + i);
-    ctx.backend.train_heads(m, chunk_seeds.data(), static_cast<std::int64_t>(c), out.data());
+    ctx.backend.train_heads(m, chunk_seeds.data(), static_cast<std::int64_t>(c), out.data(),
+                            progress);
     for (std::uint64_t i = 0; i < c; ++i) {
       const double* r = out.data() + i * result;
       bool ok = std::isfinite(r[0]);
@@ -360,6 +366,7 @@ std::vector<Table> run(const RunContext& ctx) {
       }
       pair_out.push_back(std::sqrt(sq / s.rows()));
     }
+    pacer.done();
     progress.advance(static_cast<double>(c) * m.steps);
   }
   progress.finish();

@@ -51,13 +51,21 @@ namespace {
 
 // The philox table as chunk-driver work (host/chunks.hpp): chunk i is up to 256 consecutive
 // sampler chunks (kernels/dkstd.hpp, about 2^20 normals each up to d_k 2048) of one d_k, fewer
-// beyond d_k 4096 so that a chunk holds at most 2^29 normals (with d_k at most 2^16, a second
-// or less on two AVX2 cores: Ctrl-C and progress stay responsive); its state is their Moments,
-// merged left to right; the driver folds the chunks' states left to right per d_k. So the merge
-// tree is fixed by (N, d_k list) alone.
+// beyond d_k 4096 so that a chunk holds at most 2^29 normals (with d_k at most 2^16); its state
+// is their Moments, merged left to right; the driver folds the chunks' states left to right per
+// d_k. So the merge tree is fixed by (N, d_k list) alone. A chunk's sampler chunks are computed
+// in backend calls of the backend's size (sampler_chunks_per_call), each after a stop point: on
+// two AVX2 cores shared with another job (AMD EPYC, Zen 3) a whole chunk of 2^29 normals took
+// 1.2-1.3 s, past the second in which Ctrl-C must be honoured; a call's parts are per sampler
+// chunk, so how the calls are cut leaves the bits.
+std::uint64_t sampler_chunk_normals(const dkstd::Plan& p) { return 2 * p.chunk_samples() * p.d_k; }
 std::uint64_t sampler_chunks_per_chunk(const dkstd::Plan& p) {
-  const std::uint64_t normals = 2 * p.chunk_samples() * p.d_k;  // one sampler chunk's
-  return std::clamp<std::uint64_t>((std::uint64_t{1} << 29) / normals, 1, 256);
+  return std::clamp<std::uint64_t>((std::uint64_t{1} << 29) / sampler_chunk_normals(p), 1, 256);
+}
+std::uint64_t sampler_chunks_per_call(const dkstd::Plan& p, const Backend& b) {
+  return std::max<std::uint64_t>(
+      1,
+      std::min(b.dkstd_chunks_per_call(), b.dkstd_normals_per_call() / sampler_chunk_normals(p)));
 }
 
 bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks, std::uint64_t n,
@@ -95,7 +103,13 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
         sizes.push_back(c.count);
       }
       parts.resize(static_cast<std::size_t>(sampler_chunks));
-      ctx.backend.dkstd_chunks(plans[head.key], head.first, sampler_chunks, parts.data());
+      const dkstd::Plan& p = plans[head.key];
+      const std::uint64_t per_call = sampler_chunks_per_call(p, ctx.backend);
+      for (std::uint64_t done = 0; done < sampler_chunks; done += per_call) {
+        stop_point();
+        ctx.backend.dkstd_chunks(p, head.first + done, std::min(per_call, sampler_chunks - done),
+                                 parts.data() + done);
+      }
       std::size_t k = 0;
       for (const std::uint64_t size : sizes) {
         Moments m;

@@ -153,12 +153,12 @@ void Backend::train_runs(const tiny::Config* configs, const std::uint64_t* seeds
 }
 
 void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,
-                          double* out) const {
+                          double* out, const Monitor& monitor) const {
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) return head::train_seeds_cuda(m, seeds, count, out);
 #endif
-  head::train_seeds_cpu(m, seeds, count, out);
+  head::train_seeds_cpu(m, seeds, count, out, monitor);
 }
 
 std::vector<double> Backend::quantiles(std::vector<double> values,

@@ -43,6 +43,12 @@ class Backend {
   // progress and Ctrl-C stay responsive. The d_k sampler: chunks of 256 lanes (kernels/dkstd.hpp);
   // training: seeds.
   std::uint64_t dkstd_chunks_per_call() const { return kind_ == DeviceKind::cuda ? 65536 : 64; }
+  // And at most this many of the sampler's normals (2 N d_k) a call: on the CPU a quarter second
+  // of two AVX2 cores (5e8 normals/s), so that a stop point comes within the second even when
+  // another job shares the cores; on the GPU no more than the chunks say.
+  std::uint64_t dkstd_normals_per_call() const {
+    return kind_ == DeviceKind::cuda ? ~std::uint64_t{0} : std::uint64_t{1} << 27;
+  }
   std::uint64_t seeds_per_call() const {
     return kind_ == DeviceKind::cuda ? (1u << 20) : (1u << 14);
   }
@@ -68,9 +74,10 @@ class Backend {
                   const tiny::TrainOptions& o, Precision precision, tiny::TrainResult* out) const;
   // The general head (kernels/head.hpp): trains seeds[0 .. count) of model m; out holds
   // count * head::result_size(m) values (loss, map rows, output rows per seed). m.x, m.y in
-  // host memory.
+  // host memory. The CPU stops within a step of monitor.stop_requested() and throws
+  // Interrupted; a GPU call runs to its end (the caller sizes calls by time).
   void train_heads(const head::Model& m, const std::uint64_t* seeds, std::int64_t count,
-                   double* out) const;
+                   double* out, const Monitor& monitor = silent_monitor()) const;
   // Sorts `values` (moved in: a sweep's weights can be large) and returns the quantiles.
   std::vector<double> quantiles(std::vector<double> values, const std::vector<double>& probs) const;
 

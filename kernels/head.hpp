@@ -30,6 +30,7 @@
 
 #include "hd.hpp"
 #include "lanes.hpp"  // exp_t of lane packs (host only), declared before the templates use it
+#include "monitor.hpp"
 #include "numpy_random.hpp"
 #include "tiny_model.hpp"  // tiny::Grad, tiny::Schedule, splat
 
@@ -261,12 +262,19 @@ ATTN_HD ATTN_INLINE T loss(const Model& m, const Layout& l, M w) {
   return loss_of<T>(m, l, w);
 }
 
+// train's stop test when nothing can stop it (the GPU's threads).
+struct NeverStop {
+  ATTN_HD constexpr bool operator()() const { return false; }
+};
+
 // Central differences (step h, one element at a time, as the lesson) of L with respect to the
-// weights at w[wo] ((d_model, cols)); the gradient goes to w[go] (same shape).
-template <class T, class M>
+// weights at w[wo] ((d_model, cols)); the gradient goes to w[go] (same shape). stop() is asked
+// before each element (a large head's gradient is thousands of forward passes): see train.
+template <class T, class M, class Stop>
 ATTN_HD ATTN_INLINE void numeric_grad(const Model& m, const Layout& l, M w, std::int64_t wo,
-                                      int cols, std::int64_t go) {
+                                      int cols, std::int64_t go, Stop stop) {
   for (int e = 0; e < m.d_model * cols; ++e) {
+    if (stop()) return;
     const T keep = w[wo + e];
     w[wo + e] = keep + m.h;
     const T hi = loss<T>(m, l, w);
@@ -301,9 +309,12 @@ ATTN_HD ATTN_INLINE void descend_of(const Model& m, const Layout& l, M w, int wh
 }
 
 // Trains the weights in the workspace for m.steps steps. On return the workspace holds the
-// forward pass at the final weights (P, O valid on the rows of R).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void train(const Model& m, M w) {
+// forward pass at the final weights (P, O valid on the rows of R). stop() is asked before each
+// step and each element of a numeric gradient; when it says true, train returns at once and the
+// workspace holds nothing usable (the CPU's way to honour Ctrl-C within a large head's run,
+// head_cpu.cpp).
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}) {
   const Layout l = layout(m);
   const int trained = m.train_values ? 3 : 2;
   const std::int64_t wo[3] = {l.wq, l.wk, l.wv};
@@ -312,15 +323,16 @@ ATTN_HD ATTN_INLINE void train(const Model& m, M w) {
                                 2 * static_cast<std::int64_t>(m.d_model) * m.d_k};
   forward<T>(m, l, w);
   for (int step = 0; step < m.steps; ++step) {
+    if (stop()) return;
     if (m.grad == Grad::numeric) {
       if (m.schedule == Schedule::sequential) {
         for (int which = 0; which < trained; ++which) {
-          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g);
+          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g, stop);
           apply_numeric<T>(m, w, wo[which], cols[which], l.g);
         }
       } else {  // all gradients at the same weights, then all updates
         for (int which = 0; which < trained; ++which)
-          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g + goff[which]);
+          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g + goff[which], stop);
         for (int which = 0; which < trained; ++which)
           apply_numeric<T>(m, w, wo[which], cols[which], l.g + goff[which]);
       }
@@ -386,8 +398,11 @@ ATTN_HD void write_result(const Model& m, Get& get, double* out) {
 }
 
 // Many seeds: for i < count, out + i * result_size(m) = the results of training seed seeds[i].
-// x and y in host memory.
-void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out);
+// x and y in host memory. The CPU's threads ask monitor.stop_requested() between steps and
+// numeric-gradient elements (a large head's seed can train for minutes), and throw Interrupted
+// once they have all returned.
+void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
+                     const Monitor& monitor = silent_monitor());
 #if defined(ATTNLAB_WITH_CUDA)
 // GPU: one seed per thread (see head_cuda.cu for why); host pointers in and out.
 void train_seeds_cuda(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out);

@@ -26,14 +26,25 @@ struct Free {
 };
 
 // Trains seeds[0 .. lanes) (lanes <= kPackLanes; a short group repeats its last seed) in the
-// workspace ws (layout(m).total packs) and writes their results.
+// workspace ws (layout(m).total packs) and writes their results; writes nothing when the
+// monitor asked to stop.
 ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
-                                  double* out) {
+                                  double* out, const Monitor& monitor) {
   for (int lane = 0; lane < kPackLanes; ++lane) {
     auto store = [ws, lane](std::int64_t at, double v) { ws[at][lane] = v; };
     initial_weights(m, seeds[std::min(lane, lanes - 1)], store);
   }
-  train<P>(m, ws);
+  // The monitor is asked at every test when a step is 1e5 FLOPs or more (the call is then
+  // nothing beside it), at every 16th below (a virtual call at each numeric-gradient element
+  // cost 8% at the lesson's size, ~100 FLOPs a step). Once it said stop, every test says so, so
+  // that train's loops all end at once.
+  const unsigned mask = flops_per_step(m) < 1e5 ? 15 : 0;
+  bool stopped = false;
+  unsigned tests = 0;
+  train<P>(m, ws, [&] {
+    return stopped || ((++tests & mask) == 0 && (stopped = monitor.stop_requested()));
+  });
+  if (stopped) return;
   const std::int64_t size = result_size(m);
   for (int lane = 0; lane < lanes; ++lane) {
     auto get = [ws, lane](std::int64_t at) { return ws[at][lane]; };
@@ -43,12 +54,14 @@ ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, in
 
 // Compiled for every CPU level (kernels/cpu_clones.hpp); the best one runs.
 ATTN_CPU_LEVELS(void, train_group,
-                (const Model& m, const std::uint64_t* seeds, int lanes, P* ws, double* out),
-                (m, seeds, lanes, ws, out))
+                (const Model& m, const std::uint64_t* seeds, int lanes, P* ws, double* out,
+                 const Monitor& monitor),
+                (m, seeds, lanes, ws, out, monitor))
 
 }  // namespace
 
-void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out) {
+void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
+                     const Monitor& monitor) {
   const std::int64_t groups = (count + kPackLanes - 1) / kPackLanes;
   const std::int64_t total = layout(m).total;
   const std::int64_t size = result_size(m);
@@ -62,9 +75,10 @@ void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t co
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t first = g * kPackLanes;
       const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, count - first));
-      train_group(m, seeds + first, lanes, ws.get(), out + first * size);
+      train_group(m, seeds + first, lanes, ws.get(), out + first * size, monitor);
     }
   }
+  monitor.checkpoint();  // after the region: an exception must not leave it
 }
 
 }  // namespace attn::head

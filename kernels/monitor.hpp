@@ -16,6 +16,7 @@ class Monitor {
   virtual ~Monitor() = default;
   // `units` more units of work are done (normals, model-steps, ...). Host thread only.
   virtual void advance(double units) { (void)units; }
+  // Any thread may ask (a kernel's workers poll it).
   virtual bool stop_requested() const { return false; }
   // Throws Interrupted when a stop was requested; call between chunks of work.
   void checkpoint() const {

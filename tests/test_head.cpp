@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,58 @@ TEST(HeadGradient, SequentialScheduleUsesTheUpdatedQueries) {
     b[e] = by_hand.ws[e] - start[e];
   }
   EXPECT_LT(rel_norm(a, b), 1e-6);
+}
+
+// A monitor that says stop from its `after`-th question on, and counts the questions.
+struct StopAfter : Monitor {
+  explicit StopAfter(int n) : after(n) {}
+  bool stop_requested() const override { return ++asked > after; }
+  int after;
+  mutable std::atomic<int> asked{0};
+};
+
+// The CPU's training honours a stop within a step or a gradient element: it throws Interrupted
+// having asked a few times, where running on would ask thousands of times (3000 steps; the
+// numeric gradient's 768 elements a step). Shapes above and below the 1e5 FLOPs a step at
+// which it asks at every test instead of every 16th; both gradients; 16 seeds, so two or more
+// lane groups share the threads.
+TEST(HeadTraining, CpuStopsWithinAStepWhenTheMonitorSaysSo) {
+  for (const int width : {2, 16}) {
+    for (const head::Grad grad : {head::Grad::analytic, head::Grad::numeric}) {
+      SCOPED_TRACE("width " + std::to_string(width) +
+                   (grad == head::Grad::numeric ? " numeric" : " analytic"));
+      std::mt19937_64 rng(5);
+      Case c = random_case(rng);
+      c.m.n = width;
+      c.m.d_model = c.m.d_k = c.m.d_v = width;
+      c.m.r0 = 0;
+      c.x.assign(c.m.n * c.m.d_model, 0.5);
+      c.y.assign(c.m.n * c.m.d_v, 0.25);
+      c.m.x = c.x.data();
+      c.m.y = c.y.data();
+      c.m.steps = 3000;
+      c.m.grad = grad;
+      std::vector<std::uint64_t> seeds(16);
+      for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = i;
+      std::vector<double> out(seeds.size() * head::result_size(c.m), -7.0);
+      StopAfter monitor(3);
+      EXPECT_THROW(head::train_seeds_cpu(c.m, seeds.data(), static_cast<std::int64_t>(seeds.size()),
+                                         out.data(), monitor),
+                   Interrupted);
+      EXPECT_LE(monitor.asked.load(), 3 + 2 * static_cast<int>(seeds.size()));
+      EXPECT_EQ(std::count(out.begin(), out.end(), -7.0), static_cast<std::ptrdiff_t>(out.size()))
+          << "a seed ran to its end and wrote results";
+      if (width == 2) {  // and a monitor that never stops changes nothing
+        StopAfter never(1 << 30);
+        std::vector<double> silent(out.size()), watched(out.size());
+        c.m.steps = 20;
+        head::train_seeds_cpu(c.m, seeds.data(), 16, silent.data());
+        head::train_seeds_cpu(c.m, seeds.data(), 16, watched.data(), never);
+        EXPECT_EQ(silent, watched);
+        EXPECT_GT(never.asked.load(), 0);
+      }
+    }
+  }
 }
 
 // Per-seed CSV rows: column name -> values, in file order.

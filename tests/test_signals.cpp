@@ -73,10 +73,24 @@ TEST(Signals, NumericGradientSweep) {
   expect_stops("--table training-sweep --seeds 0:100000 --grad analytic -q", SIGTERM);
 }
 TEST(Signals, DkStdBothGenerators) {
-  expect_stops("--table dk-std --rng philox --dk 4096 --samples 1e9 -q", SIGTERM);
+  // On one thread, as when another job shares the cores: a chunk of 2^29 normals took about two
+  // seconds there (0.9-1.3 s to stop), so the sampler is called in smaller parts.
+  expect_stops("--table dk-std --rng philox --dk 4096 --samples 1e9 --threads 1 -q", SIGTERM);
   // The largest d_k: a chunk is fewer sampler chunks, so it still stops within a second.
-  expect_stops("--table dk-std --rng philox --dk 65536 --samples 1e6 -q", SIGTERM);
+  expect_stops("--table dk-std --rng philox --dk 65536 --samples 1e6 --threads 1 -q", SIGTERM);
   expect_stops("--table dk-std --rng numpy --dk 512 --samples 1e7 -q", SIGINT);
+}
+// A whole call of 2^14 seeds took 5-6 s to stop at the lesson's size (11-12 s on one thread);
+// a large head's first two seeds, a minute, by steps or by numeric-gradient elements.
+TEST(Signals, AttentionSweep) {
+  expect_stops("--table attention-sweep --seeds 0:100000 -q", SIGINT);
+  expect_stops(
+      "--table attention-sweep --task random --words 32 --d-model 64 --d-k 64 --seeds 0:1000 -q",
+      SIGTERM);
+  expect_stops(
+      "--table attention-sweep --task random --words 16 --d-model 16 --d-k 16 --seeds 0:1000 "
+      "--grad numeric -q",
+      SIGINT);
 }
 TEST(Signals, SoftmaxSaturation) {
   expect_stops("--table softmax-saturation --samples 1e7 -q", SIGINT);
