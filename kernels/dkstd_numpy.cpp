@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -137,7 +138,8 @@ void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
 // Eight lanes hold the generator's states after words pos .. pos+7 (lane j's XSL-RR output is
 // word pos+j); one step moves every lane 8 words on, s -> A8 s + C8 (the 8-step LCG, built by
 // composing the one-step map), so the eight 128-bit multiplies are independent. Each lane takes
-// the ziggurat's first step on its word, the tables read by gathers, and stores its candidate
+// the ziggurat's first step on its word, its layer's k and w read by table lookups (Isa::layer:
+// permutes and a gather at AVX-512, paired scalar loads at AVX2), and stores its candidate
 // value in the slot of its word: in a block of vectors, word w's value at slot[w - base].
 // About 98.5% of words are accepted there; a vector with a lane that is not (about 11% of
 // vectors) is listed with its lanes' states, with no branch in the loop (a branch there, taken
@@ -223,6 +225,17 @@ BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t wor
   return BlockEnd{n, c, state};
 }
 
+// Each layer's k and w side by side, for the AVX2 decoder's paired loads (v3::Isa::layer).
+struct alignas(16) KW {
+  std::uint64_t k;
+  double w;
+};
+alignas(64) constexpr std::array<KW, 256> kLayers = [] {
+  std::array<KW, 256> t{};
+  for (int i = 0; i < 256; ++i) t[i] = KW{zig::kZigguratK[i], zig::kZigguratW[i]};
+  return t;
+}();
+
 // GCC 12 warns that the intrinsics' internal __Y "may be used uninitialized" (a known false
 // positive of the _mm*_set1/undefined intrinsics under -Wextra).
 #pragma GCC diagnostic push
@@ -260,10 +273,6 @@ struct Isa {  // one AVX-512 register
   static V add_carry(V hi, V sum, V addend) {
     return _mm512_mask_add_epi64(hi, _mm512_cmplt_epu64_mask(sum, addend), hi, set1(1));
   }
-  static V gather(const std::uint64_t* t, V idx) {
-    return _mm512_i64gather_epi64(idx, reinterpret_cast<const long long*>(t), 8);
-  }
-  static D gather(const double* t, V idx) { return _mm512_i64gather_pd(idx, t, 8); }
   // The lanes surely accepted: rabs >> 36 < k16[idx] (k16 = kZigguratK >> 36, so then rabs <
   // kZigguratK[idx]). The 256 16-bit thresholds sit in eight registers and are read by four
   // two-register permutes, about half the cost of an eight-lane gather on the machines
@@ -277,7 +286,16 @@ struct Isa {  // one AVX-512 register
       for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(k + 32 * i);
     }
   };
-  static unsigned surely_accepted(const KTable& k, V idx, V rabs) {
+  // A vector's layers: the indices, k read by surely_accepted's permutes, w by width's gather.
+  struct Layer {
+    const KTable& k;
+    V idx;
+  };
+  static Layer layer(const KTable& k, V idx) { return {k, idx}; }
+  static D width(const Layer& l) { return _mm512_i64gather_pd(l.idx, zig::kZigguratW, 8); }
+  static unsigned surely_accepted(const Layer& l, V rabs) {
+    const KTable& k = l.k;
+    const V idx = l.idx;
     const __m512i p0 = _mm512_permutex2var_epi16(k.t[0], idx, k.t[1]);
     const __m512i p1 = _mm512_permutex2var_epi16(k.t[2], idx, k.t[3]);
     const __m512i p2 = _mm512_permutex2var_epi16(k.t[4], idx, k.t[5]);
@@ -362,18 +380,34 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
            static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(m.b))) << 4;
   }
   static V add_carry(V hi, V sum, V addend) { return sub(hi, lt_lanes(sum, addend)); }
-  static V gather(const std::uint64_t* t, V idx) {
-    const auto* base = reinterpret_cast<const long long*>(t);
-    return {_mm256_i64gather_epi64(base, idx.a, 8), _mm256_i64gather_epi64(base, idx.b, 8)};
-  }
-  static D gather(const double* t, V idx) {
-    return {_mm256_i64gather_pd(t, idx.a, 8), _mm256_i64gather_pd(t, idx.b, 8)};
-  }
-  // The lanes accepted: rabs < kZigguratK[idx], read by gathers (AVX2 has no 16-bit permutes).
+  // A vector's layers' k and w, read from kLayers (k and w side by side, 16 bytes a layer): a
+  // 16-byte load per lane, two lanes' pairs to a register, and unpacks sort the k's from the
+  // w's (lane order: unpacklo of (0, 2) and (1, 3) is (k0, k1 | k2, k3)). It replaced four
+  // four-lane gathers a vector: on the AVX2 machine measured (AMD EPYC, Zen 3) a gather took
+  // 2.2-2.5 ns against 1.3 ns for four scalar loads and their inserts, and the numpy stream on
+  // one thread (`bench_kernels DkStdNumpyStream/512/1`) took 38-39 against 44-61 ms.
   struct KTable {};
-  static unsigned surely_accepted(const KTable&, V idx, V rabs) {
-    return lt(rabs, gather(zig::kZigguratK, idx));
+  struct Layer {
+    V k;
+    D w;
+  };
+  static Layer layer(const KTable&, V idx) {
+    alignas(32) std::uint64_t i[8];
+    store(i, idx);
+    auto pair = [&](int j) {
+      return _mm_load_si128(reinterpret_cast<const __m128i*>(&kLayers[i[j]]));
+    };
+    auto two = [&](int j0, int j1) {
+      return _mm256_inserti128_si256(_mm256_castsi128_si256(pair(j0)), pair(j1), 1);
+    };
+    const __m256i e0 = two(0, 2), o0 = two(1, 3), e1 = two(4, 6), o1 = two(5, 7);
+    return {{_mm256_unpacklo_epi64(e0, o0), _mm256_unpacklo_epi64(e1, o1)},
+            {_mm256_castsi256_pd(_mm256_unpackhi_epi64(e0, o0)),
+             _mm256_castsi256_pd(_mm256_unpackhi_epi64(e1, o1))}};
   }
+  static D width(const Layer& l) { return l.w; }
+  // The lanes accepted: rabs < k[idx].
+  static unsigned surely_accepted(const Layer& l, V rabs) { return lt(rabs, l.k); }
   // Exact below 2^52: the bits of 2^52 + x as a double, less 2^52.
   static D to_double(V x) {
     const V m = or_(x, set1(0x4330000000000000ull));
