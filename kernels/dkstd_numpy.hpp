@@ -42,12 +42,17 @@ namespace attn::dkstd {
 using PieceDecoder = std::function<void(const numpy_rng::Pcg64& g0, Piece* pieces,
                                         std::size_t count, int head, double* values)>;
 
-// How a run of normals is cut. Defaults: pieces of at least 2^14 words, 32 per thread (each
-// thread decodes four at once).
+// How a run of normals is cut. Defaults: each run of normals a round decodes in 8 pieces per
+// thread, of at least 2^12 words.
 struct StreamSplit {
-  std::uint64_t piece_words = 0;     // words per piece; 0: automatic
-  int threads = 0;                   // OpenMP threads; 0: OpenMP's default
-  int head_starts = 64;              // normal starts a piece records for the resync, 1 .. 64
+  std::uint64_t piece_words = 0;  // words per piece; 0: automatic
+  int threads = 0;                // OpenMP threads; 0: OpenMP's default
+  // Normal starts a piece records for the resync, 1 .. 64, decoded one at a time (the vector
+  // loop records none). A piece's speculative decode meets the true starts at its first normal
+  // unless that word belongs to a rare normal's extra words (about 1.5%), and each later step
+  // misses again with about that chance: eight leave a miss at about 1e-15 (then the piece is
+  // decoded again, same bits), and cost an eighth of the scalar steps of 64.
+  int head_starts = 8;
   std::uint64_t wave_normals = 0;    // next_block: q normals per wave; 0: by the block's size
   std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: as q's
   PieceDecoder decoder;              // decodes the pieces; empty: this CPU's threads
