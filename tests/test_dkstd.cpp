@@ -46,6 +46,24 @@ TEST(DkStdSampler, SimdTwinEqualsScalarLanesBitForBit) {
   }
 }
 
+// Samples past 2^32: the counter's high word is 1 in some lanes of a chunk and 0 in others
+// (the AVX2 copy builds each lane's counter words itself), and the last chunk of a run of
+// 2^32 + 300 samples is partial.
+TEST(DkStdSampler, SimdTwinEqualsScalarLanesPastTwoTo32Samples) {
+  constexpr std::uint64_t kTwo32 = std::uint64_t{1} << 32;
+  for (std::uint32_t d_k : {3u, 64u}) {
+    const dkstd::Plan p = dkstd::make_plan(kTwo32 + 300, d_k, 77);
+    const std::uint64_t across = (kTwo32 - 5) / p.chunk_samples();  // holds samples 2^32 - 5 ..
+    for (const std::uint64_t c : {across, p.chunks() - 1}) {
+      ASSERT_LT(p.chunk_first(c), kTwo32 + 300);
+      Moments simd;
+      dkstd::chunk_moments_cpu(p, c, 1, &simd);
+      EXPECT_TRUE(same_bits(simd, scalar_chunk(p, c))) << "d_k " << d_k << " chunk " << c;
+      EXPECT_GT(simd.n, 0.0);
+    }
+  }
+}
+
 TEST(DkStdSampler, SampleDotIsTheDotOfItsNormals) {
   // q[2j], q[2j+1], k[2j], k[2j+1] come from block j: recompute the dot in double.
   const philox::Key key = philox::key_from_seed(7);
