@@ -4,7 +4,8 @@
 // in lockstep: the loop over lanes is the innermost one, straight-line code that the compiler
 // turns into SIMD (16 floats per AVX-512 register). Each lane's arithmetic is exactly
 // sample_dot's and Moments::push's, so the bits equal the GPU's. The chunk's loop is compiled
-// for each x86-64 level (cpu_clones.hpp); on AVX2 (x86-64-v3) it runs 8 lanes per register.
+// for each x86-64 level (cpu_clones.hpp); on AVX2 (x86-64-v3) it runs 8 lanes per register and
+// takes the Philox words from hand-written AVX2 (dots_consecutive_avx2).
 #include <omp.h>
 
 #include <cstdint>
