@@ -327,11 +327,10 @@ std::vector<Table> run(const RunContext& ctx) {
                     ctx.opt.quiet);
   std::vector<std::uint64_t> chunk_seeds;
   std::vector<double> out;
-  ChunkPacer pacer(2, 2, chunk);
+  ChunkPacer pacer(2, 2, chunk, 0.1, 2);  // even chunks: i0 stays even
   for (std::uint64_t i0 = 0, c = 0; i0 < count; i0 += c) {
     progress.checkpoint();
     c = pacer.next(count - i0);
-    if (c < count - i0) c = std::max<std::uint64_t>(2, c - c % 2);  // i0 stays even
     chunk_seeds.resize(c);
     out.resize(c * result);
     for (std::uint64_t i = 0; i < c; ++i) chunk_seeds[i] = seeds.at(i0 + i);

@@ -36,12 +36,16 @@ void stop_point() {
 }
 
 ChunkPacer::ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
-                       double target_seconds)
-    : size_(std::min(std::max(first, min), max)), min_(min), max_(max), target_(target_seconds) {}
+                       double target_seconds, std::uint64_t multiple)
+    : size_(std::min(std::max(first, min), max)),
+      min_(min),
+      max_(max),
+      target_(target_seconds),
+      multiple_(std::max<std::uint64_t>(1, multiple)) {}
 
 std::uint64_t ChunkPacer::next(std::uint64_t remaining) {
   start_ = std::chrono::steady_clock::now();
-  return std::min(size_, remaining);
+  return std::min(std::max(multiple_, size_ - size_ % multiple_), remaining);
 }
 
 void ChunkPacer::done() {

@@ -29,12 +29,13 @@ void stop_point();
 // Sizes the chunks of a loop over many independent items so that each chunk takes about
 // target_seconds: the first chunk has `first` items, the size doubles after a chunk that took
 // less than half the target and shrinks to fit the target after one that took more than twice
-// it, within [min, max]. Results must not depend on how the items are chunked (each item
-// independent).
+// it, within [min, max]. Every chunk but a last one that takes all that remains is a multiple of
+// `multiple` (items that pair up). Results must not depend on how the items are chunked (each
+// item independent).
 class ChunkPacer {
  public:
-  ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
-             double target_seconds = 0.1);
+  ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max, double target_seconds = 0.1,
+             std::uint64_t multiple = 1);
   // The size of the next chunk (at most remaining); starts its clock.
   std::uint64_t next(std::uint64_t remaining);
   // The chunk ended: adapts the size for the next one.
@@ -43,6 +44,7 @@ class ChunkPacer {
  private:
   std::uint64_t size_, min_, max_;
   double target_;
+  std::uint64_t multiple_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -68,19 +68,39 @@ inline CpuLevel cpu_level() {
 
 }  // namespace attn
 
+// RET NAME PARAMS: calls NAME##_v4, NAME##_v3 or NAME##_baseline ARGS at cpu_level().
+#define ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS) \
+  RET NAME PARAMS {                                       \
+    switch (::attn::cpu_level()) {                        \
+      case ::attn::CpuLevel::v4:                          \
+        return NAME##_v4 ARGS;                            \
+      case ::attn::CpuLevel::v3:                          \
+        return NAME##_v3 ARGS;                            \
+      default:                                            \
+        return NAME##_baseline ARGS;                      \
+    }                                                     \
+  }
+
 // Defines RET NAME PARAMS, which runs `NAME##_body ARGS` (an always-inline function) compiled
 // for cpu_level(). PARAMS and ARGS are parenthesized lists: (int n, float* x) and (n, x).
 #define ATTN_CPU_LEVELS(RET, NAME, PARAMS, ARGS)                   \
   ATTN_TARGET_V4 RET NAME##_v4 PARAMS { return NAME##_body ARGS; } \
   ATTN_TARGET_V3 RET NAME##_v3 PARAMS { return NAME##_body ARGS; } \
   RET NAME##_baseline PARAMS { return NAME##_body ARGS; }          \
-  RET NAME PARAMS {                                                \
-    switch (::attn::cpu_level()) {                                 \
-      case ::attn::CpuLevel::v4:                                   \
-        return NAME##_v4 ARGS;                                     \
-      case ::attn::CpuLevel::v3:                                   \
-        return NAME##_v3 ARGS;                                     \
-      default:                                                     \
-        return NAME##_baseline ARGS;                               \
-    }                                                              \
-  }
+  ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)
+
+// As ATTN_CPU_LEVELS, for a body that is a template on the level it is compiled for
+// (`template <CpuLevel L> NAME##_body`), so that one level can take a hand-written path
+// (`if constexpr (L == CpuLevel::v3)`). Builds without levels compile every copy as baseline.
+#if ATTN_HAVE_CPU_LEVELS
+#define ATTN_CPU_LEVEL_V4 ::attn::CpuLevel::v4
+#define ATTN_CPU_LEVEL_V3 ::attn::CpuLevel::v3
+#else
+#define ATTN_CPU_LEVEL_V4 ::attn::CpuLevel::baseline
+#define ATTN_CPU_LEVEL_V3 ::attn::CpuLevel::baseline
+#endif
+#define ATTN_CPU_LEVELS_BY_LEVEL(RET, NAME, PARAMS, ARGS)                             \
+  ATTN_TARGET_V4 RET NAME##_v4 PARAMS { return NAME##_body<ATTN_CPU_LEVEL_V4> ARGS; } \
+  ATTN_TARGET_V3 RET NAME##_v3 PARAMS { return NAME##_body<ATTN_CPU_LEVEL_V3> ARGS; } \
+  RET NAME##_baseline PARAMS { return NAME##_body<::attn::CpuLevel::baseline> ARGS; } \
+  ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)

@@ -145,8 +145,8 @@ ATTN_INLINE void push_lanes(LaneArrays& a, unsigned lane0, const float* dots) {
   }
 }
 
-// The chunk's Moments; Avx2: the x86-64-v3 copy's dots_consecutive_avx2.
-template <bool Avx2>
+// The chunk's Moments, compiled for level L: x86-64-v3 takes dots_consecutive_avx2.
+template <CpuLevel L>
 ATTN_INLINE Moments chunk_moments_body(const Plan& p, std::uint64_t chunk) {
   const philox::Key key = philox::key_from_seed(p.seed);
   const std::uint64_t first = p.chunk_first(chunk), end = p.chunk_end(chunk);
@@ -158,7 +158,7 @@ ATTN_INLINE Moments chunk_moments_body(const Plan& p, std::uint64_t chunk) {
       if (i0 + kW <= end) {  // the whole group holds samples: the SIMD path
         float dots[kW];
 #if ATTN_HAVE_CPU_LEVELS
-        if constexpr (Avx2)
+        if constexpr (L == CpuLevel::v3)
           dots_consecutive_avx2(key, p.d_k, i0, dots);
         else
 #endif
@@ -177,27 +177,7 @@ ATTN_INLINE Moments chunk_moments_body(const Plan& p, std::uint64_t chunk) {
   return merge_lanes(lanes);
 }
 
-// chunk_moments_body for each x86-64 level (cpu_clones.hpp), called at cpu_level(); the v3
-// copy takes the hand-written Philox.
-ATTN_TARGET_V4 Moments chunk_moments_v4(const Plan& p, std::uint64_t chunk) {
-  return chunk_moments_body<false>(p, chunk);
-}
-ATTN_TARGET_V3 Moments chunk_moments_v3(const Plan& p, std::uint64_t chunk) {
-  return chunk_moments_body<ATTN_HAVE_CPU_LEVELS != 0>(p, chunk);
-}
-Moments chunk_moments_baseline(const Plan& p, std::uint64_t chunk) {
-  return chunk_moments_body<false>(p, chunk);
-}
-Moments chunk_moments(const Plan& p, std::uint64_t chunk) {
-  switch (cpu_level()) {
-    case CpuLevel::v4:
-      return chunk_moments_v4(p, chunk);
-    case CpuLevel::v3:
-      return chunk_moments_v3(p, chunk);
-    default:
-      return chunk_moments_baseline(p, chunk);
-  }
-}
+ATTN_CPU_LEVELS_BY_LEVEL(Moments, chunk_moments, (const Plan& p, std::uint64_t chunk), (p, chunk))
 
 }  // namespace
 

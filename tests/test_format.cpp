@@ -553,3 +553,33 @@ TEST(HumanNumber, DemoTitlesAndNotes) {
 
 }  // namespace
 }  // namespace attn
+
+#include "host/progress.hpp"
+
+namespace attn {
+namespace {
+
+// ChunkPacer's chunks with a multiple: every chunk but a last one taking all that remains is a
+// multiple of it, however the timing resizes them (fast chunks double from an odd first size;
+// a slow one shrinks to an arbitrary size), and the chunks cover the items exactly.
+TEST(ChunkPacer, ChunksAreMultiplesButTheLast) {
+  ChunkPacer pacer(3, 2, 1000, 1e-9, 2);  // every chunk "too slow": sizes shrink to min
+  ChunkPacer fast(3, 2, 1000, 1e9, 2);    // every chunk "fast": sizes double
+  for (ChunkPacer* p : {&pacer, &fast}) {
+    std::uint64_t done = 0;
+    const std::uint64_t count = 101;
+    while (done < count) {
+      const std::uint64_t c = p->next(count - done);
+      ASSERT_GT(c, 0u);
+      if (c < count - done) {
+        EXPECT_EQ(c % 2, 0u) << "chunk at " << done;
+      }
+      done += c;
+      p->done();
+    }
+    EXPECT_EQ(done, count);
+  }
+}
+
+}  // namespace
+}  // namespace attn
