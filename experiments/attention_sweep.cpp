@@ -18,6 +18,8 @@
 // mean map and the exact quantiles; pairs are measured as the chunks arrive.
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -371,16 +373,22 @@ std::vector<Table> run(const RunContext& ctx) {
   progress.finish();
 
   // The mean map, each seed's JSD to it, the entries' moments.
+  spdlog::debug("attention-sweep: measuring the maps of {} seeds", count);
   const std::int64_t used = static_cast<std::int64_t>(count) - not_finite;
   std::vector<Moments> entry(map);
-  for (std::uint64_t i = 0; i < count; ++i)
+  StopEvery stops(double(1 << 22));  // units: map entries (each a few FLOPs, a log in a JSD)
+  for (std::uint64_t i = 0; i < count; ++i) {
+    stops.add(map);
     if (finite[i])
       for (int e = 0; e < map; ++e) entry[e].push(maps[i * map + e]);
+  }
   std::vector<double> mean_map(map);
   for (int e = 0; e < map; ++e) mean_map[e] = entry[e].mean;
   std::vector<double> to_mean(count, NAN);
-  for (std::uint64_t i = 0; i < count; ++i)
+  for (std::uint64_t i = 0; i < count; ++i) {
+    stops.add(map);
     if (finite[i]) to_mean[i] = map_jsd(&maps[i * map], mean_map.data(), s.rows(), s.n);
+  }
 
   Table t;
   t.name = "attention-sweep";
@@ -394,6 +402,7 @@ std::vector<Table> run(const RunContext& ctx) {
     Moments mo;
     double lo = INFINITY, hi = -INFINITY;
     for (double z : v) {
+      stops.add(1);
       mo.push(z);
       lo = std::min(lo, z);
       hi = std::max(hi, z);
@@ -423,6 +432,7 @@ std::vector<Table> run(const RunContext& ctx) {
   std::vector<double> column(used);
   for (int e = 0; e < map; ++e) {
     std::size_t k = 0;
+    stop_point();
     for (std::uint64_t i = 0; i < count; ++i)
       if (finite[i]) column[k++] = maps[i * map + e];
     distribution("P[" + std::to_string(s.r0 + e / s.n) + "][" + std::to_string(e % s.n) + "]",
@@ -438,6 +448,7 @@ std::vector<Table> run(const RunContext& ctx) {
     std::string rows;
     char cell[96];
     for (std::uint64_t i = 0; i < count; ++i) {
+      stops.add(map);
       std::snprintf(cell, sizeof cell, "%llu,%.17g,%d,%.17g",
                     static_cast<unsigned long long>(seeds.at(i)), losses[i],
                     finite[i] && losses[i] < converged_below ? 1 : 0, to_mean[i]);

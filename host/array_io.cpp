@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xcsv.hpp>
 #include <xtensor/xnpy.hpp>
+
+#include "host/progress.hpp"
 
 namespace attn {
 namespace {
@@ -36,8 +39,14 @@ std::string read_file(const std::string& label, const std::string& path, std::si
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(label, path, "cannot open it");
   std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<std::size_t>(in.gcount()) != size) fail(label, path, "cannot read it");
+  // In pieces with a stop point between them: a file of gigabytes takes seconds to read.
+  constexpr std::size_t kPiece = std::size_t(64) << 20;
+  for (std::size_t at = 0; at < size; at += kPiece) {
+    stop_point();
+    const std::size_t len = std::min(kPiece, size - at);
+    in.read(bytes.data() + at, static_cast<std::streamsize>(len));
+    if (static_cast<std::size_t>(in.gcount()) != len) fail(label, path, "cannot read it");
+  }
   return bytes;
 }
 
@@ -157,7 +166,7 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
   std::string line, kept;
   std::size_t line_no = 0, cols = 0, rows = 0, first_line = 0;
   while (std::getline(in, line)) {
-    ++line_no;
+    if ((++line_no & 0xFFFF) == 0) stop_point();
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#') continue;
     std::size_t count = 0, start = 0;
@@ -240,7 +249,15 @@ void json_walk(const std::string& label, const std::string& path, const nlohmann
 Array load_json(const std::string& label, const std::string& path, const std::string& bytes) {
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(bytes);
+    // The parser's callback, once per element, asks for a stop every 2^20 elements.
+    std::size_t events = 0;
+    doc = nlohmann::json::parse(bytes,
+                                [&events](int, nlohmann::json::parse_event_t, nlohmann::json&) {
+                                  if ((++events & ((std::size_t(1) << 20) - 1)) == 0) stop_point();
+                                  return true;
+                                });
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::exception& e) {
     std::string why = e.what();
     if (const auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
@@ -283,7 +300,8 @@ Array load_array(const std::string& label, const std::string& path, std::size_t 
   Array a = ext == ".npy"   ? load_npy(label, path, bytes)
             : ext == ".csv" ? load_csv(label, path, bytes)
                             : load_json(label, path, bytes);
-  if (a.shape.empty() || a.shape.size() > 3)
+  // The attention command indexes shape[size - 2]: a scalar or a vector must never reach it.
+  if (a.shape.size() < 2 || a.shape.size() > 3)
     fail(label, path,
          "shape " + a.shape_text() + ": expected a matrix or a batch of matrices (2 or 3 axes)");
   for (std::size_t d : a.shape)

@@ -32,8 +32,9 @@ struct Array {
   std::string shape_text() const;  // "(3, 2)"
 };
 
-// Reads PATH; LABEL prefixes every error. Arrays of more than 3 dimensions, or with a zero
-// dimension, are refused. max_bytes: refuse files whose data would need more memory.
+// Reads PATH; LABEL prefixes every error. The result has 2 or 3 axes, none of them zero: a
+// scalar, a vector, an array of more than 3 axes or an empty one is refused. max_bytes: refuse
+// files whose data would need more memory.
 Array load_array(const std::string& label, const std::string& path, std::size_t max_bytes);
 
 // A .npy file (version 1.0, C order, little-endian) holding data with this shape, as bytes,

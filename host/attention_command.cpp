@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include "host/output.hpp"
 #include "host/parse.hpp"
 #include "host/plots.hpp"
+#include "host/progress.hpp"
 #include "host/provenance.hpp"
 #include "softmax.hpp"
 
@@ -32,6 +35,37 @@ struct BadInput : std::runtime_error {
 };
 
 const char* const kOutputs[] = {"q", "k", "v", "scores", "weights", "out"};
+
+// The most multiply-adds between two stop points: a piece of the CPU forward
+// (attention_pieces), and a run of whole problems on the GPU, which does them far faster. Both
+// are far below what a core does in a tenth of a second.
+constexpr double kPieceWork = double(1 << 26);
+constexpr double kGpuPieceWork = double(1 << 26) * 256;
+
+// The most words a heatmap figure draws (n^2 cells of entry 0).
+constexpr std::size_t kFigureWords = 1024;
+
+// Entries [b0, b1) of a problem, as a problem of their own.
+template <class T>
+AttentionProblem<T> entries(const AttentionProblem<T>& p, int b0, int b1) {
+  const AttentionShape& s = p.shape;
+  const std::size_t n = s.n, wq = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_k,
+                    wv = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_v;
+  AttentionProblem<T> e = p;
+  e.shape.batch = b1 - b0;
+  const std::size_t b = std::size_t(b0);
+  e.x += b * n * s.d_model;
+  e.w_q += b * wq;
+  e.w_k += b * wq;
+  e.w_v += b * wv;
+  e.q += b * n * s.d_k;
+  e.k += b * n * s.d_k;
+  e.v += b * n * s.d_v;
+  e.scores += b * n * n;
+  e.weights += b * n * n;
+  e.out += b * n * s.d_v;
+  return e;
+}
 
 // Memory this machine can give: MemAvailable (physical pages not in use).
 std::size_t available_bytes() {
@@ -82,7 +116,9 @@ std::size_t check_weight(const std::string& label, const std::string& path, cons
 
 // The first non-finite entry of an input, for the warning.
 bool first_non_finite(const Array& a, std::string& where, double& value) {
+  StopEvery stops(double(1 << 24));
   for (std::size_t i = 0; i < a.data.size(); ++i) {
+    stops.add(1);
     if (std::isfinite(a.data[i])) continue;
     std::vector<std::size_t> idx(a.shape.size());
     std::size_t r = i;
@@ -121,6 +157,8 @@ Plan plan_request(const AttentionRequest& r) {
     p.wq = load_array("--w-q", r.w_q, budget);
     p.wk = load_array("--w-k", r.w_k, budget);
     p.wv = load_array("--w-v", r.w_v, budget);
+  } catch (const Interrupted&) {
+    throw;
   } catch (const std::runtime_error& e) {
     throw BadInput(e.what());
   }
@@ -251,21 +289,41 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   sh.shared_weights = !p.per_entry;
   sh.causal = p.causal;
   sh.scale = p.scale;
+  // In pieces with a stop point between them (Ctrl-C, SIGTERM): on the CPU, pieces of at most
+  // kPieceWork multiply-adds (attention_pieces: a problem too large for one is cut into rows);
+  // on the GPU, runs of whole problems of at most kGpuPieceWork.
   const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = process_cpu_seconds();
 #if defined(ATTNLAB_WITH_CUDA)
-    if (backend.kind() == DeviceKind::cuda)
-      attention_forward_cuda_host(prob);
-    else
-      attention_forward_cpu(prob);
+    if (backend.kind() == DeviceKind::cuda) {
+      const AttentionShape& s = prob.shape;
+      const int per = static_cast<int>(
+          std::clamp(std::floor(kGpuPieceWork / attention_work(s)), 1.0, double(s.batch)));
+      for (int b = 0; b < s.batch; b += per) {
+        stop_point();
+        attention_forward_cuda_host(entries(prob, b, std::min(s.batch, b + per)));
+      }
+    } else {
+      for (const AttentionPiece& piece : attention_pieces(prob.shape, kPieceWork)) {
+        stop_point();
+        attention_forward_cpu(prob, piece);
+      }
+    }
 #else
     (void)backend;
-    attention_forward_cpu(prob);
+    for (const AttentionPiece& piece : attention_pieces(prob.shape, kPieceWork)) {
+      stop_point();
+      attention_forward_cpu(prob, piece);
+    }
 #endif
     time.cpu += process_cpu_seconds() - c0;
     time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  spdlog::debug(
+      "attention: computing {} problem(s) of {} head(s), pieces of at most {} "
+      "multiply-adds on the CPU",
+      B, H, kPieceWork);
   if (H == 1) {  // one head: the kernels write the results in place
     forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
                                 r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),
@@ -273,6 +331,7 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
     return r;
   }
   for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
+    stop_point();
     const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
                          hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
                          hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
@@ -280,7 +339,9 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
         o(B * n * dvh);
     forward(AttentionProblem<T>{sh, x.data(), hq.data(), hk.data(), hv.data(), q.data(), k.data(),
                                 v.data(), s.data(), w.data(), o.data()});
+    StopEvery stops(double(1 << 24));
     for (std::size_t row = 0; row < B * n; ++row) {  // concatenate the heads
+      stops.add(double(dkh + dvh));
       for (std::size_t c = 0; c < dkh; ++c) {
         r.q[row * p.d_k + h * dkh + c] = q[row * dkh + c];
         r.k[row * p.d_k + h * dkh + c] = k[row * dkh + c];
@@ -290,11 +351,13 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
         r.out[row * p.d_v + h * dvh + c] = o[row * dvh + c];
       }
     }
-    for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t b = 0; b < B; ++b) {
+      stops.add(double(n * n));
       for (std::size_t e = 0; e < n * n; ++e) {
         r.scores[(b * H + h) * n * n + e] = s[b * n * n + e];
         r.weights[(b * H + h) * n * n + e] = w[b * n * n + e];
       }
+    }
   }
   return r;
 }
@@ -359,7 +422,9 @@ Table summary_view(const Plan& p, const Result<T>& r) {
     std::int64_t count = 0, bad = 0;
   } acc[3];
   std::vector<double> row(p.n);
+  StopEvery stops(double(1 << 22));  // units: weights, each an exp or a log in row_stats
   for (std::size_t i = 0; i < rows; ++i) {
+    stops.add(double(p.n));
     const std::size_t visible = p.causal ? i % p.n + 1 : p.n;
     for (std::size_t j = 0; j < visible; ++j) row[j] = r.weights[i * p.n + j];
     const RowStats st = row_stats(row.data(), static_cast<int>(visible));
@@ -456,7 +521,9 @@ void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& 
     }
   }
   std::size_t inf_scores = 0;
+  StopEvery stops(double(1 << 24));
   for (std::size_t i = 0; i < res.scores.size(); ++i) {
+    stops.add(1);
     const bool masked = p.causal && (i % p.n) > (i / p.n) % p.n;
     if (!masked && std::isinf(res.scores[i])) ++inf_scores;
   }
@@ -487,7 +554,11 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
 
   // Destinations before the work, checked and locked as the tables' --out (host/main.cpp): a
   // read-only or full file system is refused here, before anything is computed or printed.
-  const bool plots = !r.no_plots && !r.out_dir.empty() && gnuplot_available();
+  // The figure draws entry 0's n x n weights cell by cell: up to kFigureWords words.
+  const bool figure_fits = p.n <= kFigureWords;
+  const bool plots = !r.no_plots && !r.out_dir.empty() && figure_fits && gnuplot_available();
+  if (!r.no_plots && !r.out_dir.empty() && !figure_fits)
+    spdlog::info("no figure: n = {} words, more than the {} a heatmap draws", p.n, kFigureWords);
   OutDirCleanup cleanup;  // declared first: runs after the lock and the temporaries are gone
   std::unique_ptr<DirLock> lock;
   if (!r.out_dir.empty()) {
@@ -509,6 +580,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
                    gib(p.device_bytes) + " of device memory, " + backend.gpu().name + " has " +
                    gib(backend.gpu().memory_gib * 1024.0 * 1024 * 1024) +
                    " (--device cpu, or a smaller batch)");
+  announce_backend();  // after the last refusal
   KernelTime kt;
   const Result<T> res = compute<T>(p, backend, kt);
   const double kernel_seconds = kt.wall, kernel_cpu_seconds = kt.cpu;
@@ -557,7 +629,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
           std::to_string(std::min(8, p.heads) * 560 + 40) + "," + std::to_string(560);
       for (const char* ext : {".png", ".svg"})
         write_gnuplot_figure(body, d + "attention-weights" + ext, size, r.force);
-    } else if (!r.no_plots) {
+    } else if (!r.no_plots && figure_fits) {
       spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
     }
   }
@@ -599,17 +671,18 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
   sub->add_flag("--no-plots", r.no_plots, "With --out: no figure");
   sub->add_flag("--quiet,-q", r.quiet, "No notices on stderr");
   sub->add_flag("--verbose,-v", r.verbose, "More log lines on stderr");
-  sub->callback([&r, sub] {
-    r.chosen = true;
-    r.out_given = sub->count("--out") > 0;
-  });
+  // An empty value is refused by every option alike (else --scale '' would mean the default).
+  const CLI::Validator non_empty(
+      [](const std::string& v) {
+        return v.empty() ? std::string("an empty value") : std::string();
+      },
+      "", "non-empty");
+  for (CLI::Option* opt : sub->get_options())
+    if (opt->get_expected_min() > 0) opt->check(non_empty);
+  sub->callback([&r] { r.chosen = true; });
 }
 
 int run_attention_command(const AttentionRequest& r, const std::string& command_line) {
-  if (r.out_given && r.out_dir.empty()) {
-    std::fprintf(stderr, "demo attention: error: --out: empty directory name\n");
-    return 2;
-  }
   if (r.quiet) spdlog::set_level(spdlog::level::warn);
   if (r.verbose) spdlog::set_level(spdlog::level::debug);
   try {
@@ -618,6 +691,11 @@ int run_attention_command(const AttentionRequest& r, const std::string& command_
   } catch (const BadInput& e) {
     std::fprintf(stderr, "demo attention: error: %s\n", e.what());
     return 2;
+  } catch (const Interrupted&) {
+    const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+    std::fprintf(stderr, "\ndemo attention: interrupted (%s); no results written\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + sig;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "demo attention: error: %s\n", e.what());
     return 1;

@@ -18,9 +18,13 @@
 // statistics of the weights (max weight, entropy, softmax Jacobian norm; softmax.hpp's
 // row_stats). --out DIR writes q.npy, k.npy, v.npy, scores.npy, weights.npy, out.npy (x's batch
 // shape; scores and weights (batch, H, n, n) with H > 1), attention.json (provenance and the
-// table) and attention-weights.png/.svg (the first entry's weights). As the tables' --out
-// (host/output.hpp): DIR is checked and locked before any work, and the files appear together
+// table) and attention-weights.png/.svg (the first entry's weights, for n <= 1024). As the tables'
+// --out (host/output.hpp): DIR is checked and locked before any work, and the files appear together
 // once stdout is written, or not at all.
+//
+// Ctrl-C and SIGTERM are honoured within a bounded amount of work: the kernels run in pieces
+// (attention.hpp's attention_pieces) with a stop point between them, and every later loop over
+// the results asks too; an interrupted run exits with 130 or 143 and writes no file.
 //
 // Every bad input is refused before any work with one line naming the file and what is wrong
 // (exit 2); the non-finite rules of attention.hpp and softmax.hpp apply, with a warning naming
@@ -41,7 +45,6 @@ struct AttentionRequest {
   std::string heads = "1", scale, dtype, device = "auto", format = "table", threads;
   bool causal = false, force = false, no_plots = false, quiet = false, verbose = false;
   std::string out_dir;
-  bool out_given = false;  // --out was on the command line (an empty DIR is refused)
 };
 
 // Registers the `attention` subcommand and its options on app; parsing fills req.

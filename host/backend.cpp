@@ -47,7 +47,14 @@ void bind_cpu_team(int threads) {
   bind_this_thread();
 }
 
+std::vector<std::string> g_held_notices;  // Backend::select's, until announce_backend()
+
 }  // namespace
+
+void announce_backend() {
+  for (const std::string& line : g_held_notices) spdlog::info("{}", line);
+  g_held_notices.clear();
+}
 
 Backend Backend::select(const std::string& requested, int threads, int gpu, int local_rank) {
   Backend b;
@@ -57,14 +64,16 @@ Backend Backend::select(const std::string& requested, int threads, int gpu, int 
     b.gpu_ = select_gpu(gpu, local_rank);
     if (b.gpu_.present) {
       if (!b.gpu_.passed_over.empty())
-        spdlog::info("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index);
+        g_held_notices.push_back(
+            fmt::format("passed over {}; using GPU {}", b.gpu_.passed_over, b.gpu_.index));
       b.kind_ = DeviceKind::cuda;
       return b;
     }
     if (requested == "cuda")
       throw std::runtime_error("--device cuda: no GPU answers (" + b.gpu_.why_not + ")");
-    spdlog::info("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
-                 human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads"));
+    g_held_notices.push_back(
+        fmt::format("no GPU ({}); running on the CPU with {}", b.gpu_.why_not,
+                    human_count(static_cast<std::uint64_t>(b.threads_), "thread", "threads")));
   }
   bind_cpu_team(b.threads_);
   return b;

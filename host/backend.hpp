@@ -22,13 +22,18 @@ enum class DeviceKind { cpu, cuda };
 // The floating-point type a kernel computes in.
 enum class Precision { f64, f32 };
 
+// Prints the notices Backend::select held back (the CPU fallback, a GPU passed over), once:
+// called where work starts (a Progress is made, results are printed), never before a refusal.
+void announce_backend();
+
 class Backend {
  public:
   // requested: "auto" (CUDA when built with it and a device answers, else CPU with one notice on
-  // stderr), "cpu" or "cuda" (throws std::runtime_error when no GPU answers). threads: CPU
-  // threads for the OpenMP loops (0: all cores). gpu: the CUDA device ordinal to use (-1: the
-  // first usable one, counting from local_rank % devices; kernels/cuda_device.hpp says what
-  // usable means). local_rank: an MPI rank's rank on its node (0 for one process).
+  // stderr, held back until announce_backend() so that a refusal stays one line), "cpu" or "cuda"
+  // (throws std::runtime_error when no GPU answers). threads: CPU threads for the OpenMP loops (0:
+  // all cores). gpu: the CUDA device ordinal to use (-1: the first usable one, counting from
+  // local_rank % devices; kernels/cuda_device.hpp says what usable means). local_rank: an MPI
+  // rank's rank on its node (0 for one process).
   static Backend select(const std::string& requested, int threads, int gpu = -1,
                         int local_rank = 0);
 

@@ -318,6 +318,24 @@ Cli parse_command_line(int argc, char** argv) {
   }
   if (no_plots && o.out_dir.empty())
     cli.warnings.push_back("--no-plots has no effect without --out");
+  // --checkpoint saves the chunk driver's state: tables without chunks have none to save.
+  if (app.count("--checkpoint") || app.count("--checkpoint-every")) {
+    std::string bulk;
+    bool any = false;
+    for (const auto& e : experiments()) {
+      if (!e.chunked) continue;
+      bulk += (bulk.empty() ? "" : ", ") + e.name;
+      any = any || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();
+    }
+    const char* flag = app.count("--checkpoint") ? "--checkpoint" : "--checkpoint-every";
+    if (!any)
+      cli.warnings.push_back(std::string(flag) +
+                             " has no effect here (no table chosen has chunks to save; the bulk "
+                             "tables do: " +
+                             bulk + ")");
+    else if (!app.count("--checkpoint"))
+      cli.warnings.push_back("--checkpoint-every has no effect without --checkpoint");
+  }
 
   for (int i = 0; i < argc; ++i) {
     o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));

@@ -32,6 +32,21 @@ int launched_size() {
 
 int g_rank = 0, g_size = 1, g_local = 0;
 
+}  // namespace
+
+bool launched_as_several() {
+  const int n = launched_size();
+  return n > 1 || n < 0;
+}
+
+int launched_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return 0;
+}
+
+namespace {
+
 #if defined(ATTNLAB_WITH_MPI)
 // The MPI module's table once init() has started MPI; null in a job of one.
 const attn_mpi_api* g_mpi = nullptr;

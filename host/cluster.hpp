@@ -23,6 +23,12 @@ namespace attn::cluster {
 // Whether this build can join an MPI job.
 bool built_with_mpi();
 
+// What the launcher's environment says, without starting MPI (for commands that run as one
+// process): whether it started several processes, and this one's rank among them (0 when no
+// launcher says so).
+bool launched_as_several();
+int launched_rank();
+
 // Starts MPI when launched by mpirun/srun. Throws std::runtime_error when the launcher asks for
 // more than one process but this build has no MPI (each process would run the whole job), or
 // when the MPI module cannot be opened (the message names the path it tried).

@@ -4,8 +4,8 @@
 // 2 bad usage, 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM.
 //
 // A run is one unit: every destination is checked, and every folder written into is locked
-// (DIR/.demo.lock), before any work; files are written under temporary names and renamed into
-// place together after stdout was written; any failure or signal before that leaves nothing.
+// (a flock on DIR itself), before any work; files are written under temporary names and renamed
+// into place together after stdout was written; any failure or signal before that leaves nothing.
 #include <fcntl.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -151,9 +151,13 @@ int run(const Options& o, bool& created_out_dir) {
   std::vector<Table> tables;
   for (const std::string& name : o.tables) {
     stop_point();
+    // A table without chunks is not split over ranks: rank 0 alone computes it (and writes its
+    // files, --per-seed included), the others have no share of it.
+    if (!cluster::is_root() && !find_experiment(name)->chunked) continue;
     auto made = run_experiment(*find_experiment(name), o, o.given, backend);
     tables.insert(tables.end(), made.begin(), made.end());
   }
+  announce_backend();         // held back by Backend::select until no refusal could follow
   if (!reports_results(o)) {  // a shard (its part is written) or an MPI rank but 0
     files.commit_all();
     return 0;
@@ -212,6 +216,10 @@ int main_checked(int argc, char** argv) {
     }
     return cli.exit_code;
   }
+  // compare and attention run as one process: under a launcher that started several, rank 0
+  // alone runs them (it prints and writes), the others end at once.
+  const bool one_process = cli.action == Cli::Action::compare || cli.attention.chosen;
+  if (one_process && cluster::launched_as_several() && cluster::launched_rank() != 0) return 0;
   if (cli.action == Cli::Action::compare)
     return run_compare(cli.compare.a, cli.compare.b, cli.compare.rule);
   if (cli.action == Cli::Action::merge) {

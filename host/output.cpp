@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
+
+#include "host/progress.hpp"
 
 namespace attn {
 namespace {
@@ -145,8 +148,14 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const std::string& data) {
-  if (std::fwrite(data.data(), 1, data.size(), f_) != data.size())
-    throw errno_error("cannot write " + path_, errno);
+  // In pieces with a stop point between them: a file of gigabytes takes seconds to write.
+  constexpr std::size_t kPiece = std::size_t(64) << 20;
+  for (std::size_t at = 0; at < data.size(); at += kPiece) {
+    stop_point();
+    const std::size_t len = std::min(kPiece, data.size() - at);
+    if (std::fwrite(data.data() + at, 1, len, f_) != len)
+      throw errno_error("cannot write " + path_, errno);
+  }
 }
 
 void AtomicFile::commit() {
@@ -188,47 +197,36 @@ void OutputSet::commit_all() {
   files_.clear();
 }
 
-DirLock::DirLock(const std::string& dir) : dir_(dir), path_(dir + "/.demo.lock") {
-  // Lock, then check that the file locked is still the one at path_: a run that releases the
-  // lock removes the file first, so a lock on a removed file is retried.
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0) throw errno_error(dir + ": cannot write there", errno);
-    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      const int e = errno;
-      char pid[32] = {0};
-      const ssize_t n = pread(fd_, pid, sizeof pid - 1, 0);
-      close(fd_);
-      fd_ = -1;
-      if (e != EWOULDBLOCK) throw errno_error(dir + ": cannot lock it", e);
-      const std::string who = n > 0 ? " (pid " + std::string(pid, strcspn(pid, "\n")) + ")" : "";
-      throw std::runtime_error("another demo run" + who + " is writing into " + dir +
-                               "; wait for it to finish or choose another folder");
-    }
-    struct stat held {
-    }, now{};
-    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-        held.st_dev == now.st_dev) {
-      const std::string pid = std::to_string(getpid()) + "\n";
-      if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
-        const int e = errno;
-        unlink(path_.c_str());
-        close(fd_);
-        fd_ = -1;
-        throw errno_error(dir + ": cannot write there", e);
-      }
-      return;
-    }
+DirLock::DirLock(const std::string& dir) : dir_(dir) {
+  // The lock is on the folder itself (flock on its descriptor): no lock file exists, so a run
+  // killed at any moment, SIGKILL included, leaves nothing behind, and the kernel releases the
+  // lock with the process.
+  fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw errno_error(dir + ": cannot open it", errno);
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
     close(fd_);
     fd_ = -1;
+    if (e != EWOULDBLOCK) throw errno_error(dir + ": cannot lock it", e);
+    throw std::runtime_error("another demo run is writing into " + dir +
+                             "; wait for it to finish or choose another folder");
   }
-  throw std::runtime_error(dir + ": cannot lock it (its lock file keeps changing)");
+  // Whether files can be made there (a read-only file system, /proc, no permission): a probe
+  // file, made and removed at once.
+  const std::string probe = dir + "/.demo.probe-" + std::to_string(getpid());
+  const int p = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (p < 0) {
+    const int e = errno;
+    close(fd_);
+    fd_ = -1;
+    throw errno_error(dir + ": cannot write there", e);
+  }
+  close(p);
+  unlink(probe.c_str());
 }
 
 DirLock::~DirLock() {
-  if (fd_ < 0) return;
-  unlink(path_.c_str());
-  close(fd_);
+  if (fd_ >= 0) close(fd_);
 }
 
 std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,

@@ -6,7 +6,7 @@
 //   stops first (an error, Ctrl-C), the destructor removes the temporary file. While an
 //   OutputSet lives, commits wait and the OutputSet renames every file at the end of the run,
 //   so one run's files appear together or not at all.
-// - places: a DirLock on DIR/.demo.lock keeps two runs from writing into one folder at once;
+// - places: a DirLock on DIR (flock) keeps two runs from writing into one folder at once;
 //   remove_stale_temporaries clears "NAME.tmp-PID" files that a killed run (PID gone) left.
 // - destinations: only a regular file is ever replaced (and only when asked: --force); a
 //   directory, symbolic link, device, FIFO or socket is refused, --force or not.
@@ -93,10 +93,11 @@ class OutputSet {
   std::vector<File> files_;
 };
 
-// An exclusive lock on DIR/.demo.lock (flock), held while the object lives; the lock file is
-// removed again when it is released. Throws std::runtime_error when another process holds it
-// ("another demo run (pid N) is writing into DIR") or when DIR cannot be written (read-only
-// file system, /proc, no permission): both before any work.
+// An exclusive lock on the folder DIR itself (flock), held while the object lives and released
+// by the kernel when the process ends, however it ends: no lock file is ever left behind.
+// Throws std::runtime_error when another process holds it ("another demo run is writing into
+// DIR") or when no file can be made in DIR (read-only file system, /proc, no permission): both
+// before any work.
 class DirLock {
  public:
   explicit DirLock(const std::string& dir);
@@ -106,7 +107,7 @@ class DirLock {
   const std::string& dir() const { return dir_; }  // the folder locked
 
  private:
-  std::string dir_, path_;
+  std::string dir_;
   int fd_ = -1;
 };
 

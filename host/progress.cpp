@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdio>
 
+#include "host/backend.hpp"
+
 namespace attn {
 namespace {
 
@@ -78,7 +80,9 @@ Progress::Progress(std::string label, double total, std::string unit, bool quiet
       quiet_(quiet),
       tty_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()),
-      last_draw_(start_) {}
+      last_draw_(start_) {
+  announce_backend();  // work starts: the device notices held back by Backend::select
+}
 
 Progress::~Progress() { finish(); }
 

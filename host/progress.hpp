@@ -26,6 +26,22 @@ int stop_signal();
 // Throws Interrupted when a signal asked to stop; for loops that have no Monitor.
 void stop_point();
 
+// Calls stop_point() once every `every` units of work counted with add(): for loops whose
+// passes are too short to ask at each one (units: whatever the loop counts, elements or rows).
+class StopEvery {
+ public:
+  explicit StopEvery(double every) : every_(every) {}
+  void add(double units) {
+    if ((done_ += units) >= every_) {
+      done_ = 0;
+      stop_point();
+    }
+  }
+
+ private:
+  double every_, done_ = 0;
+};
+
 // Sizes the chunks of a loop over many independent items so that each chunk takes about
 // target_seconds: the first chunk has `first` items, the size doubles after a chunk that took
 // less than half the target and shrinks to fit the target after one that took more than twice

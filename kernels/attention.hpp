@@ -29,6 +29,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "hd.hpp"
 
@@ -87,9 +88,33 @@ ATTN_HD bool score_not_finite(T s) {
   return !(s - s == T(0));
 }
 
+// A forward pass in pieces, so that a caller can stop (Ctrl-C) or report progress between
+// them. A piece is either whole problems [b0, b1) (step whole, rows [0, n)), or, for a problem
+// whose work alone exceeds the budget, rows [r0, r1) of problem b0 in one of two steps: every
+// row's project (its rows of q, k, v) comes before any row's attend (its rows of scores,
+// weights, out; they read all of k and v). work: the piece's multiply-adds (attention_work).
+enum class AttentionStep { whole, project, attend };
+struct AttentionPiece {
+  AttentionStep step = AttentionStep::whole;
+  int b0 = 0, b1 = 1, r0 = 0, r1 = 1;
+  double work = 0;
+};
+
+// Multiply-adds of one problem: n d_model (2 d_k + d_v) for the projections, n^2 (d_k + d_v) for
+// the scores and the weighted sum, n^2 for the softmax (an exp counted as one).
+double attention_work(const AttentionShape& s);
+// The pieces of a forward pass over the whole batch, in the order they must run: each holds at
+// most `budget` multiply-adds, except one row of one step when that alone holds more. Every
+// pass over a piece list gives the bits of one whole call. Throws std::invalid_argument for an
+// invalid shape or a budget that is not positive.
+std::vector<AttentionPiece> attention_pieces(const AttentionShape& s, double budget);
+
 // CPU twin. Inputs and outputs in host memory.
 template <class T>
 void attention_forward_cpu(const AttentionProblem<T>& p);
+// One piece of it (attention_pieces); throws std::invalid_argument for a piece outside p.
+template <class T>
+void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& piece);
 
 // The score step alone: scores (batch, n_q, n_k) = scale * q (batch, n_q, d) k (batch, n_k, d)^T.
 template <class T>

@@ -121,24 +121,35 @@ inline double flops_per_step(const Model& m) {
   return f;
 }
 
+// The stop test when nothing can stop the work (the GPU's threads, small heads): it compiles
+// away. The matrix steps below ask their Stop before each row of their result, train before
+// each step: with a stop test that can say true, the work between two tests is one row of one
+// product, whatever the head's size.
+struct NeverStop {
+  ATTN_HD constexpr bool operator()() const { return false; }
+};
+
 // out[i][c] = Σ_k x[i][k] W[k][c] for rows i in [r_begin, n): a projection (Q, K or V).
 // x (n, d_model) shared; W at w[wo] (d_model, cols); out at w[oo] (n, cols).
-template <class T, class M>
+template <class T, class M, class Stop = NeverStop>
 ATTN_HD ATTN_INLINE void project(const Model& m, M w, std::int64_t wo, std::int64_t oo, int cols,
-                                 int r_begin) {
-  for (int i = r_begin; i < m.n; ++i)
+                                 int r_begin, Stop stop = {}) {
+  for (int i = r_begin; i < m.n; ++i) {
+    if (stop()) return;
     for (int c = 0; c < cols; ++c) {
       T acc = splat<T>(0.0);
       for (int k = 0; k < m.d_model; ++k) acc = acc + m.x[i * m.d_model + k] * w[wo + k * cols + c];
       w[oo + i * cols + c] = acc;
     }
+  }
 }
 
 // Scores and softmax on the rows of R: P[i][j] = softmax_j(Q_i · K_j / √d_k).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void scores_softmax(const Model& m, const Layout& l, M w) {
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void scores_softmax(const Model& m, const Layout& l, M w, Stop stop = {}) {
   const double root = sqrt(static_cast<double>(m.d_k));
   for (int i = m.r0; i < m.n; ++i) {
+    if (stop()) return;
     T top = splat<T>(0.0);
     for (int j = 0; j < m.n; ++j) {
       T s = splat<T>(0.0);
@@ -158,14 +169,16 @@ ATTN_HD ATTN_INLINE void scores_softmax(const Model& m, const Layout& l, M w) {
 }
 
 // O = P V on the rows of R.
-template <class T, class M>
-ATTN_HD ATTN_INLINE void outputs(const Model& m, const Layout& l, M w) {
-  for (int i = m.r0; i < m.n; ++i)
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void outputs(const Model& m, const Layout& l, M w, Stop stop = {}) {
+  for (int i = m.r0; i < m.n; ++i) {
+    if (stop()) return;
     for (int c = 0; c < m.d_v; ++c) {
       T acc = splat<T>(0.0);
       for (int j = 0; j < m.n; ++j) acc = acc + w[l.p + i * m.n + j] * w[l.v + j * m.d_v + c];
       w[l.o + i * m.d_v + c] = acc;
     }
+  }
 }
 
 // L = Σ_{r ∈ R} ‖O_r − Y_r‖² from the stored O.
@@ -181,19 +194,20 @@ ATTN_HD ATTN_INLINE T loss_of(const Model& m, const Layout& l, M w) {
 }
 
 // The whole forward pass from the weights: Q (rows of R), K, V, P, O.
-template <class T, class M>
-ATTN_HD ATTN_INLINE void forward(const Model& m, const Layout& l, M w) {
-  project<T>(m, w, l.wq, l.q, m.d_k, m.r0);
-  project<T>(m, w, l.wk, l.k, m.d_k, 0);
-  project<T>(m, w, l.wv, l.v, m.d_v, 0);
-  scores_softmax<T>(m, l, w);
-  outputs<T>(m, l, w);
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void forward(const Model& m, const Layout& l, M w, Stop stop = {}) {
+  project<T>(m, w, l.wq, l.q, m.d_k, m.r0, stop);
+  project<T>(m, w, l.wk, l.k, m.d_k, 0, stop);
+  project<T>(m, w, l.wv, l.v, m.d_v, 0, stop);
+  scores_softmax<T>(m, l, w, stop);
+  outputs<T>(m, l, w, stop);
 }
 
 // dO = 2 (O − Y), dP = dO Vᵀ, then dS = P ⊙ (dP − rowsum(dP ⊙ P)) in place of dP; rows of R.
-template <class T, class M>
-ATTN_HD ATTN_INLINE void backward_scores(const Model& m, const Layout& l, M w) {
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void backward_scores(const Model& m, const Layout& l, M w, Stop stop = {}) {
   for (int i = m.r0; i < m.n; ++i) {
+    if (stop()) return;
     for (int c = 0; c < m.d_v; ++c)
       w[l.d_o + i * m.d_v + c] = 2.0 * (w[l.o + i * m.d_v + c] - m.y[i * m.d_v + c]);
     T dot = splat<T>(0.0);
@@ -209,152 +223,165 @@ ATTN_HD ATTN_INLINE void backward_scores(const Model& m, const Layout& l, M w) {
 }
 
 // dQ = dS K / √d_k (rows of R).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void grad_queries(const Model& m, const Layout& l, M w) {
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void grad_queries(const Model& m, const Layout& l, M w, Stop stop = {}) {
   const double root = sqrt(static_cast<double>(m.d_k));
-  for (int i = m.r0; i < m.n; ++i)
+  for (int i = m.r0; i < m.n; ++i) {
+    if (stop()) return;
     for (int c = 0; c < m.d_k; ++c) {
       T acc = splat<T>(0.0);
       for (int j = 0; j < m.n; ++j) acc = acc + w[l.d_p + i * m.n + j] * w[l.k + j * m.d_k + c];
       w[l.dq + i * m.d_k + c] = acc / root;
     }
+  }
 }
 
 // dK = dSᵀ Q / √d_k (all rows; sums over the rows of R).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void grad_keys(const Model& m, const Layout& l, M w) {
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void grad_keys(const Model& m, const Layout& l, M w, Stop stop = {}) {
   const double root = sqrt(static_cast<double>(m.d_k));
-  for (int j = 0; j < m.n; ++j)
+  for (int j = 0; j < m.n; ++j) {
+    if (stop()) return;
     for (int c = 0; c < m.d_k; ++c) {
       T acc = splat<T>(0.0);
       for (int i = m.r0; i < m.n; ++i) acc = acc + w[l.d_p + i * m.n + j] * w[l.q + i * m.d_k + c];
       w[l.dk + j * m.d_k + c] = acc / root;
     }
+  }
 }
 
 // dV = Pᵀ dO (all rows; sums over the rows of R).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void grad_values(const Model& m, const Layout& l, M w) {
-  for (int j = 0; j < m.n; ++j)
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void grad_values(const Model& m, const Layout& l, M w, Stop stop = {}) {
+  for (int j = 0; j < m.n; ++j) {
+    if (stop()) return;
     for (int c = 0; c < m.d_v; ++c) {
       T acc = splat<T>(0.0);
       for (int i = m.r0; i < m.n; ++i) acc = acc + w[l.p + i * m.n + j] * w[l.d_o + i * m.d_v + c];
       w[l.dv + j * m.d_v + c] = acc;
     }
+  }
 }
 
 // W ← W − lr Xᵀ dZ over rows [r_begin, n): W at w[wo] (d_model, cols), dZ at w[go] (n, cols).
-template <class T, class M>
+template <class T, class M, class Stop = NeverStop>
 ATTN_HD ATTN_INLINE void descend(const Model& m, M w, std::int64_t wo, std::int64_t go, int cols,
-                                 int r_begin) {
-  for (int k = 0; k < m.d_model; ++k)
+                                 int r_begin, Stop stop = {}) {
+  for (int k = 0; k < m.d_model; ++k) {
+    if (stop()) return;
     for (int c = 0; c < cols; ++c) {
       T acc = splat<T>(0.0);
       for (int i = r_begin; i < m.n; ++i) acc = acc + m.x[i * m.d_model + k] * w[go + i * cols + c];
       w[wo + k * cols + c] = w[wo + k * cols + c] - m.lr * acc;
     }
+  }
 }
 
 // The loss at the workspace's current weights (a whole forward pass).
-template <class T, class M>
-ATTN_HD ATTN_INLINE T loss(const Model& m, const Layout& l, M w) {
-  forward<T>(m, l, w);
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE T loss(const Model& m, const Layout& l, M w, Stop rows = {}) {
+  forward<T>(m, l, w, rows);
   return loss_of<T>(m, l, w);
 }
 
-// train's stop test when nothing can stop it (the GPU's threads).
-struct NeverStop {
-  ATTN_HD constexpr bool operator()() const { return false; }
-};
-
 // Central differences (step h, one element at a time, as the lesson) of L with respect to the
 // weights at w[wo] ((d_model, cols)); the gradient goes to w[go] (same shape). stop() is asked
-// before each element (a large head's gradient is thousands of forward passes): see train.
-template <class T, class M, class Stop>
+// before each element (a large head's gradient is thousands of forward passes), rows() inside
+// each forward pass: see train.
+template <class T, class M, class Stop, class Rows = NeverStop>
 ATTN_HD ATTN_INLINE void numeric_grad(const Model& m, const Layout& l, M w, std::int64_t wo,
-                                      int cols, std::int64_t go, Stop stop) {
+                                      int cols, std::int64_t go, Stop stop, Rows rows = {}) {
   for (int e = 0; e < m.d_model * cols; ++e) {
     if (stop()) return;
     const T keep = w[wo + e];
     w[wo + e] = keep + m.h;
-    const T hi = loss<T>(m, l, w);
+    const T hi = loss<T>(m, l, w, rows);
     w[wo + e] = keep - m.h;
-    const T lo = loss<T>(m, l, w);
+    const T lo = loss<T>(m, l, w, rows);
     w[wo + e] = keep;
     w[go + e] = (hi - lo) / (2.0 * m.h);
   }
 }
 
 // W ← W − lr G for the weights at w[wo] and a gradient at w[go], both (d_model, cols).
-template <class T, class M>
+template <class T, class M, class Stop = NeverStop>
 ATTN_HD ATTN_INLINE void apply_numeric(const Model& m, M w, std::int64_t wo, int cols,
-                                       std::int64_t go) {
-  for (int e = 0; e < m.d_model * cols; ++e) w[wo + e] = w[wo + e] - m.lr * w[go + e];
+                                       std::int64_t go, Stop rows = {}) {
+  for (int k = 0; k < m.d_model; ++k) {
+    if (rows()) return;
+    for (int c = 0; c < cols; ++c) {
+      const std::int64_t e = static_cast<std::int64_t>(k) * cols + c;
+      w[wo + e] = w[wo + e] - m.lr * w[go + e];
+    }
+  }
 }
 
 // The analytic gradient of matrix `which` (0 W_Q, 1 W_K, 2 W_V) into the dQ/dK/dV arrays, at
 // the forward state in the workspace (which backward_scores has used).
-template <class T, class M>
-ATTN_HD ATTN_INLINE void grad_of(const Model& m, const Layout& l, M w, int which) {
-  if (which == 0) grad_queries<T>(m, l, w);
-  if (which == 1) grad_keys<T>(m, l, w);
-  if (which == 2) grad_values<T>(m, l, w);
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void grad_of(const Model& m, const Layout& l, M w, int which, Stop rows = {}) {
+  if (which == 0) grad_queries<T>(m, l, w, rows);
+  if (which == 1) grad_keys<T>(m, l, w, rows);
+  if (which == 2) grad_values<T>(m, l, w, rows);
 }
 
-template <class T, class M>
-ATTN_HD ATTN_INLINE void descend_of(const Model& m, const Layout& l, M w, int which) {
-  if (which == 0) descend<T>(m, w, l.wq, l.dq, m.d_k, m.r0);
-  if (which == 1) descend<T>(m, w, l.wk, l.dk, m.d_k, 0);
-  if (which == 2) descend<T>(m, w, l.wv, l.dv, m.d_v, 0);
+template <class T, class M, class Stop = NeverStop>
+ATTN_HD ATTN_INLINE void descend_of(const Model& m, const Layout& l, M w, int which,
+                                    Stop rows = {}) {
+  if (which == 0) descend<T>(m, w, l.wq, l.dq, m.d_k, m.r0, rows);
+  if (which == 1) descend<T>(m, w, l.wk, l.dk, m.d_k, 0, rows);
+  if (which == 2) descend<T>(m, w, l.wv, l.dv, m.d_v, 0, rows);
 }
 
 // Trains the weights in the workspace for m.steps steps. On return the workspace holds the
 // forward pass at the final weights (P, O valid on the rows of R). stop() is asked before each
-// step and each element of a numeric gradient; when it says true, train returns at once and the
-// workspace holds nothing usable (the CPU's way to honour Ctrl-C within a large head's run,
-// head_cpu.cpp).
-template <class T, class M, class Stop = NeverStop>
-ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}) {
+// step and each element of a numeric gradient, rows() before each row of every matrix product
+// (NeverStop by default: a head small enough that a step is short needs no test inside it);
+// once either says true, train returns as soon as the loops it is in end, and the workspace
+// holds nothing usable (the CPU's way to honour Ctrl-C within a large head's run,
+// head_cpu.cpp). A stop test that says true must say true at every later call.
+template <class T, class M, class Stop = NeverStop, class Rows = NeverStop>
+ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}, Rows rows = {}) {
   const Layout l = layout(m);
   const int trained = m.train_values ? 3 : 2;
   const std::int64_t wo[3] = {l.wq, l.wk, l.wv};
   const int cols[3] = {m.d_k, m.d_k, m.d_v};
   const std::int64_t goff[3] = {0, static_cast<std::int64_t>(m.d_model) * m.d_k,
                                 2 * static_cast<std::int64_t>(m.d_model) * m.d_k};
-  forward<T>(m, l, w);
+  forward<T>(m, l, w, rows);
   for (int step = 0; step < m.steps; ++step) {
     if (stop()) return;
     if (m.grad == Grad::numeric) {
       if (m.schedule == Schedule::sequential) {
         for (int which = 0; which < trained; ++which) {
-          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g, stop);
-          apply_numeric<T>(m, w, wo[which], cols[which], l.g);
+          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g, stop, rows);
+          apply_numeric<T>(m, w, wo[which], cols[which], l.g, rows);
         }
       } else {  // all gradients at the same weights, then all updates
         for (int which = 0; which < trained; ++which)
-          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g + goff[which], stop);
+          numeric_grad<T>(m, l, w, wo[which], cols[which], l.g + goff[which], stop, rows);
         for (int which = 0; which < trained; ++which)
-          apply_numeric<T>(m, w, wo[which], cols[which], l.g + goff[which]);
+          apply_numeric<T>(m, w, wo[which], cols[which], l.g + goff[which], rows);
       }
-      forward<T>(m, l, w);
+      forward<T>(m, l, w, rows);
       continue;
     }
     if (m.schedule == Schedule::sequential) {
       for (int which = 0; which < trained; ++which) {
-        backward_scores<T>(m, l, w);
-        grad_of<T>(m, l, w, which);
-        descend_of<T>(m, l, w, which);
-        if (which == 0) project<T>(m, w, l.wq, l.q, m.d_k, m.r0);
-        if (which == 1) project<T>(m, w, l.wk, l.k, m.d_k, 0);
-        if (which == 2) project<T>(m, w, l.wv, l.v, m.d_v, 0);
-        if (which < 2) scores_softmax<T>(m, l, w);
-        outputs<T>(m, l, w);
+        backward_scores<T>(m, l, w, rows);
+        grad_of<T>(m, l, w, which, rows);
+        descend_of<T>(m, l, w, which, rows);
+        if (which == 0) project<T>(m, w, l.wq, l.q, m.d_k, m.r0, rows);
+        if (which == 1) project<T>(m, w, l.wk, l.k, m.d_k, 0, rows);
+        if (which == 2) project<T>(m, w, l.wv, l.v, m.d_v, 0, rows);
+        if (which < 2) scores_softmax<T>(m, l, w, rows);
+        outputs<T>(m, l, w, rows);
       }
     } else {
-      backward_scores<T>(m, l, w);
-      for (int which = 0; which < trained; ++which) grad_of<T>(m, l, w, which);
-      for (int which = 0; which < trained; ++which) descend_of<T>(m, l, w, which);
-      forward<T>(m, l, w);
+      backward_scores<T>(m, l, w, rows);
+      for (int which = 0; which < trained; ++which) grad_of<T>(m, l, w, which, rows);
+      for (int which = 0; which < trained; ++which) descend_of<T>(m, l, w, which, rows);
+      forward<T>(m, l, w, rows);
     }
   }
 }

@@ -36,14 +36,22 @@ ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, in
   }
   // The monitor is asked at every test when a step is 1e5 FLOPs or more (the call is then
   // nothing beside it), at every 16th below (a virtual call at each numeric-gradient element
-  // cost 8% at the lesson's size, ~100 FLOPs a step). Once it said stop, every test says so, so
-  // that train's loops all end at once.
-  const unsigned mask = flops_per_step(m) < 1e5 ? 15 : 0;
+  // would be a large share of a step of the lesson's size, ~100 FLOPs). A step of kRowTestFlops
+  // or more is also tested before each row of each matrix product, so that the work between two
+  // tests is one row (n or d_model multiply-adds per column) however large the head. Once it
+  // said stop, every test says so, so that train's loops all end at once.
+  constexpr double kRowTestFlops = 1e7;
+  const double flops = flops_per_step(m);
+  const unsigned mask = flops < 1e5 ? 15 : 0;
   bool stopped = false;
   unsigned tests = 0;
-  train<P>(m, ws, [&] {
+  const auto stop = [&] {
     return stopped || ((++tests & mask) == 0 && (stopped = monitor.stop_requested()));
-  });
+  };
+  if (flops < kRowTestFlops)
+    train<P>(m, ws, stop);
+  else
+    train<P>(m, ws, stop, [&] { return stopped || (stopped = monitor.stop_requested()); });
   if (stopped) return;
   const std::int64_t size = result_size(m);
   for (int lane = 0; lane < lanes; ++lane) {

@@ -1,6 +1,7 @@
 // helpers.hpp: small things several tests need: running demo, asking numpy, reading test data.
 #pragma once
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -132,6 +133,60 @@ struct TempDir {
     return file(name);
   }
 };
+
+// A run of demo that was sent a signal once it said it was ready.
+struct SignalledRun {
+  bool ready = false;  // the ready text appeared on stderr before demo ended
+  bool hung = false;   // demo had not ended hang_seconds after the signal (it was killed)
+  int exit_code = -1;  // the exit status, or 128 + signal when killed
+  std::string err;     // all of demo's stderr
+};
+
+// Starts demo with args (stdout to /dev/null, env prepended to the command line), reads its
+// stderr until a line holds ready_text, then sends sig to demo and waits for it. What is asserted
+// is the outcome, never a time: hang_seconds only keeps a demo that ignores the signal from
+// hanging the test (it is then killed, and hung is set).
+inline SignalledRun signal_when_ready(const std::string& args, const std::string& ready_text,
+                                      int sig, const std::string& env = "",
+                                      int hang_seconds = 120) {
+  SignalledRun r;
+  int fds[2];
+  if (pipe(fds) != 0) return r;
+  const std::string cmd = env + " exec " + std::string(ATTN_DEMO) + " " + args + " >/dev/null";
+  const pid_t pid = fork();
+  if (pid < 0) return r;
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::FILE* in = fdopen(fds[0], "r");
+  char buf[4096];
+  while (!r.ready && std::fgets(buf, sizeof buf, in)) {
+    r.err += buf;
+    r.ready = r.err.find(ready_text) != std::string::npos;
+  }
+  if (r.ready) kill(pid, sig);
+  // The rest of stderr, with the hang guard: a watcher kills demo if it outlives it.
+  const pid_t watcher = fork();
+  if (watcher == 0) {
+    sleep(static_cast<unsigned>(hang_seconds));
+    kill(pid, SIGKILL);
+    _exit(0);
+  }
+  while (std::fgets(buf, sizeof buf, in)) r.err += buf;
+  std::fclose(in);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  kill(watcher, SIGKILL);
+  waitpid(watcher, nullptr, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  return r;
+}
 
 inline nlohmann::json read_json(const std::string& path) {
   std::ifstream f(path);

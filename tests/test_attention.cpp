@@ -105,6 +105,84 @@ TEST(AttentionCpu, MatchesLongDoubleReferenceOnRandomShapes) {
   }
 }
 
+// Pieces (the unit between two stop points): each within the budget unless it is a single row
+// of one step, together every row of every problem once per step, each problem's projections
+// before its attention rows; run piece by piece, the bits of one whole call, for budgets that
+// take whole problems, several rows and single rows.
+TEST(AttentionCpu, PiecesAreBoundedCoverEveryRowAndGiveTheWholeCallsBits) {
+  std::mt19937_64 rng(12);
+  const AttentionShape shapes[] = {{3, 37, 5, 6, 7, false, false, 0},
+                                   {2, 23, 9, 4, 3, true, false, 0},
+                                   {5, 6, 3, 2, 2, true, true, 0.5}};
+  for (const AttentionShape& sh : shapes)
+    for (double budget : {1.0, 100.0, 2000.0, 1e4, 1e9}) {
+      SCOPED_TRACE("n=" + std::to_string(sh.n) + " budget=" + std::to_string(budget));
+      const std::vector<AttentionPiece> pieces = attention_pieces(sh, budget);
+      // Coverage and order: a count per (problem, row, step).
+      std::vector<int> projected(std::size_t(sh.batch) * sh.n), attended(projected.size());
+      const double entry = attention_work(sh);
+      for (const AttentionPiece& pc : pieces) {
+        const bool single_row = pc.step != AttentionStep::whole && pc.r1 - pc.r0 == 1;
+        EXPECT_TRUE(pc.work <= budget || single_row) << pc.work;
+        if (pc.step == AttentionStep::whole) {
+          EXPECT_EQ(pc.work, entry * (pc.b1 - pc.b0));
+          for (int b = pc.b0; b < pc.b1; ++b)
+            for (int r = 0; r < sh.n; ++r) {
+              ++projected[std::size_t(b) * sh.n + r];
+              ++attended[std::size_t(b) * sh.n + r];
+            }
+          continue;
+        }
+        ASSERT_EQ(pc.b1, pc.b0 + 1);
+        for (int r = pc.r0; r < pc.r1; ++r) {
+          const std::size_t at = std::size_t(pc.b0) * sh.n + r;
+          if (pc.step == AttentionStep::project) {
+            ++projected[at];
+          } else {
+            for (int j = 0; j < sh.n; ++j)  // every row of k and v exists before
+              EXPECT_EQ(projected[std::size_t(pc.b0) * sh.n + j], 1);
+            ++attended[at];
+          }
+        }
+      }
+      for (std::size_t i = 0; i < projected.size(); ++i) {
+        EXPECT_EQ(projected[i], 1);
+        EXPECT_EQ(attended[i], 1);
+      }
+      // Bits: piece by piece against one call.
+      Buffers whole = random_problem(sh, rng), parts = whole;
+      run_cpu(sh, whole);
+      AttentionProblem<double> p{sh,
+                                 parts.x.data(),
+                                 parts.wq.data(),
+                                 parts.wk.data(),
+                                 parts.wv.data(),
+                                 parts.q.data(),
+                                 parts.k.data(),
+                                 parts.v.data(),
+                                 parts.s.data(),
+                                 parts.p.data(),
+                                 parts.o.data()};
+      for (const AttentionPiece& pc : pieces) attention_forward_cpu(p, pc);
+      EXPECT_EQ(parts.q, whole.q);
+      EXPECT_EQ(parts.k, whole.k);
+      EXPECT_EQ(parts.v, whole.v);
+      EXPECT_EQ(parts.o, whole.o);
+      EXPECT_EQ(parts.p, whole.p);
+      for (std::size_t i = 0; i < whole.s.size(); ++i)  // -inf == -inf; no NaN here
+        EXPECT_EQ(parts.s[i], whole.s[i]);
+    }
+  EXPECT_THROW(attention_pieces(shapes[0], 0), std::invalid_argument);
+  Buffers b = random_problem(shapes[0], rng);
+  AttentionProblem<double> p{shapes[0],   b.x.data(), b.wq.data(), b.wk.data(),
+                             b.wv.data(), b.q.data(), b.k.data(),  b.v.data(),
+                             b.s.data(),  b.p.data(), b.o.data()};
+  EXPECT_THROW(attention_forward_cpu(p, AttentionPiece{AttentionStep::whole, 0, 4, 0, 37, 1}),
+               std::invalid_argument);
+  EXPECT_THROW(attention_forward_cpu(p, AttentionPiece{AttentionStep::attend, 0, 2, 0, 3, 1}),
+               std::invalid_argument);
+}
+
 TEST(AttentionCpu, CausalMaskZeroesTheFutureAndMarksScores) {
   std::mt19937_64 rng(3);
   const AttentionShape sh{3, 6, 4, 4, 4, false, true, 0};

@@ -314,6 +314,13 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
   const std::string fifo = d.file("fifo.npy");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   std::filesystem::create_directories(d.file("dir.npy"));
+  // Ranks the command cannot read: x or a weight as a vector (read as n = 33 past its end before
+  // the rank was checked), a scalar, four axes; in every format that can hold them.
+  const std::string x1 = save<double>(d, "x1.npy", {2, 0}, {2});
+  const std::string x0 = raw_npy(
+      d, "x0.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", std::string(8, '\0'));
+  const std::string x4 = save<double>(d, "x4.npy", std::vector<double>(6, 1.0), {1, 1, 3, 2});
+  const std::string v1 = save<double>(d, "v1.npy", {1, 0}, {2});
   struct Case {
     std::string args, must_name, must_say;
   };
@@ -345,6 +352,20 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(fifo, w, w, w), "fifo.npy", "not a regular file"},
       {run(d.file("dir.npy"), w, w, w), "dir.npy", "not a regular file"},
       {run(d.write("e.json", "[]"), w, w, w), "e.json", "empty array"},
+      {run(x1, w, w, w), "x1.npy", "shape (2,): expected a matrix"},
+      {run(x0, w, w, w), "x0.npy", "shape (): expected a matrix"},
+      {run(x4, w, w, w), "x4.npy", "shape (1, 1, 3, 2): expected a matrix"},
+      {run(d.write("x1.json", "[2, 0]"), w, w, w), "x1.json", "shape (2,): expected a matrix"},
+      {run(x, v1, w, w), "v1.npy", "shape (2,): expected a matrix"},
+      {run(x, w, v1, w), "v1.npy", "shape (2,): expected a matrix"},
+      {run(x, w, w, v1), "v1.npy", "shape (2,): expected a matrix"},
+      {run(x, w, w, d.write("v1.json", "[1, 0]")), "v1.json", "shape (2,): expected a matrix"},
+      {run(x, w, w, w, " --scale ''"), "--scale", "an empty value"},
+      {run(x, w, w, w, " --dtype ''"), "--dtype", "an empty value"},
+      {run(x, w, w, w, " --threads ''"), "--threads", "an empty value"},
+      {run(x, w, w, w, " --heads ''"), "--heads", "an empty value"},
+      {run(x, w, w, w, " --format ''"), "--format", "an empty value"},
+      {run(x, w, w, w, " --device ''"), "--device", "an empty value"},
       {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
       {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
       {run(x, w, w, w, " --threads 0"), "--threads", "from 1 to " + cores + " "},
@@ -433,6 +454,39 @@ TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
   for (const char* f :
        {"q.npy", "k.npy", "v.npy", "scores.npy", "weights.npy", "out.npy", "attention.json"})
     EXPECT_TRUE(std::filesystem::exists(there + "/" + f)) << f;
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+// ---- Ctrl-C and SIGTERM: honoured in the kernels and after them --------------------------------
+
+// A problem far longer than the moment the signal comes (n = 8192, d = 64: about 10^10
+// multiply-adds): the signal is sent once demo says it computes, and demo must stop with 130 or
+// 143 and leave no file. Before, it ignored both and wrote every file.
+TEST(AttentionCommand, SignalsStopTheKernelsAndLeaveNoFiles) {
+  TempDir d;
+  std::vector<float> x(8192 * 64), w(64 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(double(i)));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(std::cos(double(i))) / 8;
+  const std::string xs = save<float>(d, "x.npy", x, {8192, 64});
+  const std::string ws = save<float>(d, "w.npy", w, {64, 64});
+  for (const auto& [heads, sig] : {std::pair{1, SIGTERM}, std::pair{2, SIGINT}}) {
+    const std::string out = d.file("o" + std::to_string(heads));
+    const auto r = test::signal_when_ready(
+        "attention --x " + xs + " --w-q " + ws + " --w-k " + ws + " --w-v " + ws + " --heads " +
+            std::to_string(heads) + " --device cpu -v --out " + out,
+        "attention: computing", sig);
+    SCOPED_TRACE(r.err);
+    ASSERT_TRUE(r.ready);
+    EXPECT_FALSE(r.hung) << "the signal was ignored";
+    EXPECT_EQ(r.exit_code, 128 + sig);
+    EXPECT_NE(r.err.find("interrupted"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(out)) << "the folder demo made is removed again";
+  }
 }
 
 }  // namespace

@@ -360,6 +360,46 @@ TEST(CliWarnings, UnusedOptionsAreNamed) {
   EXPECT_EQ(ok.err.find("no effect"), std::string::npos) << ok.err;
 }
 
+// --checkpoint and --checkpoint-every save the chunk driver's state: with tables that have no
+// chunks they were silently ignored (exit 0, no file).
+TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
+  test::TempDir dir;
+  for (const char* table :
+       {"training", "weighted-average", "attention-sweep --steps 1 --seeds 0:4"}) {
+    SCOPED_TRACE(table);
+    const auto r = test::run_demo(std::string("--table ") + table + " --format csv --checkpoint " +
+                                  dir.file("ck.json"));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("--checkpoint has no effect here"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("ck.json")));
+  }
+  const auto every = test::run_demo("--table knob --format csv --checkpoint-every 5");
+  EXPECT_NE(every.err.find("--checkpoint-every has no effect"), std::string::npos) << every.err;
+  const auto alone =
+      test::run_demo("--table dk-std --dk 2 --samples 100 --format csv --checkpoint-every 5");
+  EXPECT_NE(alone.err.find("--checkpoint-every has no effect without --checkpoint"),
+            std::string::npos)
+      << alone.err;
+}
+
+// A refusal is one line: the device notice ("no GPU ...; running on the CPU") waits until work
+// starts, so a table that refuses its request prints its error alone.
+TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
+  const auto r = test::run_demo(
+      "--table attention-sweep --task random --words 64 --d-model 2 "
+      "--d-k 2 --seeds 0:1000000000000");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  ASSERT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("demo: error:", 0), 0u) << r.err;
+  // And a run that works still says where it runs, once.
+  const auto ok = test::run_demo("--table dk-std --dk 2 --samples 100 --format csv");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  const std::size_t at = ok.err.find("running on the CPU");
+  EXPECT_NE(at, std::string::npos) << ok.err;
+  EXPECT_EQ(at, ok.err.rfind("running on the CPU")) << ok.err;
+}
+
 // Output locations are checked before any work: one line, nothing else on stderr.
 TEST(CliRefuses, UnwritableOutputsBeforeAnyWork) {
   for (const char* args : {"--table rnn-decay --out /proc/attn-forbidden/x",

@@ -209,6 +209,94 @@ TEST(HeadTraining, CpuStopsWithinAStepWhenTheMonitorSaysSo) {
   }
 }
 
+// The workspace seen through a counter: every read or write of an element is one unit of work.
+struct CountingWorkspace {
+  double* p;
+  std::int64_t* units;
+  double& operator[](std::int64_t i) const {
+    ++*units;
+    return p[i];
+  }
+};
+
+// The work between two stop tests, in workspace accesses: with a row test (what the CPU uses
+// for a large head) it is at most a few rows of one product, about 4 D^2 for D the largest of
+// n, d_model, d_k, d_v, for both gradients and schedules; with none (NeverStop, the
+// step test alone) a whole step, which at n = d = 1024 took seconds and ignored Ctrl-C.
+TEST(HeadTraining, WorkBetweenTwoStopTestsIsAFewRowsOfAProduct) {
+  for (const head::Grad grad : {head::Grad::analytic, head::Grad::numeric})
+    for (const head::Schedule schedule :
+         {head::Schedule::sequential, head::Schedule::simultaneous}) {
+      std::mt19937_64 rng(9);
+      Case c = random_case(rng);
+      c.m.n = 24;
+      c.m.d_model = 20;
+      c.m.d_k = 16;
+      c.m.d_v = 12;
+      c.m.r0 = 1;
+      c.x.resize(c.m.n * c.m.d_model, 0.5);
+      c.y.resize(c.m.n * c.m.d_v, 0.25);
+      c.m.x = c.x.data();
+      c.m.y = c.y.data();
+      c.ws.resize(head::layout(c.m).total, 0.1);
+      c.m.steps = grad == head::Grad::numeric ? 1 : 2;
+      c.m.grad = grad;
+      c.m.schedule = schedule;
+      const std::int64_t d = 24;
+      std::int64_t units = 0, last = 0, widest = 0, tests = 0;
+      const auto test = [&] {
+        widest = std::max(widest, units - last);
+        last = units;
+        ++tests;
+        return false;
+      };
+      std::vector<double> watched = c.ws, plain = c.ws;
+      head::train<double>(c.m, CountingWorkspace{watched.data(), &units}, test, test);
+      widest = std::max(widest, units - last);
+      SCOPED_TRACE(std::string(grad == head::Grad::numeric ? "numeric" : "analytic") +
+                   (schedule == head::Schedule::sequential ? " sequential" : " simultaneous"));
+      EXPECT_LE(widest, 4 * d * d) << "of " << units << " units in " << tests << " tests";
+      EXPECT_GT(units / c.m.steps, 50 * 4 * d * d) << "a step is far more than the bound";
+      // The tests change nothing.
+      head::train<double>(c.m, plain.data());
+      EXPECT_EQ(watched, plain);
+      // The step test alone: a whole step between two tests.
+      units = last = widest = 0;
+      std::vector<double> again = c.ws;
+      head::train<double>(c.m, CountingWorkspace{again.data(), &units}, test);
+      widest = std::max(widest, units - last);
+      EXPECT_GT(widest, 50 * 4 * d * d);
+    }
+}
+
+// A head large enough that the CPU tests before each row (a step of 1e7 FLOPs or more): a stop
+// is honoured within a step, and a monitor that never stops changes no bit.
+TEST(HeadTraining, LargeHeadStopsWithinAStepAndWatchingChangesNothing) {
+  std::mt19937_64 rng(4);
+  Case c = random_case(rng);
+  c.m.n = c.m.d_model = c.m.d_k = c.m.d_v = 96;
+  c.m.r0 = 0;
+  c.x.assign(c.m.n * c.m.d_model, 0.01);
+  c.y.assign(c.m.n * c.m.d_v, 0.02);
+  c.m.x = c.x.data();
+  c.m.y = c.y.data();
+  ASSERT_GE(head::flops_per_step(c.m), 1e7);
+  c.m.steps = 1000;
+  std::vector<std::uint64_t> seeds = {0, 1};
+  std::vector<double> out(2 * head::result_size(c.m), -7.0);
+  StopAfter monitor(3);
+  EXPECT_THROW(head::train_seeds_cpu(c.m, seeds.data(), 2, out.data(), monitor), Interrupted);
+  EXPECT_LE(monitor.asked.load(), 3 + 2 * 2);
+  EXPECT_EQ(std::count(out.begin(), out.end(), -7.0), static_cast<std::ptrdiff_t>(out.size()));
+  c.m.steps = 2;
+  StopAfter never(1 << 30);
+  std::vector<double> silent(out.size()), watched(out.size());
+  head::train_seeds_cpu(c.m, seeds.data(), 2, silent.data());
+  head::train_seeds_cpu(c.m, seeds.data(), 2, watched.data(), never);
+  EXPECT_EQ(silent, watched);
+  EXPECT_GT(never.asked.load(), 2 * 96);
+}
+
 // Per-seed CSV rows: column name -> values, in file order.
 std::map<std::string, std::vector<double>> read_csv(const std::string& path) {
   std::ifstream in(path);

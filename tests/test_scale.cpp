@@ -91,6 +91,46 @@ TEST(Mpi, NumpyStreamStaysOnRankZeroAndSaysSo) {
   EXPECT_NE(many.err.find("rank 0 alone"), std::string::npos) << many.err;
 }
 
+// Commands and tables that run as one process, under a launcher: rank 0 alone prints and
+// writes. Before, `demo attention` printed its result once per rank (and with --out the second
+// rank hit the first's lock), and a table without chunks ran on every rank, whose --per-seed
+// files collided (exit 1, with the file left complete).
+TEST(Mpi, OneProcessCommandsPrintAndWriteOnceUnderALauncher) {
+  if (!have_mpi()) GTEST_SKIP() << "built without MPI or no mpirun";
+  const std::string data = std::string(ATTN_TEST_DATA) + "/attention/";
+  const std::string attention = "attention --x " + data + "x.npy --w-q " + data + "w_q.npy --w-k " +
+                                data + "w_k.npy --w-v " + data + "w_v.npy --device cpu -q";
+  const auto one = test::run_demo(attention + " --format csv");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const fs::path dir = scratch("mpi-one-process");
+  for (int np : {2, 3}) {
+    SCOPED_TRACE("-np " + std::to_string(np));
+    const auto many = test::run_command(mpirun(np) + attention + " --format csv");
+    ASSERT_EQ(many.exit_code, 0) << many.err;
+    EXPECT_EQ(many.out, one.out);
+    const fs::path out = dir / ("attention-" + std::to_string(np));
+    const auto files =
+        test::run_command(mpirun(np) + attention + " --no-plots --out " + out.string());
+    EXPECT_EQ(files.exit_code, 0) << files.err;
+    EXPECT_TRUE(fs::exists(out / "out.npy"));
+    // A table without chunks, with a per-seed file: the rows of one process.
+    const std::string sweep = "--table attention-sweep --steps 5 --seeds 0:8 --format csv -q";
+    const fs::path rows = dir / ("rows-" + std::to_string(np) + ".csv");
+    const fs::path rows1 = dir / ("rows1-" + std::to_string(np) + ".csv");
+    const auto alone = test::run_demo(sweep + " --per-seed " + rows1.string());
+    const auto ranks = test::run_command(mpirun(np) + sweep + " --per-seed " + rows.string());
+    ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+    EXPECT_EQ(ranks.out, alone.out);
+    EXPECT_EQ(read_file(rows), read_file(rows1));
+  }
+  const std::string result = std::string(ATTN_SOURCE_DIR) + "/results/cpu/weighted-average.json";
+  const auto cmp_one = test::run_demo("compare " + result + " " + result);
+  const auto cmp = test::run_command(mpirun(2) + "compare " + result + " " + result);
+  EXPECT_EQ(cmp.exit_code, cmp_one.exit_code) << cmp.err;
+  EXPECT_EQ(cmp.out, cmp_one.out);
+  fs::remove_all(dir.parent_path());
+}
+
 TEST(Shards, ThreePartsMergeToTheBytesOfOneRun) {
   for (const std::string& args : kBulk) {
     const fs::path one = scratch("one");

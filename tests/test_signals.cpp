@@ -142,3 +142,24 @@ TEST(Signals, SecondRunIntoAHeldFolderIsRefused) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// attention-sweep's measures after training (the maps of every seed: moments, JSD to the mean,
+// quantiles, the per-seed rows) ask for a stop too; before, they ran to their end.
+TEST(AttentionSweep, SignalDuringTheMeasuresStopsTheRun) {
+  test::TempDir d;
+  const auto r = test::signal_when_ready(
+      "--table attention-sweep --steps 1 --seeds 0:1000000 --device cpu -v --per-seed " +
+          d.file("rows.csv"),
+      "attention-sweep: measuring", SIGTERM);
+  SCOPED_TRACE(r.err);
+  ASSERT_TRUE(r.ready);
+  EXPECT_FALSE(r.hung);
+  EXPECT_EQ(r.exit_code, 143);
+  EXPECT_FALSE(std::filesystem::exists(d.file("rows.csv")));
+}
+
+}  // namespace
+}  // namespace attn
