@@ -13,6 +13,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "host/input.hpp"
+
 namespace attn {
 namespace {
 
@@ -20,16 +22,6 @@ OutputSet* g_active_set = nullptr;
 
 std::runtime_error errno_error(const std::string& what, int e) {
   return std::runtime_error(what + ": " + std::strerror(e));
-}
-
-// What kind of thing stands at path (not following a symbolic link), for messages.
-const char* kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISLNK(m)) return "a symbolic link";
-  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
 }
 
 bool process_alive(long pid) {
@@ -102,7 +94,7 @@ void refuse_existing(const std::string& path, bool overwrite) {
     throw errno_error(path, errno);
   }
   if (!S_ISREG(st.st_mode))
-    throw std::runtime_error(path + " is " + kind_of(st.st_mode) +
+    throw std::runtime_error(path + " is " + file_kind(st.st_mode) +
                              "; demo replaces only regular files: choose another name");
   if (!overwrite) throw std::runtime_error(path + " exists; pass --force to replace it");
 }
@@ -191,9 +183,27 @@ void OutputSet::commit_all() {
 DirLock::DirLock(const std::string& dir) : dir_(dir), path_(dir + "/.demo.lock") {
   // Lock, then check that the file locked is still the one at path_: a run that releases the
   // lock removes the file first, so a lock on a removed file is retried.
+  // Only a regular file is locked, written and removed: a FIFO, device, socket, directory or
+  // symbolic link at path_ is refused and left alone (opening a FIFO or a device may wait or act).
+  const auto refuse_kind = [&](mode_t mode) {
+    throw std::runtime_error(path_ + " is " + file_kind(mode) +
+                             "; demo locks a folder with a regular file of that name: remove it");
+  };
   for (int attempt = 0; attempt < 100; ++attempt) {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd_ < 0) throw errno_error(dir + ": cannot write there", errno);
+    struct stat there {};
+    if (lstat(path_.c_str(), &there) == 0 && !S_ISREG(there.st_mode)) refuse_kind(there.st_mode);
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd_ < 0) {
+      const int e = errno;
+      if (e == ELOOP && lstat(path_.c_str(), &there) == 0) refuse_kind(there.st_mode);
+      throw errno_error(dir + ": cannot write there", e);
+    }
+    struct stat opened {};
+    if (fstat(fd_, &opened) == 0 && !S_ISREG(opened.st_mode)) {
+      close(fd_);
+      fd_ = -1;
+      refuse_kind(opened.st_mode);
+    }
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int e = errno;
       char pid[32] = {0};
@@ -279,7 +289,8 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir, const 
 void write_file_now(const std::string& path, const std::string& data) {
   refuse_existing(path, true);
   const std::string tmp = AtomicFile::temporary_name(path);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  std::remove(tmp.c_str());                       // this process's own leftover, if any
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");  // x: a new file, never a FIFO or link there
   if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() &&
                   std::fflush(f) == 0 && fsync(fileno(f)) == 0;

@@ -95,8 +95,9 @@ class OutputSet {
 
 // An exclusive lock on DIR/.demo.lock (flock), held while the object lives; the lock file is
 // removed again when it is released. Throws std::runtime_error when another process holds it
-// ("another demo run (pid N) is writing into DIR") or when DIR cannot be written (read-only
-// file system, /proc, no permission): both before any work.
+// ("another demo run (pid N) is writing into DIR"), when DIR cannot be written (read-only
+// file system, /proc, no permission), or when something other than a regular file stands at
+// DIR/.demo.lock (a FIFO, directory, link or device: left as it is): all before any work.
 class DirLock {
  public:
   explicit DirLock(const std::string& dir);

@@ -323,6 +323,37 @@ TEST(DemoOut, PerSeedNeverReplacesADeviceOrALink) {
                              "a directory");
 }
 
+// The lock file is opened, written and removed: where something other than a regular file
+// stands at its name (a FIFO, a directory, a symbolic link) the run is refused, one line, and
+// that thing left as it was (a FIFO there was opened, failed to be written, and was removed).
+TEST(DemoOut, LockFileThatIsNotARegularFileIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const std::string lock = dir.file(".demo.lock"), target = dir.file("target");
+  spit(target, "keep");
+  const auto refused = [&](const std::string& says) {
+    const ProcessResult r =
+        test::run_command("timeout 20 " + std::string(ATTN_DEMO) + " --table rnn-decay -q --out '" +
+                          dir.path.string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(lock + " is " + says), std::string::npos) << r.err;
+    EXPECT_EQ(names_in(dir.path), (std::vector<std::string>{".demo.lock", "target"}));
+  };
+  struct stat st {};
+  ASSERT_EQ(mkfifo(lock.c_str(), 0600), 0);
+  refused("a FIFO");
+  ASSERT_EQ(lstat(lock.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  fs::remove(lock);
+  fs::create_directory(lock);
+  refused("a directory");
+  fs::remove(lock);
+  ASSERT_EQ(symlink(target.c_str(), lock.c_str()), 0);
+  refused("a symbolic link");
+  EXPECT_EQ(slurp(target), "keep");
+}
+
 TEST(DemoOut, TwoOutputsNamingOneFileAreRefused) {
   TempDir dir;
   spit(dir.file("training-sweep.csv"), "per-seed rows\n");
