@@ -303,4 +303,27 @@ void write_file_now(const std::string& path, const std::string& data) {
   }
 }
 
+void probe_writable(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
+    throw std::runtime_error(option + " " + path + ": names a folder, not a file");
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error(option + " " + path + ": no folder " + dir);
+  const std::string tmp = AtomicFile::temporary_name(path);
+  std::remove(tmp.c_str());  // this process's own leftover, if any
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw errno_error(option + " " + path + ": cannot write there", errno);
+  // One block of bytes, synced: a full file system refuses it here rather than at the first save.
+  const std::string block(4096, '\n');
+  const bool ok =
+      write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size()) && fsync(fd) == 0;
+  const int e = errno;
+  close(fd);
+  unlink(tmp.c_str());
+  if (!ok) throw errno_error(option + " " + path + ": cannot write there", e);
+}
+
 }  // namespace attn
