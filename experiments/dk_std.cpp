@@ -82,11 +82,14 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
   job.unit = "normals";
   job.chunks = chunks.chunks();
   job.batch = std::max<std::uint64_t>(1, ctx.backend.dkstd_chunks_per_call() / 256);
-  job.work = [&](std::uint64_t i) {
+  // The samples (dot products, one value each in the Moments) of chunk i.
+  const auto samples = [&](std::uint64_t i) {
     const KeyRanges::Range c = chunks.at(i);
     const dkstd::Plan& p = plans[c.key];
-    const std::uint64_t samples = p.chunk_end(c.first + c.count - 1) - p.chunk_first(c.first);
-    return 2.0 * static_cast<double>(samples) * p.d_k;
+    return p.chunk_end(c.first + c.count - 1) - p.chunk_first(c.first);
+  };
+  job.work = [&](std::uint64_t i) {
+    return 2.0 * static_cast<double>(samples(i)) * plans[chunks.at(i).key].d_k;
   };
   std::vector<Moments> parts;
   job.compute = [&](std::uint64_t first, std::uint64_t count) {
@@ -120,17 +123,38 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
     }
     return states;
   };
+  // A state read back must be the Moments of exactly its samples (exact_moments checks the rest).
+  const auto moments_of = [](const ChunkState& s, std::uint64_t want) {
+    const Moments m = exact_moments(s);
+    if (m.n != static_cast<double>(want))
+      throw std::invalid_argument("moments of " + std::to_string(static_cast<std::uint64_t>(m.n)) +
+                                  " samples, where there are " + std::to_string(want));
+    return m;
+  };
   job.fold = [&](std::uint64_t i, const ChunkState& s) {
     Moments& t = totals[chunks.at(i).key];
     t = merge(t, exact_moments(s));
   };
+  job.check = [&](std::uint64_t i, const ChunkState& s) { moments_of(s, samples(i)); };
   job.save = [&] {
     ChunkState s = ChunkState::array();
     for (const Moments& m : totals) s.push_back(exact(m));
     return s;
   };
-  job.load = [&](const ChunkState& s) {
-    for (std::size_t d = 0; d < totals.size(); ++d) totals[d] = exact_moments(s.at(d));
+  job.load = [&](const ChunkState& s, std::uint64_t next) {
+    if (!s.is_array() || s.size() != totals.size())
+      throw std::invalid_argument("not " + std::to_string(totals.size()) + " Moments, one per d_k");
+    std::vector<std::uint64_t> want(totals.size(), 0);
+    for (std::uint64_t i = 0; i < next; ++i) want[chunks.at(i).key] += samples(i);
+    std::vector<Moments> loaded;
+    for (std::size_t d = 0; d < totals.size(); ++d) {
+      try {
+        loaded.push_back(moments_of(s.at(d), want[d]));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("d_k " + std::to_string(dks[d]) + ": " + e.what());
+      }
+    }
+    totals = std::move(loaded);
   };
   return run_chunks(ctx.opt, job);
 }

@@ -39,6 +39,24 @@ std::string figure_script(const Table& t) {
   return s.str();
 }
 
+// A state read back: the kStats Moments of the finite rows (each measure pushed once per such
+// row, so all of one count) and the count of the others, together `rows` rows; from s[at..].
+// Throws std::invalid_argument saying what is wrong.
+using SaturationStats = std::pair<std::array<Moments, saturation::kStats>, std::int64_t>;
+SaturationStats saturation_stats(const ChunkState& s, std::size_t at, std::uint64_t rows) {
+  SaturationStats x;
+  for (int k = 0; k < saturation::kStats; ++k) x.first[k] = exact_moments(s.at(at + k));
+  x.second = exact_count(s.at(at + saturation::kStats), "non_finite");
+  for (int k = 1; k < saturation::kStats; ++k)
+    if (x.first[k].n != x.first[0].n)
+      throw std::invalid_argument("its measures count different rows");
+  if (x.first[0].n + static_cast<double>(x.second) != static_cast<double>(rows))
+    throw std::invalid_argument(std::to_string(static_cast<std::uint64_t>(x.first[0].n)) +
+                                " finite rows and " + std::to_string(x.second) +
+                                " non-finite ones, where there are " + std::to_string(rows));
+  return x;
+}
+
 std::vector<Table> run(const RunContext& ctx) {
   const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
   const std::uint64_t rows = ctx.get<std::uint64_t>("--samples");
@@ -130,6 +148,12 @@ std::vector<Table> run(const RunContext& ctx) {
     for (int k = 0; k < saturation::kStats; ++k) m[d][k] = merge(m[d][k], exact_moments(s.at(k)));
     non_finite[d] += s.at(saturation::kStats).get<std::int64_t>();
   };
+  job.check = [&](std::uint64_t i, const ChunkState& s) {
+    if (!s.is_array() || s.size() != saturation::kStats + 1)
+      throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
+                                  " Moments and a count");
+    saturation_stats(s, 0, chunks.at(i).count);
+  };
   job.save = [&] {
     ChunkState s = ChunkState::array();
     for (std::size_t d = 0; d < m.size(); ++d) {
@@ -138,11 +162,23 @@ std::vector<Table> run(const RunContext& ctx) {
     }
     return s;
   };
-  job.load = [&](const ChunkState& s) {
+  job.load = [&](const ChunkState& s, std::uint64_t next) {
+    if (!s.is_array() || s.size() != m.size() * (saturation::kStats + 1))
+      throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
+                                  " Moments and a count for each d_k");
+    std::vector<std::uint64_t> rows_done(m.size(), 0);
+    for (std::uint64_t i = 0; i < next; ++i) rows_done[chunks.at(i).key] += chunks.at(i).count;
+    std::vector<SaturationStats> loaded;
     for (std::size_t d = 0; d < m.size(); ++d) {
-      const std::size_t at = d * (saturation::kStats + 1);
-      for (int k = 0; k < saturation::kStats; ++k) m[d][k] = exact_moments(s.at(at + k));
-      non_finite[d] = s.at(at + saturation::kStats).get<std::int64_t>();
+      try {
+        loaded.push_back(saturation_stats(s, d * (saturation::kStats + 1), rows_done[d]));
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("d_k " + std::to_string(dks[d]) + ": " + e.what());
+      }
+    }
+    for (std::size_t d = 0; d < m.size(); ++d) {
+      m[d] = loaded[d].first;
+      non_finite[d] = loaded[d].second;
     }
   };
   if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank

@@ -121,27 +121,101 @@ nlohmann::json SweepSummary::to_state() const {
           {"bins", bins}};
 }
 
-void SweepSummary::merge_state(const nlohmann::json& j) {
+SweepSummary SweepSummary::from_state(const nlohmann::json& j, std::int64_t runs) const {
+  using std::to_string;
+  const auto fail = [](const std::string& why) { throw std::invalid_argument(why); };
+  if (!j.is_object()) fail("not a sweep state");
+  for (const char* key :
+       {"runs", "diverged", "converged", "moments", "min", "max", "figure_bins", "binned"})
+    if (!j.contains(key)) fail(std::string("a sweep state without ") + key);
   SweepSummary o(budget_, converged_below_);
-  o.runs_ = j.at("runs").get<std::int64_t>();
-  o.diverged_ = j.at("diverged").get<std::int64_t>();
-  o.converged_ = j.at("converged").get<std::int64_t>();
+  o.runs_ = exact_count(j.at("runs"), "runs");
+  o.diverged_ = exact_count(j.at("diverged"), "diverged");
+  o.converged_ = exact_count(j.at("converged"), "converged");
+  if (o.runs_ != runs) fail("runs " + to_string(o.runs_) + ", where there are " + to_string(runs));
+  if (o.diverged_ > o.runs_)
+    fail("diverged " + to_string(o.diverged_) + " > runs " + to_string(o.runs_));
+  const std::int64_t used = o.runs_ - o.diverged_;
+  if (o.converged_ > used)
+    fail("converged " + to_string(o.converged_) + " > the " + to_string(used) +
+         " runs that did not diverge");
   o.moments_ = exact_moments(j.at("moments"));
+  if (o.moments_.n != static_cast<double>(used))
+    fail("moments of " + to_string(static_cast<std::int64_t>(o.moments_.n)) + " weights, where " +
+         to_string(used) + " runs did not diverge");
   o.min_ = exact_double(j.at("min"));
   o.max_ = exact_double(j.at("max"));
-  o.figure_bins_ = j.at("figure_bins").get<std::vector<std::int64_t>>();
-  if (o.figure_bins_.size() != static_cast<std::size_t>(kFigureBins))
-    throw std::invalid_argument("a sweep state with the wrong number of bins");
+  if (used == 0 ? o.min_ != 0 || o.max_ != 0
+                : !std::isfinite(o.min_) || !std::isfinite(o.max_) || !(o.min_ <= o.max_))
+    fail("min " + attn::exact(o.min_).get<std::string>() + " and max " +
+         attn::exact(o.max_).get<std::string>() + " are not the extremes of " + to_string(used) +
+         " finite weights");
+  // Counts that must add up to `used`: each added only while the sum stays within it (so
+  // never overflows).
+  const auto add_up = [&](std::int64_t& sum, std::int64_t c, const char* what) {
+    if (c > used - sum) fail(std::string(what) + " count more than the used runs");
+    sum += c;
+  };
+  const nlohmann::json& fb = j.at("figure_bins");
+  if (!fb.is_array() || fb.size() != static_cast<std::size_t>(kFigureBins))
+    fail("a figure histogram that is not " + to_string(kFigureBins) + " counts");
+  std::int64_t in_figure = 0;
+  for (int b = 0; b < kFigureBins; ++b) {
+    o.figure_bins_[b] = exact_count(fb.at(b), "a figure bin");
+    add_up(in_figure, o.figure_bins_[b], "the figure's bins");
+  }
+  if (in_figure != used)
+    fail("the figure's bins count " + to_string(in_figure) + " weights, where " + to_string(used) +
+         " runs did not diverge");
+  if (!j.at("binned").is_boolean()) fail("binned is not true or false");
+  const std::string values = j.contains("values") && j.at("values").is_string()
+                                 ? j.at("values").get<std::string>()
+                                 : std::string("?");
+  const nlohmann::json empty = nlohmann::json::array();
+  const nlohmann::json& bins = j.contains("bins") ? j.at("bins") : empty;
+  if (!bins.is_array()) fail("its quantile bins are not a list");
   if (j.at("binned").get<bool>()) {
+    if (!values.empty()) fail("a binned state that keeps weights too");
     if (!o.binned_) o.spill();
-    for (const auto& pair : j.at("bins"))
-      o.bins_.at(pair.at(0).get<std::size_t>()) += pair.at(1).get<std::int64_t>();
+    std::int64_t in_bins = 0;
+    std::int64_t after = 0;  // bins are listed in increasing order, each once, none empty
+    for (const auto& pair : bins) {
+      if (!pair.is_array() || pair.size() != 2) fail("a quantile bin is not [index, count]");
+      const std::int64_t b = exact_count(pair.at(0), "a quantile bin's index");
+      const std::int64_t c = exact_count(pair.at(1), "a quantile bin's count");
+      if (b < after || b >= kQuantileBins || c == 0)
+        fail("quantile bin " + to_string(b) + " is out of order, out of range or empty");
+      add_up(in_bins, c, "the quantile bins");
+      o.bins_[static_cast<std::size_t>(b)] = c;
+      after = b + 1;
+    }
+    if (in_bins != used)
+      fail("the quantile bins count " + to_string(in_bins) + " weights, where " + to_string(used) +
+           " runs did not diverge");
   } else {
+    if (!bins.empty()) fail("an exact state with quantile bins");
+    if (values.size() % 16 != 0 || values.size() / 16 != static_cast<std::uint64_t>(used))
+      fail("keeps " +
+           (values == "?" ? std::string("no") : to_string(values.size()) + " hex digits of") +
+           " weights, where " + to_string(used) + " runs did not diverge (16 digits a weight)");
+    if (static_cast<std::uint64_t>(used) > budget_)
+      fail("keeps " + to_string(used) + " weights, more than the budget " + to_string(budget_));
     o.binned_ = false;
     o.bins_.clear();
-    append_exact_vector(j.at("values").get<std::string>(), o.values_);
+    append_exact_vector(values, o.values_);
+    for (const double w : o.values_)
+      if (!(w >= o.min_ && w <= o.max_))
+        fail("keeps a weight " + attn::exact(w).get<std::string>() + " outside [min, max]");
   }
-  merge(o);
+  return o;
+}
+
+void SweepSummary::check_state(const nlohmann::json& state, std::int64_t runs) const {
+  from_state(state, runs);
+}
+
+void SweepSummary::merge_state(const nlohmann::json& state, std::int64_t runs) {
+  merge(from_state(state, runs));
 }
 
 }  // namespace attn

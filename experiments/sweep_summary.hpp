@@ -63,12 +63,20 @@ class SweepSummary {
 
   // The state as JSON, exact (doubles as hex floats, host/chunks.hpp; the quantile bins sparse),
   // and the merge of such a state: the partial states of the chunk driver (shards, MPI ranks,
-  // checkpoints). merge_state(s.to_state()) is merge(s) bit for bit.
+  // checkpoints). merge_state(s.to_state(), s.runs()) is merge(s) bit for bit.
+  // A state is checked first, as the state of `runs` runs (it may come from a file): counts are
+  // whole numbers with diverged <= runs and converged <= runs - diverged; the moments, the
+  // figure's histogram and the kept weights or quantile bins each count the runs - diverged
+  // used runs; extremes and weights are finite, min <= every kept weight <= max; a state that
+  // keeps weights keeps at most the budget. Throws std::invalid_argument saying what is wrong,
+  // before anything is merged. check_state checks alone.
   nlohmann::json to_state() const;
-  void merge_state(const nlohmann::json& state);
+  void merge_state(const nlohmann::json& state, std::int64_t runs);
+  void check_state(const nlohmann::json& state, std::int64_t runs) const;
   bool exact() const { return !binned_; }
 
  private:
+  SweepSummary from_state(const nlohmann::json& state, std::int64_t runs) const;
   void add_to_bins(double w);
   void spill();  // exact -> binned
 

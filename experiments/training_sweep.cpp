@@ -167,19 +167,51 @@ std::vector<Table> run(const RunContext& ctx) {
     return states;
   };
   job.fold = [&](std::uint64_t i, const ChunkState& s) {
-    summaries[chunk_of(i).config].merge_state(s);
+    summaries[chunk_of(i).config].merge_state(s, static_cast<std::int64_t>(chunk_of(i).count));
     if (per_seed) per_seed->write(s.at("rows").get<std::string>());
+  };
+  // A chunk's state read back: the summary of its seeds and, with --per-seed, one row for each
+  // seed, in order, of its config.
+  job.check = [&](std::uint64_t i, const ChunkState& s) {
+    const SeedChunk c = chunk_of(i);
+    SweepSummary(budget, converged_below).check_state(s, static_cast<std::int64_t>(c.count));
+    if (per_seed_file.empty()) return;
+    if (!s.contains("rows") || !s.at("rows").is_string())
+      throw std::invalid_argument("no --per-seed rows");
+    const std::string& rows = s.at("rows").get_ref<const std::string&>();
+    const std::string name = configs[c.config] + ",";
+    std::size_t at = 0;
+    for (std::uint64_t k = 0; k < c.count; ++k) {
+      const std::size_t end = rows.find('\n', at);
+      const std::string seed = std::to_string(seeds.at(c.first + k));
+      if (end == std::string::npos || rows.compare(at, name.size(), name) != 0 ||
+          rows.compare(at + name.size(), seed.size() + 1, seed + ",") != 0)
+        throw std::invalid_argument("--per-seed row " + std::to_string(k) + " is not that of " +
+                                    configs[c.config] + " seed " + seed);
+      at = end + 1;
+    }
+    if (at != rows.size()) throw std::invalid_argument("more --per-seed rows than seeds");
   };
   job.save = [&] {
     ChunkState j = ChunkState::array();
     for (const SweepSummary& s : summaries) j.push_back(chunk_state(s, "", false));
     return j;
   };
-  job.load = [&](const ChunkState& j) {
+  job.load = [&](const ChunkState& j, std::uint64_t next) {
+    if (!j.is_array() || j.size() != summaries.size())
+      throw std::invalid_argument("not " + std::to_string(summaries.size()) +
+                                  " sweep states, one per config");
+    std::vector<std::int64_t> runs(summaries.size(), 0);
+    for (std::uint64_t i = 0; i < next; ++i)
+      runs[chunk_of(i).config] += static_cast<std::int64_t>(chunk_of(i).count);
     for (std::size_t c = 0; c < summaries.size(); ++c) {
-      summaries[c] = SweepSummary(budget, converged_below);
+      summaries[c] = SweepSummary(budget, converged_below);  // its memory freed first
       summaries[c].reserve(n);
-      summaries[c].merge_state(j.at(c));
+      try {
+        summaries[c].merge_state(j.at(c), runs[c]);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("config " + configs[c] + ": " + e.what());
+      }
     }
   };
   if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank

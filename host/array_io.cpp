@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -16,6 +15,7 @@
 #include <xtensor/xcsv.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "host/input.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -26,28 +26,13 @@ namespace {
 }
 
 std::string read_file(const std::string& label, const std::string& path, std::size_t max_bytes) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) fail(label, path, "no such file");
-  if (!std::filesystem::is_regular_file(status)) fail(label, path, "not a regular file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) fail(label, path, "cannot read it: " + ec.message());
-  if (size > max_bytes)
-    fail(label, path,
-         "file of " + std::to_string(size) + " bytes is larger than the memory available (" +
-             std::to_string(max_bytes) + " bytes)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(label, path, "cannot open it");
-  std::string bytes(size, '\0');
-  // In pieces with a stop point between them: a file of gigabytes takes seconds to read.
-  constexpr std::size_t kPiece = std::size_t(64) << 20;
-  for (std::size_t at = 0; at < size; at += kPiece) {
-    stop_point();
-    const std::size_t len = std::min(kPiece, size - at);
-    in.read(bytes.data() + at, static_cast<std::streamsize>(len));
-    if (static_cast<std::size_t>(in.gcount()) != len) fail(label, path, "cannot read it");
+  try {
+    return read_regular_file(path, max_bytes);  // a FIFO or directory refused without waiting
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    fail(label, path, e.what());
   }
-  return bytes;
 }
 
 // The product of the dimensions, or false when it overflows size_t.
@@ -68,7 +53,7 @@ std::string dtype_name(const std::string& descr) {
   const std::string code = descr.size() > 1 ? descr.substr(1) : descr;
   for (const auto& [c, name] : names)
     if (code == c) return name;
-  return "'" + descr + "'";
+  return "'" + quote_input(descr) + "'";
 }
 
 template <class T>
@@ -101,14 +86,14 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
   try {
     xt::detail::parse_header(header, descr, &fortran, shape);
   } catch (const std::exception& e) {
-    fail(label, path, std::string("malformed .npy header (") + e.what() + ")");
+    fail(label, path, "malformed .npy header (" + quote_input(e.what(), 80) + ")");
   }
   // xtensor reads each dimension into a size_t, so -3 would become 2^64 - 3: the tuple as written.
   const std::size_t from = header.find('(', header.find("'shape'"));
   const std::size_t to = header.find(')', from);
   if (to != std::string::npos && header.find('-', from) < to)
     fail(label, path,
-         "malformed .npy header: shape " + header.substr(from, to - from + 1) +
+         "malformed .npy header: shape " + quote_input(header.substr(from, to - from + 1)) +
              " has a negative dimension");
   const std::string name = dtype_name(descr);
   if (descr != "<f4" && descr != "<f8") {
@@ -144,7 +129,7 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
     else
       copy_c_order<double>(bytes, a.data);
   } catch (const std::exception& e) {
-    fail(label, path, std::string("malformed .npy (") + e.what() + ")");
+    fail(label, path, "malformed .npy (" + quote_input(e.what(), 80) + ")");
   }
   return a;
 }
@@ -178,7 +163,7 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
       if (!parse_number(cell, v))
         fail(label, path,
              "line " + std::to_string(line_no) + ", column " + std::to_string(count + 1) + ": '" +
-                 std::string(cell) + "' is not a number (nan and inf are allowed)");
+                 quote_input(std::string(cell)) + "' is not a number (nan and inf are allowed)");
       ++count;
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -203,7 +188,7 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
     a.shape = {m.shape()[0], m.shape()[1]};
     a.data.assign(m.begin(), m.end());
   } catch (const std::exception& e) {
-    fail(label, path, std::string("malformed CSV (") + e.what() + ")");
+    fail(label, path, "malformed CSV (" + quote_input(e.what(), 80) + ")");
   }
   if (a.shape[0] != rows || a.shape[1] != cols) fail(label, path, "malformed CSV");
   return a;
@@ -259,9 +244,7 @@ Array load_json(const std::string& label, const std::string& path, const std::st
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
-    std::string why = e.what();
-    if (const auto p = why.find("parse error"); p != std::string::npos) why = why.substr(p);
-    fail(label, path, "malformed JSON: " + why);
+    fail(label, path, "malformed JSON: " + json_error_text(e));
   }
   Array a;
   // The shape from the first entry at each level; json_walk then checks every entry.

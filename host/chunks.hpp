@@ -12,6 +12,13 @@
 // count, shard count or interruption changes which states are merged in which order, so the
 // result is bit-identical however the work was split.
 //
+// Files: a --checkpoint and a --shard's part hold states (the exact text below) and a checksum
+// of their content (content_checksum); demo reads back only a regular file whose checksum
+// matches, and checks every state read from one against what the chunk must hold (ChunkJob's
+// check and load) before any is used. A file that fails is refused with one line naming it and
+// what is wrong (std::invalid_argument: demo exits 2); so is a file of an older version, written
+// without a checksum.
+//
 // Who computes what: chunks are cut into contiguous ranges of about equal work (ChunkJob::work),
 // one per process (MPI rank or shard); rank 0 receives the other ranks' states (a few bytes to a
 // few kilobytes per chunk, see README "Scaling"), folds them in order and alone prints, writes
@@ -24,6 +31,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "host/options.hpp"
@@ -68,9 +76,16 @@ struct ChunkJob {
   std::function<std::vector<ChunkState>(std::uint64_t first, std::uint64_t count)> compute;
   // Folds chunk i's state into the result; called for i = 0, 1, 2, ... in order.
   std::function<void(std::uint64_t chunk, const ChunkState& state)> fold;
-  // The result so far (after the chunks folded), and back: for checkpoints.
+  // For a state read from a file (a checkpoint, a part), before any is folded: throws
+  // std::invalid_argument saying what is wrong when it cannot be chunk i's state (a count that is
+  // negative or not the chunk's, a NaN where only finite values arise, a vector whose length is
+  // not its count, ...).
+  std::function<void(std::uint64_t chunk, const ChunkState& state)> check;
+  // The result so far, after chunks [0, next) were folded, and back: for checkpoints. load
+  // checks the state as check does (its counts must be those of chunks [0, next)) and throws
+  // std::invalid_argument saying what is wrong (the run then stops, before any work).
   std::function<ChunkState()> save;
-  std::function<void(const ChunkState&)> load;
+  std::function<void(const ChunkState& state, std::uint64_t next)> load;
 };
 
 // Runs the job as this process's part of the run (see the top of this file). A job of more
@@ -84,25 +99,42 @@ bool run_chunks(const Options& o, const ChunkJob& job);
 // Whether this process makes the final tables and files (not a shard, not an MPI rank but 0).
 bool reports_results(const Options& o);
 
-// Before any work: checks --shard and --checkpoint (a checkpoint FILE from another command is
-// refused, naming the command that made it). Throws std::invalid_argument.
+// Before any work: checks --shard and --checkpoint: where the checkpoint goes (a regular file
+// or nothing, in a folder that takes a file now: probe_writable) and, when it exists, what it
+// holds (its checksum, its structure; one from another command is refused, naming the command
+// that made it). Throws std::invalid_argument.
 void prepare_chunks(const Options& o);
 
-// `demo merge DIR...`: reads DIR/*.part.json from every directory, checks that they are the
-// parts 0..N-1 of one command (same command, same N, each part once, same version; a mismatch
-// is refused naming the part), keeps their states for run_chunks and returns that command's
-// words without --shard/--out/--checkpoint (to be parsed again with merge's own --out,
+// `demo merge DIR...`: reads DIR/*.part.json from every directory, checks each (a regular
+// file, its checksum, a state for every chunk of its range) and that they are the parts
+// 0..N-1 of one command (same command, same N, each part and chunk once, same version; a
+// mismatch is refused naming the part), keeps their states for run_chunks and returns that
+// command's words without --shard/--out/--checkpoint (to be parsed again with merge's own --out,
 // --format, --force, --quiet). Throws std::invalid_argument.
 std::vector<std::string> load_parts(const std::vector<std::string>& dirs);
 
 // Exact text for doubles in partial states (C99 hex floats: "0x1.8p+1", "inf", "nan"), so that
-// every value round-trips bit for bit; and for Moments and vectors of doubles.
+// every value round-trips bit for bit; and for Moments and vectors of doubles. The readers throw
+// std::invalid_argument saying what is wrong with text that is not such a state: exact_double
+// anything but a whole number in that text, exact_moments anything but the moments of some
+// values (n a whole count >= 0, all zero when n is 0, m2 .. m4 zero when n is 1, every moment
+// finite and m2 >= 0 when n > 0), exact_count anything but a JSON integer >= 0.
 nlohmann::json exact(double v);
 double exact_double(const nlohmann::json& j);
 nlohmann::json exact(const Moments& m);
 Moments exact_moments(const nlohmann::json& j);
+std::int64_t exact_count(const nlohmann::json& j, const std::string& what);
 // A vector of doubles as one hex string of their little-endian bytes (16 characters each).
 std::string exact_vector(const std::vector<double>& v);
 void append_exact_vector(const std::string& hex, std::vector<double>& out);
+
+// The checksum stored in checkpoints and parts ("checksum"): FNV-1a 64 (Fowler, Noll and Vo;
+// offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the document's canonical text
+// (nlohmann-json's dump(): members sorted by name, no spaces) without its "checksum" member,
+// written "fnv1a64:" and 16 lower-case hex digits. A change of any one byte of that text
+// always changes it (each step of FNV-1a is a bijection of the hash); it guards against damage
+// and edits, not against someone who recomputes it.
+std::uint64_t fnv1a64(std::string_view bytes);
+std::string content_checksum(const nlohmann::json& doc);
 
 }  // namespace attn

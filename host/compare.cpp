@@ -1,9 +1,7 @@
 // compare.cpp: see compare.hpp.
 #include "host/compare.hpp"
 
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +13,7 @@
 #include <stdexcept>
 
 #include "host/format.hpp"
+#include "host/input.hpp"
 #include "host/output.hpp"
 
 namespace attn {
@@ -101,7 +100,8 @@ void compare_cells(const nlohmann::json& a, const nlohmann::json& b, const std::
     }
     return;
   }
-  if (a != b && d.mismatch.empty()) d.mismatch = where + ": " + a.dump() + " vs " + b.dump();
+  if (a != b && d.mismatch.empty())
+    d.mismatch = where + ": " + quote_input(a.dump()) + " vs " + quote_input(b.dump());
 }
 
 // The tables of a result document, checked for the shape demo writes; throws
@@ -116,18 +116,20 @@ std::map<std::string, const nlohmann::json*> tables_by_name(const nlohmann::json
         !t.at("rows").is_array())
       throw std::invalid_argument("a table lacks name, columns or rows");
     const std::string name = t.at("name").get<std::string>();
+    const std::string shown = quote_input(name);  // names come from the file: cut in messages
     std::set<std::string> columns;
     for (const auto& c : t.at("columns")) {
       if (!c.is_string())
-        throw std::invalid_argument("table " + name + ": a column name is not text");
+        throw std::invalid_argument("table " + shown + ": a column name is not text");
       if (!columns.insert(c.get<std::string>()).second)
-        throw std::invalid_argument("table " + name + ": two columns named " +
-                                    c.get<std::string>());
+        throw std::invalid_argument("table " + shown + ": two columns named " +
+                                    quote_input(c.get<std::string>()));
     }
     for (const auto& r : t.at("rows"))
-      if (!r.is_object()) throw std::invalid_argument("table " + name + ": a row is not an object");
+      if (!r.is_object())
+        throw std::invalid_argument("table " + shown + ": a row is not an object");
     if (!m.emplace(name, &t).second)
-      throw std::invalid_argument("two tables named " + name + " (which one to compare?)");
+      throw std::invalid_argument("two tables named " + shown + " (which one to compare?)");
   }
   return m;
 }
@@ -153,7 +155,7 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
       for (const auto& col : x.at("columns"))
         if (!rows[r].contains(col.get<std::string>())) {
           d.mismatch = "row " + std::to_string(r) + " of the " + (file == 0 ? "first" : "second") +
-                       " file lacks column " + col.get<std::string>();
+                       " file lacks column " + quote_input(col.get<std::string>());
           return d;
         }
   }
@@ -170,8 +172,8 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
     if (numeric) d.atol[c] = atol;
     const Place place{rule, atol};
     for (std::size_t r = 0; r < ra.size(); ++r)
-      compare_cells(ra[r].at(c), rb[r].at(c), "row " + std::to_string(r) + ", column " + c, place,
-                    d);
+      compare_cells(ra[r].at(c), rb[r].at(c),
+                    "row " + std::to_string(r) + ", column " + quote_input(c), place, d);
   }
   return d;
 }
@@ -242,29 +244,15 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 }
 
 nlohmann::json read_result_file(const std::string& path, int max_depth) {
-  // O_NONBLOCK: opening a FIFO for reading does not wait for a writer; it is refused below.
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw std::runtime_error(std::string("cannot open it: ") + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    throw std::runtime_error("not a regular file (a demo result file is a regular JSON file)");
-  }
   std::string text;
-  text.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      close(fd);
-      throw std::runtime_error(std::string("cannot read it: ") + std::strerror(e));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+  try {
+    text = read_regular_file(path);  // a FIFO or directory refused without waiting
+  } catch (const std::runtime_error& e) {
+    const std::string why = e.what();
+    if (why.find("not a regular file") != std::string::npos)
+      throw std::runtime_error(why + " (a demo result file is a regular JSON file)");
+    throw;
   }
-  close(fd);
   // Depth of [ and { outside strings, before the parser and the recursive destructor see it;
   // and the number of values, for the memory the parsed document will take.
   int depth = 0;
@@ -341,11 +329,12 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       const bool pass = d.mismatch.empty() && d.worst <= 1;
       ok = ok && pass;
       if (!d.mismatch.empty()) {
-        std::snprintf(line, sizeof line, "%-20s %-10s %-8s ", d.table.c_str(), "-", "DIFFERS");
+        std::snprintf(line, sizeof line, "%-20s %-10s %-8s ", quote_input(d.table).c_str(), "-",
+                      "DIFFERS");
         report += line + d.mismatch + "\n";
         continue;
       }
-      std::snprintf(line, sizeof line, "%-20s %-10.3g %-8s ", d.table.c_str(), d.worst,
+      std::snprintf(line, sizeof line, "%-20s %-10.3g %-8s ", quote_input(d.table).c_str(), d.worst,
                     pass ? "ok" : "FAIL");
       report += line;
       if (d.where.empty())
@@ -356,7 +345,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       if (!d.atol.empty()) {
         std::string floors;
         for (const auto& [c, v] : d.atol)
-          floors += (floors.empty() ? "" : ", ") + c + " " + human_number(v);
+          floors += (floors.empty() ? "" : ", ") + quote_input(c) + " " + human_number(v);
         report += "  atol per column: " + floors + "\n";
       }
     }

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "host/input.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -23,16 +24,6 @@ OutputSet* g_active_set = nullptr;
 
 std::runtime_error errno_error(const std::string& what, int e) {
   return std::runtime_error(what + ": " + std::strerror(e));
-}
-
-// What kind of thing stands at path (not following a symbolic link), for messages.
-const char* kind_of(mode_t m) {
-  if (S_ISDIR(m)) return "a directory";
-  if (S_ISLNK(m)) return "a symbolic link";
-  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
-  if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
-  return "not a regular file";
 }
 
 bool process_alive(long pid) {
@@ -105,7 +96,7 @@ void refuse_existing(const std::string& path, bool overwrite) {
     throw errno_error(path, errno);
   }
   if (!S_ISREG(st.st_mode))
-    throw std::runtime_error(path + " is " + kind_of(st.st_mode) +
+    throw std::runtime_error(path + " is " + file_kind(st.st_mode) +
                              "; demo replaces only regular files: choose another name");
   if (!overwrite) throw std::runtime_error(path + " exists; pass --force to replace it");
 }
@@ -277,7 +268,8 @@ std::vector<std::string> remove_stale_temporaries(const std::string& dir, const 
 void write_file_now(const std::string& path, const std::string& data) {
   refuse_existing(path, true);
   const std::string tmp = AtomicFile::temporary_name(path);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  std::remove(tmp.c_str());                       // this process's own leftover, if any
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");  // x: a new file, never a FIFO or link there
   if (!f) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
   const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() &&
                   std::fflush(f) == 0 && fsync(fileno(f)) == 0;
@@ -288,6 +280,29 @@ void write_file_now(const std::string& path, const std::string& data) {
     std::remove(tmp.c_str());
     throw std::runtime_error("cannot write " + path + ": " + why);
   }
+}
+
+void probe_writable(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
+    throw std::runtime_error(option + " " + path + ": names a folder, not a file");
+  const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw std::runtime_error(option + " " + path + ": no folder " + dir);
+  const std::string tmp = AtomicFile::temporary_name(path);
+  std::remove(tmp.c_str());  // this process's own leftover, if any
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) throw errno_error(option + " " + path + ": cannot write there", errno);
+  // One block of bytes, synced: a full file system refuses it here rather than at the first save.
+  const std::string block(4096, '\n');
+  const bool ok =
+      write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size()) && fsync(fd) == 0;
+  const int e = errno;
+  close(fd);
+  unlink(tmp.c_str());
+  if (!ok) throw errno_error(option + " " + path + ": cannot write there", e);
 }
 
 }  // namespace attn

@@ -13,10 +13,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
+#include "host/input.hpp"
 #include "host/output.hpp"
 #include "host/progress.hpp"
 
@@ -93,9 +92,12 @@ bool gnuplot_available() {
 }
 
 bool figure_complete(const std::string& path, bool png, std::string& why) {
-  std::ifstream f(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (!f.good() && !f.eof()) return why = "cannot read it", false;
+  std::string data;
+  try {
+    data = read_regular_file(path);  // what gnuplot wrote: a regular file, never waited on
+  } catch (const std::runtime_error& e) {
+    return why = e.what(), false;
+  }
   if (data.empty()) return why = "empty", false;
   if (png) {
     static const std::string signature("\x89PNG\r\n\x1a\n", 8);

@@ -2,13 +2,15 @@
 // without knowing about terminals or signals (host/progress.hpp implements it).
 #pragma once
 
-#include <stdexcept>
+#include <exception>
 
 namespace attn {
 
-// Thrown by a long computation that saw stop_requested(); the driver exits cleanly on it.
-struct Interrupted : std::runtime_error {
-  Interrupted() : std::runtime_error("interrupted") {}
+// Thrown by a long computation that saw stop_requested(); the driver exits cleanly on it. Not a
+// std::runtime_error, so that the handlers that turn a read or parse error into a message
+// (catch (const std::runtime_error&)) let a stop pass through.
+struct Interrupted : std::exception {
+  const char* what() const noexcept override { return "interrupted"; }
 };
 
 class Monitor {

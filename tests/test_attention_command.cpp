@@ -385,6 +385,30 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
   }
 }
 
+// A message quotes a few dozen characters of a file: a long CSV cell, a JSON string cut short
+// and a number too long for a double (the parser quoted all of each) were quoted whole.
+TEST(AttentionCommand, LongInputIsCutInMessages) {
+  TempDir d;
+  const std::string w = d.write("w.csv", "1,0\n0,1\n");
+  const std::string huge(100000, 'x');
+  const std::string files[] = {
+      d.write("cell.csv", "1," + huge + "\n3,4\n"),
+      d.write("token.json", "[[1,2],[3,\"" + huge),
+      d.write("number.json", "[[1,2],[3," + std::string(100000, '9') + "]]"),
+  };
+  for (const std::string& f : files) {
+    const auto r = run_demo("attention --x " + f + " --w-q " + w + " --w-k " + w + " --w-v " + w +
+                            " --device cpu");
+    EXPECT_EQ(r.exit_code, 2) << f;
+    ASSERT_EQ(lines_of(r.err).size(), 1u) << f;
+    EXPECT_NE(r.err.find(f), std::string::npos) << r.err.substr(0, 300);
+    EXPECT_NE(r.err.find(f.find("number") == std::string::npos ? "xxxx..." : "9999..."),
+              std::string::npos)
+        << r.err.substr(0, 300);
+    EXPECT_LT(r.err.size(), 300u + f.size()) << r.err.substr(0, 300);
+  }
+}
+
 // ---- --out: checked and locked before any work, as the tables' --out ------------------------
 
 // The lesson's checkpoint in CSV files, as `attention --x ... --w-v ...`.

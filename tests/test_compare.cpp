@@ -452,6 +452,32 @@ TEST(DemoCompare, FifoAndDirectoryAreRefusedWithoutWaiting) {
   EXPECT_EQ(d.exit_code, 2) << d.err;
 }
 
+// Table names, column names and cells come from the files: a message or report line quotes a
+// few dozen characters of each (they were quoted whole).
+TEST(DemoCompare, LongNamesAndCellsAreCutInMessages) {
+  TempDir dir;
+  const std::string good = dir.write("good.json", doc().dump());
+  const std::string huge(100000, 'c');
+  json twice = doc();
+  twice["tables"][1]["columns"] = {huge, huge};
+  const ProcessResult r = run_demo(args(dir.write("twice.json", twice.dump()), good, "0"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(test::lines_of(r.err).size(), 1u);
+  EXPECT_NE(r.err.find("two columns named cccc"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_NE(r.err.find("ccc...\n"), std::string::npos) << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 300u + dir.path.string().size() * 2) << r.err.substr(0, 300);
+  json cell = doc(), named = doc();
+  cell["tables"][0]["rows"][0]["label"] = huge;
+  named["tables"][1]["name"] = huge;
+  for (const json& other : {cell, named}) {
+    const ProcessResult c = run_demo(args(dir.write("other.json", other.dump()), good, "0"));
+    EXPECT_EQ(c.exit_code, 1) << c.err;
+    EXPECT_NE(c.out.find("cccc..."), std::string::npos) << c.out.substr(0, 300);
+    for (const std::string& line : test::lines_of(c.out))
+      EXPECT_LT(line.size(), 300u) << line.substr(0, 300);
+  }
+}
+
 TEST(DemoCompare, OutOfMemoryIsOneLineAndExitTwo) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer reserves more address space than the limit allows";

@@ -323,6 +323,26 @@ TEST(DemoOut, PerSeedNeverReplacesADeviceOrALink) {
                              "a directory");
 }
 
+// The lock file is opened, written and removed: where something other than a regular file
+// stands at its name (a FIFO, a directory, a symbolic link) the run is refused, one line, and
+// that thing left as it was (a FIFO there was opened, failed to be written, and was removed).
+// The lock is on the folder itself: a run killed while it holds it (SIGKILL, which no handler
+// sees) leaves no lock file behind, and the next run into the folder goes through.
+TEST(DemoOut, AKilledRunLeavesNoLockBehind) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  const auto r = test::signal_when_ready(
+      "--table training-sweep --seeds 0:5000000 --no-plots -v --out '" + out + "'", "device:",
+      SIGKILL);
+  ASSERT_TRUE(r.ready) << r.err;
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  for (const std::string& name : names_in(out))
+    EXPECT_NE(name.find(".tmp-"), std::string::npos) << name << " left behind";
+  const ProcessResult again =
+      run_demo("--table rnn-decay -q --no-plots --out '" + out + "'");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
 TEST(DemoOut, TwoOutputsNamingOneFileAreRefused) {
   TempDir dir;
   spit(dir.file("training-sweep.csv"), "per-seed rows\n");

@@ -1,10 +1,12 @@
 // test_scale.cpp (test_scale, ctest label `mpi`): one answer however the work is split. Each bulk
 // table run under `mpirun -np 2` and `-np 3`, as shards 0..2 of 3 merged, and killed with
 // SIGKILL and resumed from its checkpoint, must print the bytes of one uninterrupted process;
-// every mismatched part or checkpoint is refused with one line naming it. Sample counts are
+// every mismatched or damaged part or checkpoint, and one that is not a regular file or cannot
+// be written, is refused with one line naming it. Sample counts are
 // small: each run takes well under a second of CPU.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,12 +15,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "helpers.hpp"
 #include "host/chunks.hpp"
 #include "host/cluster.hpp"
+#include "moments.hpp"
 
 namespace attn {
 namespace {
@@ -323,11 +328,13 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   const fs::path empty = scratch("empty");
   fs::create_directories(empty);
   expect_refused("merge " + parts[0] + " " + empty.string(), "holds no *.part.json");
-  // Another version: the same part, its version changed.
+  // Another version: the same part, its version changed (and its checksum made again).
   {
     const std::string path = parts[2] + "/softmax-saturation.part.json";
     auto j = nlohmann::json::parse(read_file(path));
     j["identity"]["version"] = "0.0.1";
+    j.erase("checksum");
+    j["checksum"] = content_checksum(j);
     std::ofstream(path) << j.dump();
   }
   expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2],
@@ -422,8 +429,478 @@ TEST(ExactStates, DoublesRoundTripBitForBit) {
   append_exact_vector(exact_vector(v), back);
   ASSERT_EQ(back.size(), v.size());
   EXPECT_EQ(std::memcmp(back.data(), v.data(), 8 * v.size()), 0);
-  EXPECT_THROW(append_exact_vector("12", back), std::runtime_error);
-  EXPECT_THROW(append_exact_vector(std::string(16, 'g'), back), std::runtime_error);
+  EXPECT_THROW(append_exact_vector("12", back), std::invalid_argument);
+  EXPECT_THROW(append_exact_vector(std::string(16, 'g'), back), std::invalid_argument);
+}
+
+// ---- Checkpoints and parts read back: checked, never believed ----------------------------
+// Every state in a checkpoint or part is checked against what its chunk must hold, and the
+// file carries a checksum of its content. Each edit below resumed or merged with exit 0 into
+// wrong results (a sweep of 24667 seeds instead of 10000, a converged fraction above 1, a NaN
+// mean); each is now refused before any work: exit 2, one line naming the file and the fault.
+
+using nlohmann::json;
+using Edit = std::function<void(json&)>;
+
+// Edits the JSON file at p; then, when reseal, stores the checksum of the edited content, so
+// that what is refused is the content itself and not a stale checksum.
+void edit_file(const fs::path& p, const Edit& edit, bool reseal = true) {
+  json j = json::parse(read_file(p));
+  edit(j);
+  if (reseal) {
+    j.erase("checksum");
+    j["checksum"] = content_checksum(j);
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << j.dump();
+}
+
+// A refusal before any work: exit 2, one short line on stderr containing each of `says`,
+// nothing on stdout, no --out folder made. Run under `timeout` so a hang fails instead of
+// waiting for ever (exit 124).
+void expect_refused_before_work(const std::string& args, const std::vector<std::string>& says) {
+  SCOPED_TRACE(args);
+  const fs::path out = scratch("never-made");
+  const auto r = test::run_command("timeout 20 " + std::string(ATTN_DEMO) + " " + args +
+                                   " --no-plots --out " + out.string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_LT(r.err.size(), 300u) << r.err;
+  for (const std::string& s : says) EXPECT_NE(r.err.find(s), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "the run went as far as its --out folder";
+}
+
+// The bulk tables as the edits below use them: dk-std 3 d_k of 600000 samples, softmax
+// saturation 1 d_k (11 by default; the first is d_k 1) of 2000 rows, the sweep 2 configs of
+// 10000 seeds; and the sweep with its quantiles binned (a budget of 100 weights).
+const std::string kDk = kBulk[0] + " -q", kSat = kBulk[1] + " -q", kSweep = kBulk[2] + " -q";
+const std::string kBinned = kBulk[2] + " -q --quantile-budget 100";
+
+// A finished run's checkpoint (it holds the result of every chunk, "fold").
+fs::path finished_checkpoint(const std::string& args, const std::string& name) {
+  const fs::path ck = scratch(name);
+  const auto r = test::run_demo(args + " --format csv --checkpoint " + ck.string());
+  EXPECT_EQ(r.exit_code, 0) << args << ": " << r.err;
+  return ck;
+}
+
+struct Damage {
+  const std::string* args;  // the command
+  std::string what;         // for the trace
+  Edit edit;
+  std::vector<std::string> says;
+};
+
+json& fold(json& j, const std::string& table) { return j["tables"][table]["fold"]; }
+
+TEST(DamagedCheckpoint, EditedStatesAreRefusedNamingTheFileAndTheFault) {
+  std::map<const std::string*, fs::path> ck;
+  int n = 0;
+  for (const std::string* args : {&kDk, &kSat, &kSweep, &kBinned})
+    ck[args] = finished_checkpoint(*args, "ck-done" + std::to_string(n++) + ".json");
+  const std::vector<Damage> damages = {
+      {&kSweep,
+       "runs = -5",
+       [](json& j) { fold(j, "training-sweep")[0]["runs"] = -5; },
+       {"training-sweep", "config all-random", "runs -5 is not a count"}},
+      {&kSweep,
+       "runs 1 short",
+       [](json& j) { fold(j, "training-sweep")[0]["runs"] = 9999; },
+       {"runs 9999, where there are 10000"}},
+      {&kSweep,
+       "converged > runs",
+       [](json& j) { fold(j, "training-sweep")[0]["converged"] = 99999; },
+       {"converged 99999 >"}},
+      {&kSweep,
+       "diverged > runs",
+       [](json& j) { fold(j, "training-sweep")[1]["diverged"] = 10001; },
+       {"config qk-random", "diverged 10001 > runs 10000"}},
+      {&kSweep,
+       "a NaN moment",
+       [](json& j) { fold(j, "training-sweep")[0]["moments"][2] = "nan"; },
+       {"not finite"}},
+      {&kSweep,
+       "16 hex digits dropped",
+       [](json& j) {
+         auto& v = fold(j, "training-sweep")[0]["values"];
+         v = v.get<std::string>().substr(16);
+       },
+       {"159984 hex digits of weights, where 10000 runs did not diverge"}},
+      {&kSweep,
+       "a figure bin",
+       [](json& j) { fold(j, "training-sweep")[0]["figure_bins"][3] = 0; },
+       {"the figure's bins count"}},
+      {&kBinned,
+       "a quantile bin",
+       [](json& j) {
+         auto& bins = fold(j, "training-sweep")[0]["bins"];
+         bins[0][1] = bins[0][1].get<std::int64_t>() + 1;
+       },
+       {"quantile bins count"}},
+      {&kBinned,
+       "a quantile bin out of range",
+       [](json& j) { fold(j, "training-sweep")[0]["bins"][0][0] = 1 << 20; },
+       {"out of order, out of range or empty"}},
+      {&kDk,
+       "one sample short",
+       [](json& j) { fold(j, "dk-std")[0][0] = exact(599999.0); },
+       {"dk-std", "d_k 2", "moments of 599999 samples, where there are 600000"}},
+      {&kDk,
+       "a NaN mean",
+       [](json& j) { fold(j, "dk-std")[2][1] = "nan"; },
+       {"d_k 512", "not finite"}},
+      {&kDk,
+       "a negative m2",
+       [](json& j) { fold(j, "dk-std")[1][2] = exact(-1.0); },
+       {"negative sum of squares"}},
+      {&kDk,
+       "not a number",
+       [](json& j) { fold(j, "dk-std")[1][3] = "12abc"; },
+       {"'12abc' is not a number"}},
+      {&kSat,
+       "non_finite -1",
+       [](json& j) { fold(j, "softmax-saturation")[6] = -1; },
+       {"softmax-saturation", "d_k 1", "non_finite -1 is not a count"}},
+      {&kSat,
+       "one row too many",
+       [](json& j) { fold(j, "softmax-saturation")[6] = 1; },
+       {"2000 finite rows and 1 non-finite ones, where there are 2000"}},
+      {&kSat,
+       "a measure of other rows",
+       [](json& j) { fold(j, "softmax-saturation")[4][0] = exact(1999.0); },
+       {"different rows"}},
+      {&kSweep,
+       "next past the chunks",
+       [](json& j) { j["tables"]["training-sweep"]["next"] = 7; },
+       {"next 7 is more than 6"}},
+      {&kSweep,
+       "a held state past the chunks",
+       [](json& j) {
+         j["tables"]["training-sweep"]["states"] = json::array({json::array({99, json::object()})});
+       },
+       {"chunk 99 is more than 6"}},
+      {&kSweep,
+       "a held state of a chunk folded",
+       [](json& j) {
+         j["tables"]["training-sweep"]["states"] = json::array({json::array({2, json::object()})});
+       },
+       {"chunk 2 is out of order or out of range [6, 6)"}},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    const fs::path copy = scratch("ck-edited.json");
+    fs::copy_file(ck[d.args], copy);
+    edit_file(copy, d.edit);
+    std::vector<std::string> says = d.says;
+    says.push_back("--checkpoint " + copy.string() + ": ");
+    expect_refused_before_work(*d.args + " --checkpoint " + copy.string(), says);
+  }
+  // Unedited, each still gives its table.
+  for (const auto& [args, path] : ck)
+    EXPECT_EQ(test::run_demo(*args + " --format csv --checkpoint " + path.string()).exit_code, 0);
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// The checksum catches what keeps every invariant: one digit of a mean. An older version's
+// file (no checksum) and a truncated one are refused in one short line.
+TEST(DamagedCheckpoint, ChecksumOldFormatAndTruncation) {
+  const fs::path done = finished_checkpoint(kSweep, "ck-sum.json");
+  const auto refused = [&](const Edit& edit, bool reseal, const std::vector<std::string>& says) {
+    const fs::path copy = scratch("ck-sum-edited.json");
+    fs::copy_file(done, copy);
+    edit_file(copy, edit, reseal);
+    std::vector<std::string> all = says;
+    all.push_back("--checkpoint " + copy.string() + ": ");
+    expect_refused_before_work(kSweep + " --checkpoint " + copy.string(), all);
+  };
+  const Edit last_digit = [](json& j) {
+    auto& mean = fold(j, "training-sweep")[0]["moments"][1];
+    std::string m = mean.get<std::string>();
+    const std::size_t p = m.find('p');
+    m[p - 1] = m[p - 1] == '1' ? '2' : '1';
+    mean = m;
+  };
+  refused(last_digit, false, {"checksum mismatch", "changed or damaged"});
+  refused([](json& j) { j.erase("checksum"); }, false, {"no checksum"});
+  refused(
+      [](json& j) {
+        j["format"] = "attnlab-checkpoint 1";
+        j.erase("checksum");
+      },
+      false, {"written by an older version of demo", "remove it"});
+  refused([](json& j) { j["format"] = "something else"; }, true, {"not an attnlab checkpoint"});
+  // Truncated in the middle of the kept weights: the parser's message quoted them all (282 KB).
+  const std::string text = read_file(done);
+  const fs::path cut = scratch("ck-cut.json");
+  std::ofstream(cut, std::ios::binary) << text.substr(0, text.find("\"values\"") + 5000);
+  expect_refused_before_work(kSweep + " --checkpoint " + cut.string(),
+                             {"--checkpoint " + cut.string() + ": not JSON", "..."});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// Parts of 2 shards, each table's; part 0 edited. merge reads parts only: refused before it
+// makes its --out folder.
+TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
+  std::map<const std::string*, std::pair<fs::path, fs::path>> parts;
+  int n = 0;
+  for (const std::string* args : {&kDk, &kSat, &kSweep}) {
+    std::pair<fs::path, fs::path> dirs;
+    for (int i = 0; i < 2; ++i) {
+      const fs::path dir = scratch("dp" + std::to_string(n) + "-" + std::to_string(i));
+      const auto r =
+          test::run_demo(*args + " --shard " + std::to_string(i) + "/2 --out " + dir.string());
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      (i == 0 ? dirs.first : dirs.second) = dir;
+    }
+    parts[args] = dirs;
+    ++n;
+  }
+  const auto state = [](json& j, int k) -> json& { return j["states"][k][1]; };
+  const std::vector<Damage> damages = {
+      {&kSweep,
+       "converged 100000",
+       [&](json& j) { state(j, 0)["converged"] = 100000; },
+       {"training-sweep: chunk 0's state: converged 100000 > the 4096 runs"}},
+      {&kSweep,
+       "negative diverged",
+       [&](json& j) { state(j, 1)["diverged"] = -3; },
+       {"chunk 1's state: diverged -3 is not a count"}},
+      {&kSweep,
+       "negative runs",
+       [&](json& j) { state(j, 1)["runs"] = -4096; },
+       {"runs -4096 is not a count"}},
+      {&kSweep,
+       "a NaN moment",
+       [&](json& j) { state(j, 2)["moments"][3] = "nan"; },
+       {"chunk 2's state", "not finite"}},
+      {&kSweep,
+       "shortened values",
+       [&](json& j) {
+         auto& v = state(j, 0)["values"];
+         v = v.get<std::string>().substr(0, v.get<std::string>().size() - 16);
+       },
+       {"65520 hex digits of weights, where 4096 runs"}},
+      {&kSweep,
+       "min above max",
+       [&](json& j) { state(j, 0)["min"] = exact(3.0); },
+       {"are not the extremes"}},
+      {&kSweep,
+       "a weight outside [min, max]",
+       [&](json& j) {
+         auto& v = state(j, 0)["values"];
+         v = exact_vector({2.0}) + v.get<std::string>().substr(16);
+       },
+       {"outside [min, max]"}},
+      {&kDk,
+       "n changed",
+       [&](json& j) { state(j, 0)[0] = exact(1.0); },
+       {"dk-std: chunk 0's state", "one value with a spread"}},
+      {&kDk, "an infinite m4", [&](json& j) { state(j, 1)[4] = "inf"; }, {"not finite"}},
+      {&kSat,
+       "negative non_finite",
+       [&](json& j) { state(j, 0)[6] = -1; },
+       {"softmax-saturation: chunk 0's state: non_finite -1 is not a count"}},
+      {&kSat, "a NaN mean", [&](json& j) { state(j, 0)[2][1] = "nan"; }, {"not finite"}},
+      {&kSweep,
+       "a chunk out of order",
+       [](json& j) { j["states"][1][0] = 7; },
+       {"state for chunk 1 is missing or out of order"}},
+      {&kSweep,
+       "a chunk missing",
+       [](json& j) { j["states"].erase(j["states"].size() - 1); },
+       {"holds 2 states for the 3 chunks of its range"}},
+      {&kSweep,
+       "a range past the chunks",
+       [](json& j) {
+         j["range"] = json::array({0, 99});
+       },
+       {"range's end 99 is more than 6"}},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    const auto& [p0, p1] = parts[d.args];
+    const fs::path copy = scratch("dp-edited");
+    fs::copy(p0, copy);
+    const fs::path file = copy / (test::split(*d.args, ' ')[1] + ".part.json");
+    edit_file(file, d.edit);
+    std::vector<std::string> says = d.says;
+    says.push_back("merge: " + file.string() + ": ");
+    expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", says);
+    fs::remove_all(copy);
+  }
+  // The checksum, an older version's part, a truncated part.
+  const auto& [p0, p1] = parts[&kSat];
+  const auto refused = [&](const Edit& edit, bool reseal, const std::vector<std::string>& says) {
+    const fs::path copy = scratch("dp-sum");
+    fs::copy(p0, copy);
+    const fs::path file = copy / "softmax-saturation.part.json";
+    edit_file(file, edit, reseal);
+    std::vector<std::string> all = says;
+    all.push_back("merge: " + file.string() + ": ");
+    expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", all);
+    fs::remove_all(copy);
+  };
+  refused(
+      [&](json& j) {
+        std::string m = state(j, 0)[0][1].get<std::string>();
+        m[3] = m[3] == '1' ? '2' : '1';
+        state(j, 0)[0][1] = m;
+      },
+      false, {"checksum mismatch"});
+  refused(
+      [](json& j) {
+        j["format"] = "attnlab-part 1";
+        j.erase("checksum");
+      },
+      false, {"written by an older version of demo", "run its shard again"});
+  const fs::path cut = scratch("dp-cut");
+  fs::copy(p0, cut);
+  const fs::path file = cut / "softmax-saturation.part.json";
+  const std::string text = read_file(file);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 2);
+  expect_refused_before_work("merge " + cut.string() + " " + p1.string() + " -q",
+                             {"merge: part " + file.string() + ": not JSON"});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// --per-seed rows travel in the parts: a row of another seed is refused.
+TEST(DamagedPart, PerSeedRowsMustBeTheChunksSeeds) {
+  const std::string args = kSweep + " --per-seed " + scratch("rows.csv").string();
+  std::string dirs;
+  fs::path first;
+  for (int i = 0; i < 2; ++i) {
+    const fs::path dir = scratch("rows-dp" + std::to_string(i));
+    ASSERT_EQ(test::run_demo(args + " --shard " + std::to_string(i) + "/2 --out " + dir.string())
+                  .exit_code,
+              0);
+    if (i == 0) first = dir;
+    dirs += " " + dir.string();
+  }
+  const fs::path file = first / "training-sweep.part.json";
+  edit_file(file, [](json& j) {
+    std::string rows = j["states"][0][1]["rows"];
+    rows.replace(0, rows.find(',', rows.find(',') + 1), "all-random,123456");
+    j["states"][0][1]["rows"] = rows;
+  });
+  expect_refused_before_work("merge" + dirs + " -q",
+                             {"merge: " + file.string(), "--per-seed row 0", "seed 0"});
+  EXPECT_FALSE(fs::exists(scratch("rows.csv")));
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// ---- Files that are not regular: refused without waiting on them -------------------------
+TEST(NotAFile, CheckpointFifoDirectoryOrLinkIsRefusedWithoutWaiting) {
+  const fs::path fifo = scratch("ck-fifo.json"), dir = scratch("ck-dir.json"),
+                 link = scratch("ck-link.json"), target = scratch("ck-target.json");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_directories(dir);
+  std::ofstream(target) << "{}";
+  fs::create_symlink(target, link);
+  expect_refused_before_work(kSweep + " --checkpoint " + fifo.string(), {"is a FIFO"});
+  expect_refused_before_work(kSweep + " --checkpoint " + dir.string(), {"is a directory"});
+  expect_refused_before_work(kSweep + " --checkpoint " + link.string(), {"is a symbolic link"});
+  EXPECT_EQ(read_file(target), "{}");
+  struct stat st {};
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+TEST(NotAFile, MergePartThatIsAFifoOrDirectoryIsRefusedWithoutWaiting) {
+  const fs::path p1 = scratch("nf1");
+  ASSERT_EQ(test::run_demo(kSat + " --shard 1/2 --out " + p1.string()).exit_code, 0);
+  const fs::path with_fifo = scratch("nf-fifo"), with_dir = scratch("nf-dir");
+  fs::create_directories(with_fifo);
+  ASSERT_EQ(mkfifo((with_fifo / "softmax-saturation.part.json").c_str(), 0600), 0);
+  fs::create_directories(with_dir / "softmax-saturation.part.json");
+  expect_refused_before_work(
+      "merge " + with_fifo.string() + " " + p1.string() + " -q",
+      {(with_fifo / "softmax-saturation.part.json").string() + ": a FIFO, not a regular file"});
+  expect_refused_before_work(
+      "merge " + with_dir.string() + " " + p1.string() + " -q",
+      {(with_dir / "softmax-saturation.part.json").string() + ": a directory, not a regular file"});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// ---- A checkpoint that could not be saved: refused before the work, not after ------------
+TEST(UnwritableCheckpoint, RefusedBeforeAnyWork) {
+  // 40000 seeds: seconds of work, had it started.
+  const std::string args = "--table training-sweep --seeds 0:40000 --steps 200 --grad analytic -q";
+  expect_refused_before_work(args + " --checkpoint /proc/attn-ck.json", {"cannot write there"});
+  expect_refused_before_work(args + " --checkpoint " + scratch("no-such-dir").string() + "/ck.json",
+                             {"no folder"});
+  const fs::path ro = scratch("ro"), full = scratch("full");
+  fs::create_directories(ro);
+  fs::create_directories(full);
+  if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro.string() + "'").exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root and mount rights)";
+  expect_refused_before_work(
+      args + " --checkpoint " + (ro / "ck.json").string(),
+      {"--checkpoint " + (ro / "ck.json").string(), "Read-only file system"});
+  test::run_command("umount '" + ro.string() + "'");
+  ASSERT_EQ(test::run_command("mount -t tmpfs -o size=4k tmpfs '" + full.string() + "'").exit_code,
+            0);
+  test::run_command("dd if=/dev/zero of='" + full.string() + "/fill' bs=1k count=64 2>/dev/null");
+  expect_refused_before_work(args + " --checkpoint " + (full / "ck.json").string(),
+                             {"No space left on device"});
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(full)) left.push_back(e.path().filename().string());
+  test::run_command("umount '" + full.string() + "'");
+  EXPECT_EQ(left, std::vector<std::string>{"fill"}) << "the probe left its temporary file";
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// ---- The pieces: exact text, its checks, the checksum ------------------------------------
+TEST(ExactStates, ReadersRefuseWhatNoStateHolds) {
+  EXPECT_EQ(exact_double(json("0x1.8p+1")), 3.0);
+  for (const json& bad :
+       {json("zzz"), json(""), json("0x1p+0 "), json(" 0x1p+0"), json("1.5x"), json(1.5)})
+    EXPECT_THROW(exact_double(bad), std::invalid_argument) << bad.dump();
+  Moments m;
+  for (double x : {1.0, 2.0, 4.0}) m.push(x);
+  const Moments back = exact_moments(exact(m));
+  EXPECT_EQ(back.n, 3.0);
+  EXPECT_EQ(back.mean, 7.0 / 3);
+  EXPECT_EQ(exact_moments(exact(Moments{})).n, 0.0);
+  const auto with = [&](int k, double v) {
+    json j = exact(m);
+    j[k] = exact(v);
+    return j;
+  };
+  const std::pair<json, std::string> bad_moments[] = {
+      {with(0, -5), "not a count"},
+      {with(0, 2.5), "not a count"},
+      {with(1, NAN), "not finite"},
+      {with(4, INFINITY), "not finite"},
+      {with(2, -1), "negative sum of squares"},
+      {json::array({exact(0.0), exact(1.0), exact(0.0), exact(0.0), exact(0.0)}), "no values"},
+      {json::array({exact(1.0), exact(1.0), exact(1.0), exact(0.0), exact(0.0)}), "one value"},
+      {json::array({exact(1.0)}), "5 numbers"}};
+  for (const auto& [j, says] : bad_moments) {
+    try {
+      exact_moments(j);
+      ADD_FAILURE() << j.dump() << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(exact_count(json(7), "x"), 7);
+  for (const json& bad : {json(-1), json(1.5), json("7"), json(nullptr)})
+    EXPECT_THROW(exact_count(bad, "x"), std::invalid_argument) << bad.dump();
+}
+
+TEST(ExactStates, ChecksumIsFnv1a64OfTheContentWithoutIt) {
+  // The published FNV-1a 64 test vectors (Fowler, Noll and Vo's reference test suite).
+  EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(fnv1a64("foobar"), 0x85944171f73967e8ULL);
+  json j = {{"b", 1}, {"a", "x"}};
+  char want[32];
+  std::snprintf(want, sizeof want, "fnv1a64:%016llx",
+                static_cast<unsigned long long>(fnv1a64(R"({"a":"x","b":1})")));
+  EXPECT_EQ(content_checksum(j), want);
+  j["checksum"] = "anything";
+  EXPECT_EQ(content_checksum(j), want) << "the checksum member is no part of the content";
 }
 
 }  // namespace

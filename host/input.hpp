@@ -1,0 +1,46 @@
+// input.hpp: reading the files demo is given (a --checkpoint, demo merge's parts, compare's
+// result files, attention's arrays) and quoting what they hold in messages.
+//
+// - Only a regular file is read. It is opened without waiting (O_NONBLOCK: opening a FIFO that
+//   has no writer returns at once instead of hanging the run) and checked with fstat on the
+//   descriptor opened, so nothing can be swapped in between the check and the read; a FIFO,
+//   device, socket or directory is refused.
+// - A message quotes at most kQuoteMax characters of anything read from a file: a damaged file
+//   may hold megabytes on one line, and nlohmann-json's parse errors quote the token they
+//   stopped in, however long ("last read: '...'").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <string>
+
+namespace attn {
+
+inline constexpr std::size_t kQuoteMax = 40;
+
+// "a directory", "a FIFO", "a symbolic link", "a device", "a socket" or "not a regular file":
+// what kind of thing a struct stat's st_mode describes, for messages.
+const char* file_kind(unsigned mode);
+
+// The bytes of the regular file at path. A symbolic link is followed when follow_links is true
+// (inputs), refused when false (a file demo also replaces, such as a --checkpoint, where only a
+// regular file is ever replaced). Throws std::runtime_error with the reason alone, the caller
+// names the file: "no such file", "a FIFO, not a regular file", "cannot read it: ...", or, when
+// the file is larger than max_bytes, "file of N bytes is larger than the memory available (M
+// bytes)".
+std::string read_regular_file(const std::string& path,
+                              std::size_t max_bytes = std::numeric_limits<std::size_t>::max(),
+                              bool follow_links = true);
+
+// text cut to at most max characters ("..." marks a cut), control characters shown as '?': a
+// piece of input fit to be quoted in a one-line message.
+std::string quote_input(const std::string& text, std::size_t max = kQuoteMax);
+
+// A JSON parser's error on one short line: nlohmann-json's text without its
+// "[json.exception...] " tag, the input it quotes cut with quote_input, the whole at most 160
+// characters.
+std::string json_error_text(const std::exception& e);
+
+}  // namespace attn
