@@ -438,8 +438,12 @@ double exact_double(const json& j) {
   return std::strtod(s.c_str(), nullptr);
 }
 
+// The scale (moments.hpp) is written only when it is not 1, so that states of ordinary values
+// read and write as before it existed.
 json exact(const Moments& m) {
-  return json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
+  json j = json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
+  if (m.scale != 1) j.push_back(exact(m.scale));
+  return j;
 }
 
 Moments exact_moments(const json& j) {
@@ -449,6 +453,7 @@ Moments exact_moments(const json& j) {
   m.m2 = exact_double(j.at(2));
   m.m3 = exact_double(j.at(3));
   m.m4 = exact_double(j.at(4));
+  if (j.size() > 5) m.scale = exact_double(j.at(5));
   return m;
 }
 
