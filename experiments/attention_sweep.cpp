@@ -30,6 +30,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "experiments/attention_sweep.hpp"
 #include "experiments/registry.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
@@ -37,6 +38,29 @@
 #include "moments.hpp"
 
 namespace attn {
+
+// See attention_sweep.hpp.
+double rms_distance(const double* a, const double* b, int count, int rows) {
+  double sq = 0;
+  for (int e = 0; e < count; ++e) {
+    const double d = a[e] - b[e];
+    sq += d * d;
+  }
+  if (std::isfinite(sq)) return std::sqrt(sq / rows);
+  double largest = 0;  // of (a - b) / 2, which cannot overflow
+  for (int e = 0; e < count; ++e) {
+    if (!std::isfinite(a[e]) || !std::isfinite(b[e])) return std::sqrt(sq / rows);
+    largest = std::fmax(largest, std::fabs(0.5 * a[e] - 0.5 * b[e]));
+  }
+  const int k = std::ilogb(largest) + 2;  // |a - b| / 2^k < 1
+  double scaled = 0;
+  for (int e = 0; e < count; ++e) {
+    const double d = std::ldexp(a[e], -k) - std::ldexp(b[e], -k);
+    scaled += d * d;
+  }
+  return std::ldexp(std::sqrt(scaled / rows), k);
+}
+
 namespace {
 
 const std::vector<double> kProbs = {0.05, 0.25, 0.5, 0.75, 0.95};
@@ -360,12 +384,7 @@ std::vector<Table> run(const RunContext& ctx) {
       const double* a = out.data() + i * result;
       const double* b = a + result;
       pair_jsd.push_back(map_jsd(a + 1, b + 1, s.rows(), s.n));
-      double sq = 0;
-      for (int e = 0; e < s.rows() * s.d_v; ++e) {
-        const double d = a[1 + map + e] - b[1 + map + e];
-        sq += d * d;
-      }
-      pair_out.push_back(std::sqrt(sq / s.rows()));
+      pair_out.push_back(rms_distance(a + 1 + map, b + 1 + map, s.rows() * s.d_v, s.rows()));
     }
     pacer.done();
     progress.advance(static_cast<double>(c) * m.steps);

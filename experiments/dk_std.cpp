@@ -41,10 +41,11 @@ constexpr double kAutoNumpyLimit = 1e8;  // normals
 std::optional<std::pair<double, double>> std_interval(const Moments& m, double min_samples) {
   if (m.n < min_samples || m.n < 4 || !(m.m2 > 0)) return std::nullopt;
   const double z = 1.959963984540054, n = m.n;
+  // s2 in units of m.scale^2 (moments.hpp), so that it stays in range; the bounds times m.scale.
   const double s2 = m.m2 / (n - 1), c = n / (n - z);
   const double se = c * std::sqrt(std::fmax(m.kurtosis() - (n - 3) / n, 0.0) / (n - 1));
-  return std::make_pair(std::sqrt(c * s2 * std::exp(-z * se)),
-                        std::sqrt(c * s2 * std::exp(z * se)));
+  return std::make_pair(m.scale * std::sqrt(c * s2 * std::exp(-z * se)),
+                        m.scale * std::sqrt(c * s2 * std::exp(z * se)));
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include "host/plots.hpp"
 #include "host/progress.hpp"
 #include "host/provenance.hpp"
+#include "moments.hpp"
 #include "softmax.hpp"
 
 namespace attn {
@@ -417,8 +418,10 @@ Table summary_view(const Plan& p, const Result<T>& r) {
   t.columns = {{"statistic"},   {"rows", ""},    {"mean", "%.4g"},  {"std", "%.4g"},
                {"min", "%.4g"}, {"max", "%.4g"}, {"non_finite", ""}};
   const std::size_t rows = p.batch * p.heads * p.n;
+  // Mean and std from Moments (Welford's update): no sum of squares to cancel or overflow.
   struct Acc {
-    double sum = 0, sum2 = 0, lo = INFINITY, hi = -INFINITY;
+    Moments moments;
+    double lo = INFINITY, hi = -INFINITY;
     std::int64_t count = 0, bad = 0;
   } acc[3];
   std::vector<double> row(p.n);
@@ -434,8 +437,7 @@ Table summary_view(const Plan& p, const Result<T>& r) {
         ++acc[s].bad;
         continue;
       }
-      acc[s].sum += v[s];
-      acc[s].sum2 += v[s] * v[s];
+      acc[s].moments.push(v[s]);
       acc[s].lo = std::fmin(acc[s].lo, v[s]);
       acc[s].hi = std::fmax(acc[s].hi, v[s]);
       ++acc[s].count;
@@ -443,10 +445,9 @@ Table summary_view(const Plan& p, const Result<T>& r) {
   }
   const char* names[3] = {"max_weight", "entropy", "jacobian_norm"};
   for (int s = 0; s < 3; ++s) {
-    const double c = double(acc[s].count), mean = c > 0 ? acc[s].sum / c : NAN;
-    const double var = c > 1 ? std::fmax(acc[s].sum2 / c - mean * mean, 0.0) * c / (c - 1) : NAN;
-    t.add_row({std::string(names[s]), acc[s].count, mean, std::sqrt(var), c > 0 ? acc[s].lo : NAN,
-               c > 0 ? acc[s].hi : NAN, acc[s].bad});
+    const bool any = acc[s].count > 0;
+    t.add_row({std::string(names[s]), acc[s].count, any ? acc[s].moments.mean : NAN,
+               acc[s].moments.stddev(1), any ? acc[s].lo : NAN, any ? acc[s].hi : NAN, acc[s].bad});
   }
   t.notes.push_back(
       "per row of weights (query), over every entry and head: the largest weight, "

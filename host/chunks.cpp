@@ -679,8 +679,12 @@ double exact_double(const json& j) {
   return v;
 }
 
+// The scale (moments.hpp) is written only when it is not 1, so that states of ordinary values
+// read and write as before it existed.
 json exact(const Moments& m) {
-  return json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
+  json j = json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
+  if (m.scale != 1) j.push_back(exact(m.scale));
+  return j;
 }
 
 Moments exact_moments(const json& j) {
@@ -692,6 +696,14 @@ Moments exact_moments(const json& j) {
   m.m2 = exact_double(j.at(2));
   m.m3 = exact_double(j.at(3));
   m.m4 = exact_double(j.at(4));
+  if (j.size() > 6) throw std::invalid_argument("moments with more than 6 numbers");
+  if (j.size() == 6) {
+    // A power of two above 1 (moments.hpp): written only when the sums needed it.
+    m.scale = exact_double(j.at(5));
+    int exponent = 0;
+    if (!(std::isfinite(m.scale) && m.scale > 1 && std::frexp(m.scale, &exponent) == 0.5))
+      throw std::invalid_argument("moments with a scale that is not a power of two above 1");
+  }
   // What push() and merge() can leave: a whole count; nothing but zeros for no values or for the
   // spread of one; finite moments of finite values, and m2 a sum of squares.
   if (!(m.n >= 0 && m.n <= 0x1p53 && m.n == std::floor(m.n)))

@@ -161,7 +161,7 @@ Cli parse_command_line(int argc, char** argv) {
       ->type_name("X");
   cmp->add_option("--atol", atol,
                   "Absolute floor for every column (default: per column, rtol x the column's "
-                  "largest |b|)")
+                  "largest |b|; for a column of rounding noise, its rows' resolution)")
       ->type_name("X");
 
   add_attention_command(app, cli.attention);

@@ -19,6 +19,8 @@
 namespace attn {
 namespace {
 
+constexpr double kResolution = 0x1p-52;  // float64 epsilon (compare.hpp, "resolution")
+
 // A number from a JSON cell: numbers, and the strings "nan", "inf", "-inf" that demo writes for
 // non-finite values. Returns false for anything else.
 bool as_number(const nlohmann::json& v, double& out) {
@@ -68,6 +70,39 @@ void largest_abs(const nlohmann::json& v, double& m) {
   }
   double x;
   if (as_number(v, x) && std::isfinite(x)) m = std::fmax(m, std::fabs(x));
+}
+
+// The largest finite |x| among the real (non-integer) numbers of a cell. Integers in demo's
+// tables are counts, seeds and sizes: exact labels, not computed quantities with a rounding level.
+void largest_abs_real(const nlohmann::json& v, double& m) {
+  if (v.is_array()) {
+    for (const auto& x : v) largest_abs_real(x, m);
+    return;
+  }
+  if (v.is_number_float() && std::isfinite(v.get<double>()))
+    m = std::fmax(m, std::fabs(v.get<double>()));
+}
+
+// Whether every finite number of a cell is below `floor` in magnitude (non-numbers count as below:
+// they are compared as text).
+bool all_below(const nlohmann::json& v, double floor) {
+  if (v.is_array()) {
+    for (const auto& x : v)
+      if (!all_below(x, floor)) return false;
+    return true;
+  }
+  double x;
+  return !as_number(v, x) || !std::isfinite(x) || std::fabs(x) < floor;
+}
+
+// Whether a cell holds a real (non-integer) number.
+bool has_real(const nlohmann::json& v) {
+  if (v.is_array()) {
+    for (const auto& x : v)
+      if (has_real(x)) return true;
+    return false;
+  }
+  return v.is_number_float();
 }
 
 struct Place {
@@ -159,21 +194,39 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
           return d;
         }
   }
+  // Each row's resolution: float64 epsilon times the largest real |b| in the row (compare.hpp).
+  std::vector<double> resolution(rb.size(), 0.0);
+  for (std::size_t r = 0; r < rb.size(); ++r) {
+    double largest = 0;
+    for (const auto& col : x.at("columns"))
+      largest_abs_real(rb[r].at(col.get<std::string>()), largest);
+    resolution[r] = kResolution * largest;
+  }
   for (const auto& col : x.at("columns")) {
     const std::string c = col.get<std::string>();
     double scale = 0;
-    bool numeric = false;
-    for (const auto& row : rb) {
+    bool numeric = false, real = false, below = true, resolvable_row = false;
+    for (std::size_t r = 0; r < rb.size(); ++r) {
+      const auto& cell = rb[r].at(c);
       double v;
-      numeric = numeric || as_number(row.at(c), v) || row.at(c).is_array();
-      largest_abs(row.at(c), scale);
+      numeric = numeric || as_number(cell, v) || cell.is_array();
+      real = real || has_real(cell);
+      largest_abs(cell, scale);
+      below = below && all_below(cell, resolution[r]);
+      resolvable_row = resolvable_row || resolution[r] > 0;
     }
     const double atol = rule.atol ? *rule.atol : rule.rtol * scale;
-    if (numeric) d.atol[c] = atol;
-    const Place place{rule, atol};
-    for (std::size_t r = 0; r < ra.size(); ++r)
-      compare_cells(ra[r].at(c), rb[r].at(c),
-                    "row " + std::to_string(r) + ", column " + quote_input(c), place, d);
+    const bool at_resolution = !rule.atol && real && below && resolvable_row;
+    double largest_floor = at_resolution ? 0 : atol;
+    for (std::size_t r = 0; r < ra.size(); ++r) {
+      // Row by row: another row's noise, however large, does not excuse this row's difference.
+      const double here = at_resolution ? resolution[r] : atol;
+      largest_floor = std::fmax(largest_floor, here);
+      compare_cells(ra[r].at(c), rb[r].at(c), "row " + std::to_string(r) + ", column " + quote_input(c),
+                    Place{rule, here}, d);
+    }
+    if (numeric) d.atol[c] = largest_floor;
+    if (at_resolution) d.at_resolution.insert(c);
   }
   return d;
 }
@@ -319,7 +372,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
       return 2;
     }
-    bool ok = true;
+    bool ok = true, any_resolution = false;
     std::string report;
     char line[512];
     std::snprintf(line, sizeof line, "%-20s %-10s %-8s %s\n", "table", "worst", "verdict",
@@ -345,9 +398,11 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       if (!d.atol.empty()) {
         std::string floors;
         for (const auto& [c, v] : d.atol)
-          floors += (floors.empty() ? "" : ", ") + quote_input(c) + " " + human_number(v);
+          floors += (floors.empty() ? "" : ", ") + quote_input(c) + " " + human_number(v) +
+                    (d.at_resolution.count(c) ? " (resolution)" : "");
         report += "  atol per column: " + floors + "\n";
       }
+      any_resolution = any_resolution || !d.at_resolution.empty();
     }
     report +=
         "rule: |a - b| <= atol + rtol*|b| per number (numpy's allclose; b: second file), rtol " +
@@ -355,6 +410,11 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
         (rule.atol ? human_number(*rule.atol) + " for every column (--atol)"
                    : std::string("rtol x the column's largest |b| (--atol sets one)")) +
         "; worst = largest |a - b| / (atol + rtol*|b|), agree when <= 1\n";
+    if (any_resolution)
+      report +=
+          "resolution: a column whose every |b| is below 2^-52 (float64 epsilon) x the largest "
+          "real |b| of its row is rounding noise at the table's precision; its atol, row by row, "
+          "is that product (the largest is shown)\n";
     report += ok ? "all tables agree\n" : "differences found\n";
     write_stdout(report);
     return ok ? 0 : 1;

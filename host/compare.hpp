@@ -5,11 +5,23 @@
 // file), with an absolute floor atol per column: by default rtol times the largest finite |b|
 // in that column (so a rounding residue such as -1.4e-17 next to values near 1 agrees with 0),
 // or one --atol for every column. Equal non-finite values (nan and nan, inf and inf) agree.
+//
+// Resolution (default floor only). A row of a table is one run or one quantity's statistics;
+// its real numbers are computed in float64 together, so none is resolved below float64 epsilon
+// (2^-52) times the largest real |b| of the row: the row's resolution. (Integers are counts,
+// seeds and sizes, not computed quantities; they do not count.) A column whose every |b| is below
+// its row's resolution holds rounding noise only, such as the training table's loss of 1e-24
+// next to outputs near 1 when every run converged; there rtol x the column's largest |b| is
+// noise-sized too. Such a column takes, row by row, its row's resolution as atol (values below
+// it agree when they differ by at most it), and the report marks it "(resolution)" with the
+// largest. A column with a value at or above its row's resolution keeps the plain per-column
+// floor; --atol replaces both.
 #pragma once
 
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,7 +40,8 @@ struct TableDiff {
   std::string where;      // where `worst` is: "row 3, column std"
   double a = 0, b = 0;    // the two values there
   double atol_there = 0;  // the absolute floor of that column
-  std::map<std::string, double> atol;  // the absolute floor of each numeric column
+  std::map<std::string, double> atol;   // the absolute floor of each numeric column (its largest)
+  std::set<std::string> at_resolution;  // columns whose floor is their rows' resolution
   std::string mismatch;  // non-empty when the tables differ in shape, text or missing cells
 };
 

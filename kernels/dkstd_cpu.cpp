@@ -141,7 +141,7 @@ struct LaneArrays {
 ATTN_INLINE void push_lanes(LaneArrays& a, unsigned lane0, const float* dots) {
   for (unsigned l = 0; l < kW; ++l) {
     const unsigned i = lane0 + l;
-    Moments::push_into(a.n[i], a.mean[i], a.m2[i], a.m3[i], a.m4[i], static_cast<double>(dots[l]));
+    Moments::push_into(a.n[i], a.mean[i], a.m2[i], a.m3[i], a.m4[i], dots[l]);
   }
 }
 
@@ -167,13 +167,13 @@ ATTN_INLINE Moments chunk_moments_body(const Plan& p, std::uint64_t chunk) {
       } else {  // the run's last, partial group
         for (unsigned l = 0; i0 + l < end; ++l)
           Moments::push_into(a.n[lane0 + l], a.mean[lane0 + l], a.m2[lane0 + l], a.m3[lane0 + l],
-                             a.m4[lane0 + l], static_cast<double>(sample_dot(key, p.d_k, i0 + l)));
+                             a.m4[lane0 + l], sample_dot(key, p.d_k, i0 + l));
       }
     }
   }
-  Moments lanes[kLanes];
+  Moments lanes[kLanes];  // fed floats: scale 1 (moments.hpp)
   for (unsigned l = 0; l < kLanes; ++l)
-    lanes[l] = Moments{a.n[l], a.mean[l], a.m2[l], a.m3[l], a.m4[l]};
+    lanes[l] = Moments{a.n[l], a.mean[l], a.m2[l], a.m3[l], a.m4[l], 1.0};
   return merge_lanes(lanes);
 }
 

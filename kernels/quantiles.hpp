@@ -37,7 +37,17 @@ std::vector<double> quantiles_of_sorted(std::size_t n, const std::vector<double>
     const double lower = sorted_at(lo), upper = sorted_at(hi);
     // On an order statistic (or between equal ones) the value itself: also right for +-inf,
     // where the interpolation would give 0 * inf = NaN.
-    out.push_back(h == lo_h || upper == lower ? lower : lower + (h - lo_h) * (upper - lower));
+    if (h == lo_h || upper == lower) {
+      out.push_back(lower);
+      continue;
+    }
+    const double f = h - lo_h;
+    double q = lower + f * (upper - lower);
+    // Finite values of opposite signs beyond half the largest double: upper - lower overflows
+    // although the quantile lies between them; the weighted sum of the two stays in range.
+    if (!std::isfinite(q) && std::isfinite(lower) && std::isfinite(upper))
+      q = (1 - f) * lower + f * upper;
+    out.push_back(q);
   }
   return out;
 }

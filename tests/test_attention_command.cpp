@@ -11,6 +11,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <sstream>
 #include <thread>
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xarray.hpp>
@@ -143,6 +144,42 @@ TEST(AttentionCommand, ThousandProblemsAgreeWithNumpyFloat64) {
         we = std::max(we, std::fabs(w.flat(i) - w_ref.flat(i)));
       EXPECT_LT(we, 1e-12);
     }
+  }
+}
+
+// The batch summary (mean and std with ddof 1 of each row's largest weight, entropy and ||J||_F)
+// against numpy over numpy's own float64 weights of the same 1,000 problems.
+TEST(AttentionCommand, SummaryStatisticsAgreeWithNumpy) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  const auto r =
+      run_demo("attention --x " + kData + "x.npy --w-q " + kData + "w_q.npy --w-k " + kData +
+               "w_k.npy --w-v " + kData + "w_v.npy --device cpu --dtype f64 --format json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto lines = test::lines_of(
+      test::run_python("import numpy as np\n"
+                       "p = np.load('" +
+                       kData +
+                       "weights_ref.npy')\n"
+                       "p = p.reshape(-1, p.shape[-1])\n"
+                       "logs = np.log(np.where(p > 0, p, 1.0))\n"
+                       "ent = -(p * logs).sum(axis=1)\n"
+                       "jac = np.array([np.linalg.norm(np.diag(q) - np.outer(q, q)) for q in p])\n"
+                       "for v in (p.max(axis=1), ent, jac):\n"
+                       "    print(len(v), repr(v.mean()), repr(v.std(ddof=1)))\n"));
+  ASSERT_EQ(lines.size(), 3u);
+  const char* names[3] = {"max_weight", "entropy", "jacobian_norm"};
+  for (int s = 0; s < 3; ++s) {
+    std::istringstream in(lines[s]);
+    double n, mean, sd;
+    in >> n >> mean >> sd;
+    const nlohmann::json* row = nullptr;
+    for (const auto& x : doc["tables"][0]["rows"])
+      if (x["statistic"] == names[s]) row = &x;
+    ASSERT_NE(row, nullptr) << names[s];
+    EXPECT_EQ((*row)["rows"].get<double>(), n) << names[s];
+    EXPECT_NEAR((*row)["mean"].get<double>(), mean, 1e-13 * std::fabs(mean)) << names[s];
+    EXPECT_NEAR((*row)["std"].get<double>(), sd, 1e-13 * sd) << names[s];
   }
 }
 

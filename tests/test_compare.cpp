@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -383,6 +384,102 @@ TEST(DemoCompare, AtolIsSettableAndStated) {
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
     EXPECT_EQ(r.out, "");
   }
+}
+
+// ---- a column of rounding noise: its rows' resolution as the floor ---------------------------
+
+// A training-like table: seed (an integer), out (near 1), loss (rounding noise near 1e-24).
+json noise_doc(double loss0, double loss1, double out0 = 1.0000000000008569,
+               double out1 = 1.0000000000002194) {
+  json d = json::parse(R"({"tables": [{"name": "t", "columns": ["seed", "out", "loss"],
+                                       "rows": []}]})");
+  d["tables"][0]["rows"].push_back({{"seed", 0}, {"out", out0}, {"loss", loss0}});
+  d["tables"][0]["rows"].push_back({{"seed", 1}, {"out", out1}, {"loss", loss1}});
+  return d;
+}
+
+TEST(CompareResolution, NoiseColumnTakesItsRowsResolution) {
+  const json a = noise_doc(1.4930568584993397e-24, 6.572938206316364e-26);
+  const json b = noise_doc(3 * 1.4930568584993397e-24, 3 * 6.572938206316364e-26);
+  // Tripled: 1e-9 x the column's largest |b| (4.5e-33) would fail it (the old default).
+  CompareRule column_floor;
+  column_floor.atol = 1e-9 * 3 * 1.4930568584993397e-24;
+  EXPECT_GT(compare_results(a, b, column_floor)[0].worst, 1.0);
+  // By default the loss column lies below its rows' resolution, 2^-52 x |out|: it agrees.
+  const auto d = compare_results(a, b);
+  EXPECT_LE(d[0].worst, 1.0);
+  EXPECT_EQ(d[0].at_resolution, std::set<std::string>{"loss"});
+  EXPECT_EQ(d[0].atol.at("loss"), 0x1p-52 * 1.0000000000008569);  // the larger row's
+  EXPECT_EQ(d[0].atol.at("out"), 1e-9 * 1.0000000000008569);      // ordinary columns as before
+  // The worst cell is row 0's: its own row's floor.
+  EXPECT_EQ(d[0].where, "row 0, column loss");
+  EXPECT_EQ(d[0].atol_there, 0x1p-52 * 1.0000000000008569);
+  EXPECT_DOUBLE_EQ(d[0].worst, 2 * 1.4930568584993397e-24 /
+                                   (0x1p-52 * 1.0000000000008569 + 1e-9 * 4.479170575498019e-24));
+  // A real difference, above the floor, fails from either side.
+  EXPECT_GT(compare_results(noise_doc(1e-12, 6.6e-26), b)[0].worst, 1.0);
+  const auto above = compare_results(a, noise_doc(1e-12, 6.6e-26));
+  EXPECT_GT(above[0].worst, 1.0);
+  EXPECT_TRUE(above[0].at_resolution.empty());  // 1e-12 is resolved next to 1
+  EXPECT_GT(compare_results(a, noise_doc(4.5e-24, 1e-15))[0].worst, 1.0);
+  // An explicit --atol replaces the floor, down to 0.
+  CompareRule zero;
+  zero.atol = 0.0;
+  const auto strict = compare_results(a, b, zero);
+  EXPECT_GT(strict[0].worst, 1.0);
+  EXPECT_TRUE(strict[0].at_resolution.empty());
+  EXPECT_EQ(strict[0].atol.at("loss"), 0.0);
+}
+
+// The resolution is a row's: a huge value in one row does not excuse another row's difference,
+// and integers (counts, sizes) do not set it.
+TEST(CompareResolution, RowByRowAndRealsOnly) {
+  // Row 1's out is 1e300: its loss may move by up to 2^-52 x 1e300, row 0's by 2^-52 only.
+  const json b = noise_doc(3e-20, 2e200, 1.0, 1e300);
+  const auto noise = compare_results(noise_doc(1e-20, 1e200, 1.0, 1e300), b);
+  EXPECT_LE(noise[0].worst, 1.0);
+  EXPECT_EQ(noise[0].at_resolution, std::set<std::string>{"loss"});
+  EXPECT_EQ(noise[0].atol.at("loss"), 0x1p-52 * 1e300);
+  const auto moved = compare_results(noise_doc(0.5, 1e200, 1.0, 1e300), b);
+  EXPECT_GT(moved[0].worst, 1.0);
+  EXPECT_EQ(moved[0].where, "row 0, column loss");
+  EXPECT_EQ(moved[0].atol_there, 0x1p-52);
+  // An integer column of 4096 beside a lone real column: no resolution (the real column is the
+  // row's largest real: its values are resolved).
+  const auto ints = [](double y) {
+    json d = json::parse(R"({"tables": [{"name": "t", "columns": ["d_k", "y"], "rows": []}]})");
+    d["tables"][0]["rows"].push_back({{"d_k", 4096}, {"y", y}});
+    return d;
+  };
+  const auto r = compare_results(ints(1e-27), ints(3e-27));
+  EXPECT_GT(r[0].worst, 1.0);
+  EXPECT_TRUE(r[0].at_resolution.empty());
+}
+
+// The lesson's training table with every loss tripled: `demo compare` agrees by default and says
+// which floor; a loss moved to 1e-12 still differs; --atol 0 asks for the relative rule.
+TEST(DemoCompare, TrainingLossNoiseAgreesAtTheResolution) {
+  TempDir dir;
+  const ProcessResult run = run_demo("--table training --configs all-random --format json -q");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  json tripled = json::parse(run.out), moved = json::parse(run.out);
+  for (auto& row : tripled["tables"][0]["rows"]) {
+    ASSERT_LT(row["loss"].get<double>(), 1e-20) << row;  // rounding noise next to out_x ~ 1
+    row["loss"] = 3 * row["loss"].get<double>();
+  }
+  moved["tables"][0]["rows"][1]["loss"] = 1e-12;
+  const std::string pa = dir.write("a.json", run.out), pb = dir.write("b.json", tripled.dump());
+  const ProcessResult ok = run_demo("compare '" + pa + "' '" + pb + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("loss 2.22045e-16 (resolution)"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("resolution: a column whose every |b|"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("out_x 1e-09,"), std::string::npos) << ok.out;
+  const ProcessResult real =
+      run_demo("compare '" + pa + "' '" + dir.write("c.json", moved.dump()) + "'");
+  EXPECT_EQ(real.exit_code, 1) << real.out << real.err;
+  const ProcessResult strict = run_demo("compare '" + pa + "' '" + pb + "' --atol 0");
+  EXPECT_EQ(strict.exit_code, 1) << strict.out << strict.err;
+  EXPECT_EQ(strict.out.find("(resolution)"), std::string::npos) << strict.out;
 }
 
 // ---- files demo compare must refuse without crashing or hanging (issue 10, item 4) ------------

@@ -14,10 +14,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
 
+#include "experiments/attention_sweep.hpp"
 #include "experiments/registry.hpp"
 #include "head.hpp"
 #include "helpers.hpp"
@@ -539,6 +541,84 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("of memory"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Runs that blow up (losses up to 4.5e307, every one finite): the final loss's mean and std are
+// finite and those of the per-seed losses. numpy's np.std gives inf on them (it squares the
+// deviations, 1e614), so the reference is exact rational arithmetic in Python, the std rounded
+// from 50 digits; and np.std of the losses divided by 2^1000 (exact), times 2^1000.
+TEST(AttentionSweep, DivergingRunsGiveAFiniteLossMeanAndStd) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  TempDir dir;
+  const std::string rows = dir.file("rows.csv");
+  const Table t = run_table("attention-sweep", {{"--task", "random"},
+                                                {"--task-seed", "4"},
+                                                {"--words", "5"},
+                                                {"--d-model", "6"},
+                                                {"--d-k", "4"},
+                                                {"--d-v", "6"},
+                                                {"--seeds", "0:400"},
+                                                {"--steps", "300"},
+                                                {"--lr", "0.05"},
+                                                {"--init-scale", "0.5"},
+                                                {"--per-seed", rows}});
+  const auto lines = test::lines_of(
+      test::run_python("import csv, math, numpy as np\n"
+                       "from fractions import Fraction\n"
+                       "from decimal import Decimal, getcontext\n"
+                       "rows = list(csv.DictReader(open('" +
+                       rows +
+                       "')))\n"
+                       "used = [float(r['loss']) for r in rows\n"
+                       "        if all(math.isfinite(float(v)) for k, v in r.items()\n"
+                       "               if k == 'loss' or k.startswith('p_'))]\n"
+                       "x = [Fraction(v) for v in used]\n"
+                       "m = sum(x) / len(x)\n"
+                       "var = sum((v - m) ** 2 for v in x) / len(x)\n"
+                       "getcontext().prec = 50\n"
+                       "sd = (Decimal(var.numerator) / Decimal(var.denominator)).sqrt()\n"
+                       "a = np.array(used)\n"
+                       "print(len(used), max(used))\n"
+                       "print(repr(float(m)), repr(float(sd)))\n"
+                       "print(repr(float(np.std(a / 2.0**1000) * 2.0**1000)))\n"));
+  ASSERT_EQ(lines.size(), 3u);
+  std::istringstream first(lines[0]), exact(lines[1]);
+  double used, largest, mean, sd;
+  first >> used >> largest;
+  exact >> mean >> sd;
+  const double np_std = std::stod(lines[2]);
+  EXPECT_GT(largest, 1e307);  // the blow-up this checks
+  EXPECT_EQ(cell(t, "final loss", "seeds"), used);
+  const double got_mean = cell(t, "final loss", "mean"), got_sd = cell(t, "final loss", "std");
+  ASSERT_TRUE(std::isfinite(got_mean) && std::isfinite(got_sd)) << got_mean << " " << got_sd;
+  EXPECT_LE(std::fabs(got_mean - mean), 1e-13 * mean);
+  EXPECT_LE(std::fabs(got_sd - sd), 1e-13 * sd);
+  EXPECT_LE(std::fabs(got_sd - np_std), 1e-13 * sd);
+}
+
+// The output distance of two runs far out on opposite sides: every difference finite, the sum of
+// their squares (4e308) not. Reference: the same sum in long double (range beyond 1e4900).
+TEST(AttentionSweep, OutputDistanceOfHugeOutputsIsFinite) {
+  const std::vector<double> a = {1e154, 1.2e154, -3.0, 0.0, 7e153, -1e154};
+  const std::vector<double> b = {-1e154, -1.1e154, 5.0, 1e150, -6e153, 1.3e154};
+  const int rows = 2;
+  long double sq = 0;
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    const long double d = static_cast<long double>(a[e]) - b[e];
+    sq += d * d;
+  }
+  ASSERT_GT(sq, static_cast<long double>(std::numeric_limits<double>::max()));
+  const double want = static_cast<double>(std::sqrt(sq / rows));
+  const double got = rms_distance(a.data(), b.data(), static_cast<int>(a.size()), rows);
+  EXPECT_LE(std::fabs(got - want), 1e-15 * want) << got << " vs " << want;
+  // Ordinary outputs: the plain sum of squares, bit for bit.
+  const std::vector<double> c = {0.25, -1.5, 3.0}, d = {0.5, 2.0, -1.0};
+  double plain = 0;
+  for (int e = 0; e < 3; ++e) plain += (c[e] - d[e]) * (c[e] - d[e]);
+  EXPECT_EQ(rms_distance(c.data(), d.data(), 3, 2), std::sqrt(plain / 2));
+  // A non-finite output stays non-finite.
+  const std::vector<double> bad = {NAN, 0.0, 0.0};
+  EXPECT_TRUE(std::isnan(rms_distance(bad.data(), d.data(), 3, 2)));
 }
 
 }  // namespace

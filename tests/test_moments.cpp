@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "host/chunks.hpp"
 #include "moments.hpp"
 
 namespace attn {
@@ -170,9 +172,11 @@ TEST(Moments, PushIntoLooseFieldsEqualsPush) {
   Moments a;
   double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
   for (double v : x) {
-    a.push(v);
-    Moments::push_into(n, mean, m2, m3, m4, v);
+    const float f = static_cast<float>(v);  // push_into takes floats (the dk-std lanes' dots)
+    a.push(f);
+    Moments::push_into(n, mean, m2, m3, m4, f);
   }
+  EXPECT_EQ(a.scale, 1.0);
   EXPECT_EQ(a.n, n);
   EXPECT_EQ(a.mean, mean);
   EXPECT_EQ(a.m2, m2);
@@ -270,6 +274,182 @@ TEST(Moments, LargeOffsetKeepsVariance) {
   // Merged halves too.
   const Moments r = merge(push_all(x, 0, 50000), push_all(x, 50000));
   EXPECT_LE(std::fabs(r.variance() - var), 1e-6 * var);
+}
+
+// ---- Range: values near the largest double ---------------------------------------------------
+//
+// The sums M2..M4 of finite values can exceed the double range (M4 from values near 1e77, M2
+// from values near 1e154); Moments keeps them in units of a power-of-two scale. The reference is
+// the same two-pass computation in long double, whose range (beyond 1e4900) holds these sums.
+
+// M_k of a state as long double: m_k scale^k.
+long double sum_k(const Moments& m, int k) {
+  const double mk = k == 2 ? m.m2 : k == 3 ? m.m3 : m.m4;
+  return static_cast<long double>(mk) * std::pow(static_cast<long double>(m.scale), k);
+}
+
+void expect_matches_two_pass_any_range(const Moments& m, const std::vector<double>& x, double rel) {
+  const TwoPass t(x);
+  EXPECT_EQ(m.n, static_cast<double>(x.size()));
+  EXPECT_TRUE(std::isfinite(m.mean) && std::isfinite(m.m2) && std::isfinite(m.m3) &&
+              std::isfinite(m.m4))
+      << m.mean << " " << m.m2 << " " << m.m3 << " " << m.m4 << " scale " << m.scale;
+  // The mean on the scale of the data's spread (near zero between +-1e77 it is a difference).
+  const long double spread = std::max(std::fabs(t.mean), std::sqrt(t.m2 / t.n));
+  EXPECT_LE(std::fabs(m.mean - t.mean), rel * spread) << "mean " << m.mean;
+  EXPECT_LE(std::fabs(sum_k(m, 2) - t.m2), rel * t.m2) << "M2";
+  EXPECT_LE(std::fabs(sum_k(m, 4) - t.m4), rel * t.m4) << "M4";
+  // M3 on the scale of M2^1.5 (it can be near zero).
+  EXPECT_LE(std::fabs(sum_k(m, 3) - t.m3), rel * std::pow(t.m2, 1.5L)) << "M3";
+  expect_rel(m.stddev(), std::sqrt(t.m2 / t.n), rel, "stddev");
+  expect_rel(m.stddev(1), std::sqrt(t.m2 / (t.n - 1)), rel, "stddev ddof 1");
+  expect_rel(m.kurtosis(), t.n * t.m4 / (t.m2 * t.m2), rel, "kurtosis");
+}
+
+// Values of both signs up to 1.2e307 (the skewed sample times 1e306): the plain update's squares
+// overflow at the first pair; mean, std and kurtosis come out finite and right.
+TEST(MomentsRange, ValuesNear1e307AgainstTwoPassLongDouble) {
+  std::vector<double> x = skewed_sample(5000, 71, -3.0);
+  for (double& v : x) v *= 1e306;
+  EXPECT_GT(*std::max_element(x.begin(), x.end()), 1e307);
+  EXPECT_LT(*std::min_element(x.begin(), x.end()), -1e306);
+  const Moments m = push_all(x);
+  EXPECT_GT(m.scale, 1.0);
+  expect_matches_two_pass_any_range(m, x, 1e-12);
+  // The variance itself (about 1e612) is beyond the double range: inf, stated as such.
+  EXPECT_TRUE(std::isinf(m.variance()));
+}
+
+// Every value finite, the plain differences not: x - mean reaches 2 DBL_MAX.
+TEST(MomentsRange, OppositeExtremesOfTheDoubleRange) {
+  const std::vector<double> x = {DBL_MAX, -DBL_MAX, 0.5 * DBL_MAX, -DBL_MAX, DBL_MAX, 1.0, -1e300};
+  expect_matches_two_pass_any_range(push_all(x), x, 1e-12);
+  // Two values: mean 0, std DBL_MAX exactly, kurtosis 1.
+  Moments two;
+  two.push(DBL_MAX);
+  two.push(-DBL_MAX);
+  EXPECT_EQ(two.mean, 0.0);
+  EXPECT_EQ(two.stddev(), DBL_MAX);
+  EXPECT_DOUBLE_EQ(two.kurtosis(), 1.0);
+}
+
+// Values near 1e100: M2 (1e204) fits, M4 (1e404) does not.
+TEST(MomentsRange, FourthMomentBeyondRangeFromValuesNear1e100) {
+  std::vector<double> x = skewed_sample(3000, 72);
+  for (double& v : x) v *= 1e100;
+  const Moments m = push_all(x);
+  EXPECT_GT(m.scale, 1.0);
+  expect_matches_two_pass_any_range(m, x, 1e-12);
+}
+
+// 10^4 values near 3e75: M4 (about 1e307) fits without a scale, M2^2 (about 1e311) does not;
+// the kurtosis n M4 / M2^2 is still about the sample's own (a plain n M4 / M2^2 gave 0).
+TEST(MomentsRange, KurtosisWhereM2SquaredLeavesTheRange) {
+  std::vector<double> x = skewed_sample(10000, 78);
+  for (double& v : x) v *= 3e75;
+  const Moments m = push_all(x);
+  EXPECT_EQ(m.scale, 1.0);
+  EXPECT_TRUE(std::isinf(m.m2 * m.m2));
+  expect_matches_two_pass(m, x, 1e-12);
+}
+
+// Values up to 1e60 (M4 up to about 1e250) stay on the plain formula, scale 1.
+TEST(MomentsRange, LargeButInRangeValuesKeepScaleOne) {
+  std::vector<double> x = skewed_sample(3000, 73);
+  for (double& v : x) v *= 1e60;
+  const Moments m = push_all(x);
+  EXPECT_EQ(m.scale, 1.0);
+  expect_matches_two_pass(m, x, 1e-12);
+}
+
+// The dk-std lanes push floats with push_into, which has no scale: floats at +-FLT_MAX keep
+// every sum in range (M4 below 2^620 for any count below 2^53), bit for bit push()'s.
+TEST(MomentsRange, FloatsNeverNeedAScale) {
+  Moments a;
+  double n = 0, mean = 0, m2 = 0, m3 = 0, m4 = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const float f = (i % 3 == 0 ? -1.0f : 1.0f) * FLT_MAX * (i % 7 == 0 ? 0.25f : 1.0f);
+    a.push(f);
+    Moments::push_into(n, mean, m2, m3, m4, f);
+  }
+  EXPECT_EQ(a.scale, 1.0);
+  EXPECT_EQ(a.n, n);
+  EXPECT_EQ(a.mean, mean);
+  EXPECT_EQ(a.m2, m2);
+  EXPECT_EQ(a.m3, m3);
+  EXPECT_EQ(a.m4, m4);
+  EXPECT_TRUE(std::isfinite(a.m4));
+  EXPECT_TRUE(std::isfinite(a.kurtosis()));
+}
+
+// Chan's combination of huge parts: two halves, lopsided splits, a tree of 64 parts, parts of
+// ordinary and huge values, and two parts of scale 1 whose combination overflows (means +-1e77:
+// the cross term of M4 is (2e77)^4 times 37.5).
+TEST(MomentsRange, MergedHugeStatesStayFinite) {
+  std::vector<double> x = skewed_sample(64 * 50, 74, -2.0);
+  for (double& v : x) v *= 1e306;
+  for (std::size_t split : {std::size_t(1600), std::size_t(1), std::size_t(3199)}) {
+    SCOPED_TRACE(split);
+    expect_matches_two_pass_any_range(merge(push_all(x, 0, split), push_all(x, split)), x, 1e-12);
+  }
+  std::vector<Moments> level;
+  for (int c = 0; c < 64; ++c) level.push_back(push_all(x, c * 50, (c + 1) * 50));
+  while (level.size() > 1) {
+    std::vector<Moments> next;
+    for (std::size_t i = 0; i < level.size(); i += 2) next.push_back(merge(level[i], level[i + 1]));
+    level = next;
+  }
+  expect_matches_two_pass_any_range(level[0], x, 1e-12);
+
+  // Ordinary values with huge ones, in both orders.
+  std::vector<double> small = skewed_sample(500, 75), mixed = small;
+  mixed.insert(mixed.end(), x.begin(), x.begin() + 500);
+  const std::vector<double> huge(x.begin(), x.begin() + 500);
+  expect_matches_two_pass_any_range(merge(push_all(small), push_all(huge)), mixed, 1e-12);
+  std::vector<double> mixed2(huge);
+  mixed2.insert(mixed2.end(), small.begin(), small.end());
+  expect_matches_two_pass_any_range(merge(push_all(huge), push_all(small)), mixed2, 1e-12);
+
+  // Two scale-1 parts (spread about 1e70) around +1e77 and -1e77.
+  std::vector<double> up = skewed_sample(300, 76), down = skewed_sample(300, 77);
+  for (double& v : up) v = 1e77 + 1e70 * v;
+  for (double& v : down) v = -1e77 - 1e70 * v;
+  const Moments mu = push_all(up), md = push_all(down);
+  EXPECT_EQ(mu.scale, 1.0);
+  EXPECT_EQ(md.scale, 1.0);
+  std::vector<double> both = up;
+  both.insert(both.end(), down.begin(), down.end());
+  expect_matches_two_pass_any_range(merge(mu, md), both, 1e-12);
+}
+
+// NaN still makes the state NaN (the callers count non-finite values and leave them out);
+// pushing it neither loops nor is hidden by a scale.
+TEST(MomentsRange, NonFiniteInputStillPropagates) {
+  Moments m;
+  m.push(1.0);
+  m.push(NAN);
+  EXPECT_TRUE(std::isnan(m.mean));
+  Moments h;
+  h.push(1e307);
+  h.push(-1e307);
+  EXPECT_GT(h.scale, 1.0);
+  h.push(NAN);
+  EXPECT_TRUE(std::isnan(h.mean));
+  EXPECT_TRUE(std::isnan(merge(h, push_all({1.0, 2.0})).mean));
+}
+
+// Partial states (shards, checkpoints) carry the scale exactly; a state of scale 1 is the five
+// numbers it was before the scale existed, and those read back as scale 1.
+TEST(MomentsRange, ScaleRoundTripsThroughPartialStates) {
+  Moments h;
+  for (double v : {3e307, -2e307, 1e300}) h.push(v);
+  ASSERT_GT(h.scale, 1.0);
+  const nlohmann::json j = exact(h);
+  EXPECT_EQ(j.size(), 6u);
+  EXPECT_TRUE(same_bits(exact_moments(j), h));
+  const Moments o = push_all({1.0, 2.0, 4.0});
+  EXPECT_EQ(exact(o).size(), 5u);
+  EXPECT_TRUE(same_bits(exact_moments(exact(o)), o));
 }
 
 }  // namespace

@@ -306,6 +306,29 @@ TEST(Quantiles, NaNLeftOutInfOrdered) {
   EXPECT_THROW(quantiles_cpu({nan, nan}, probs), std::invalid_argument);
 }
 
+// Finite values of opposite signs beyond half the largest double: their difference overflows, the
+// quantile between them does not. Reference: the same interpolation in long double.
+TEST(Quantiles, InterpolationBetweenOppositeExtremesStaysFinite) {
+  const double big = std::numeric_limits<double>::max();
+  // Sorted: -big, -0.75 big, 0.6 big, big; p in (1/3, 2/3) lies across the overflowing pair.
+  const std::vector<double> values = {-big, big, -0.75 * big, 0.6 * big};
+  const std::vector<double> probs = {0.05, 0.4, 0.5, 0.6, 0.9};
+  const std::vector<double> got = quantiles_cpu(values, probs);
+  std::vector<long double> sorted(values.begin(), values.end());
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 0; i < probs.size(); ++i) {
+    const long double h = (sorted.size() - 1) * static_cast<long double>(probs[i]);
+    const std::size_t lo = static_cast<std::size_t>(h);
+    const long double want = sorted[lo] + (h - lo) * (sorted[lo + 1] - sorted[lo]);
+    ASSERT_TRUE(std::isfinite(got[i])) << probs[i];
+    EXPECT_LE(std::fabs(got[i] - want), 1e-15L * big) << probs[i] << ": " << got[i];
+  }
+  EXPECT_EQ(quantiles_cpu({big, -big}, {0.5})[0], 0.0);
+  // Where the difference is in range, the plain interpolation, bit for bit.
+  const double lower = -1.5, upper = 2.25;
+  EXPECT_EQ(quantiles_cpu({upper, lower}, {0.3})[0], lower + 0.3 * (upper - lower));
+}
+
 // ---- issue 10 item 5: requests too large for the machine ------------------------------------
 
 // Refused before any work (well under a second), with what they would need, one line.
