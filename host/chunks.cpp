@@ -688,15 +688,14 @@ json exact(const Moments& m) {
 }
 
 Moments exact_moments(const json& j) {
-  if (!j.is_array() || j.size() != 5)
-    throw std::invalid_argument("moments are not 5 numbers (n, mean, m2, m3, m4)");
+  if (!j.is_array() || (j.size() != 5 && j.size() != 6))
+    throw std::invalid_argument("moments are not 5 numbers (n, mean, m2, m3, m4) or 6 (a scale)");
   Moments m;
   m.n = exact_double(j.at(0));
   m.mean = exact_double(j.at(1));
   m.m2 = exact_double(j.at(2));
   m.m3 = exact_double(j.at(3));
   m.m4 = exact_double(j.at(4));
-  if (j.size() > 6) throw std::invalid_argument("moments with more than 6 numbers");
   if (j.size() == 6) {
     // A power of two above 1 (moments.hpp): written only when the sums needed it.
     m.scale = exact_double(j.at(5));

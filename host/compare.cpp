@@ -222,8 +222,9 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
       // Row by row: another row's noise, however large, does not excuse this row's difference.
       const double here = at_resolution ? resolution[r] : atol;
       largest_floor = std::fmax(largest_floor, here);
-      compare_cells(ra[r].at(c), rb[r].at(c), "row " + std::to_string(r) + ", column " + quote_input(c),
-                    Place{rule, here}, d);
+      compare_cells(ra[r].at(c), rb[r].at(c),
+                    "row " + std::to_string(r) + ", column " + quote_input(c), Place{rule, here},
+                    d);
     }
     if (numeric) d.atol[c] = largest_floor;
     if (at_resolution) d.at_resolution.insert(c);

@@ -69,6 +69,12 @@ void write_file_atomic(const std::string& path, const std::string& data, bool ov
 // path; refuses anything else (refuse_existing). Throws std::runtime_error.
 void write_file_now(const std::string& path, const std::string& data);
 
+// Throws std::runtime_error, before any work, unless a file can be made at path and written:
+// path names a file in a folder that exists, and that folder takes path's temporary file (see
+// AtomicFile) with one block of bytes, synced (a read-only or full file system, /proc, no
+// permission are refused). The temporary is removed again. option names the flag in messages.
+void probe_writable(const std::string& option, const std::string& path);
+
 // One run's files, made visible together. At most one lives at a time (the run's); commits
 // made while it lives are deferred to commit_all(). Destroyed without commit_all(), it removes
 // every temporary file it holds.

@@ -332,14 +332,13 @@ TEST(DemoOut, AKilledRunLeavesNoLockBehind) {
   TempDir dir;
   const std::string out = dir.file("out");
   const auto r = test::signal_when_ready(
-      "--table training-sweep --seeds 0:5000000 --no-plots -v --out '" + out + "'", "device:",
-      SIGKILL);
+      "--table training-sweep --seeds 0:5000000 --no-plots -v --out '" + out + "'",
+      "device:", SIGKILL);
   ASSERT_TRUE(r.ready) << r.err;
   EXPECT_EQ(r.exit_code, 128 + SIGKILL);
   for (const std::string& name : names_in(out))
     EXPECT_NE(name.find(".tmp-"), std::string::npos) << name << " left behind";
-  const ProcessResult again =
-      run_demo("--table rnn-decay -q --no-plots --out '" + out + "'");
+  const ProcessResult again = run_demo("--table rnn-decay -q --no-plots --out '" + out + "'");
   EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
