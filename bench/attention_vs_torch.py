@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`demo attention` on the CPU against the same computation written with PyTorch (issue 11,
-item 6): a batch of 4,096 problems, n = 128, d_model = d_k = d_v = 64, float32, shared W.
+"""`demo attention` on the CPU against the same computation written with PyTorch: a batch of
+4,096 problems, n = 128, d_model = d_k = d_v = 64, float32, shared W.
 
   torch   q = x @ W_Q, k = x @ W_K, v = x @ W_V (torch.matmul), s = q @ k^T / sqrt(d_k),
           p = torch.softmax(s, -1), out = p @ v; torch.set_num_threads(THREADS)

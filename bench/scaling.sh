@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scaling.sh: how much faster two MPI ranks finish a bulk table than one (issue 13: target
-# >= 1.8x on a 2-core machine). Each rank gets one thread (--threads 1), so -np 2 uses both
+# scaling.sh: how much faster two MPI ranks finish a bulk table than one (ideally 2x,
+# given two free cores). Each rank gets one thread (--threads 1), so -np 2 uses two
 # cores and -np 1 one. Whole-process wall clock (mpirun included), median of 3 alternating runs;
 # the two outputs are also compared byte for byte. Not a timed test: the machine may be shared.
 #

@@ -1,4 +1,4 @@
-// attention_sweep.cpp: attention-map variability at any size (issue 12). One attention head
+// attention_sweep.cpp: attention-map variability at any size. One attention head
 // (--words n, --d-model, --d-k, --d-v) trained from numpy's default_rng(seed) start for every
 // seed in --seeds, on one task (the same X and target for every seed), then: how far apart are
 // the seeds' attention maps, and how far apart are their outputs? Spec: docs/spec/VARIABILITY.md.
@@ -135,7 +135,7 @@ std::string gigabytes(double bytes) {
   return s;
 }
 
-// Item 6 of issue 12: every refusal, before any work, as one line (std::invalid_argument).
+// Every refusal, before any work, as one line (std::invalid_argument).
 Shape check_shape(const RunContext& ctx) {
   Shape s;
   s.n = static_cast<int>(ctx.get<std::int64_t>("--words"));
@@ -305,9 +305,8 @@ std::vector<Table> run(const RunContext& ctx) {
   // By work too: the backend's size is for training-sweep's ~1e6 FLOPs per seed; a call here
   // does at most about 5e6 FLOPs per seed of that size (CPU: 2^14 x 5e6 = 8e10 FLOPs; GPU:
   // 2^20 x 5e6, seconds). Within that the calls are paced to about 0.1 s (ChunkPacer), so that
-  // progress and Ctrl-C stay responsive: a whole call took 5-6 s to stop on 2 CPU cores (AMD
-  // EPYC, Zen 3; 11-12 s on one) at the lesson's size. Seeds train alone, so the calls' sizes
-  // leave the bits.
+  // progress and Ctrl-C stay responsive where a whole call at the lesson's size would take
+  // seconds. Seeds train alone, so the calls' sizes leave the bits.
   const double per_seed_bytes = 8.0 * (result + workspace);
   const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
   const double work =

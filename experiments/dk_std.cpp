@@ -18,7 +18,6 @@
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
-#include "host/cluster.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -55,10 +54,10 @@ namespace {
 // beyond d_k 4096 so that a chunk holds at most 2^29 normals (with d_k at most 2^16); its state
 // is their Moments, merged left to right; the driver folds the chunks' states left to right per
 // d_k. So the merge tree is fixed by (N, d_k list) alone. A chunk's sampler chunks are computed
-// in backend calls of the backend's size (sampler_chunks_per_call), each after a stop point: on
-// two AVX2 cores shared with another job (AMD EPYC, Zen 3) a whole chunk of 2^29 normals took
-// 1.2-1.3 s, past the second in which Ctrl-C must be honoured; a call's parts are per sampler
-// chunk, so how the calls are cut leaves the bits.
+// in backend calls of the backend's size (sampler_chunks_per_call), each after a stop point, so
+// that Ctrl-C is honoured within a second even where a whole chunk of 2^29 normals takes longer
+// (few or shared cores); a call's parts are per sampler chunk, so how the calls are cut leaves
+// the bits.
 std::uint64_t sampler_chunk_normals(const dkstd::Plan& p) { return 2 * p.chunk_samples() * p.d_k; }
 std::uint64_t sampler_chunks_per_chunk(const dkstd::Plan& p) {
   return std::clamp<std::uint64_t>((std::uint64_t{1} << 29) / sampler_chunk_normals(p), 1, 256);
@@ -219,11 +218,11 @@ std::vector<Table> run(const RunContext& ctx) {
       throw std::invalid_argument(
           "--shard: --rng numpy is one sequential stream and cannot be split; use --rng philox");
     if (!reports_results(ctx.opt)) return {};  // MPI: the stream stays on rank 0
-    if (cluster::size() > 1)
+    if (ctx.ranks > 1)
       spdlog::warn(
           "--rng numpy: one sequential stream, drawn on rank 0 alone (the other {} "
           "ranks wait); --rng philox splits across ranks",
-          cluster::size() - 1);
+          ctx.ranks - 1);
     if (!ctx.opt.checkpoint.empty())
       spdlog::warn("--rng numpy: one sequential stream, not checkpointed (--rng philox is)");
     // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
@@ -254,7 +253,7 @@ std::vector<Table> run(const RunContext& ctx) {
                                "CPU's bits except where CUDA's log1p (the ziggurat's tail) or "
                                "exp (the wedge test) differs from glibc's in the last bit"
                              : "pieces decoded on the CPU's threads, joined in order"}};
-    if (cluster::size() > 1) t.run["ranks_used"] = "rank 0 alone (numpy's stream is decoded there)";
+    if (ctx.ranks > 1) t.run["ranks_used"] = "rank 0 alone (numpy's stream is decoded there)";
   } else {
     t.notes.push_back("rng philox: Philox4x32-10 keyed by seed " + std::to_string(seed) +
                       ", counter (block, d_k, sample); float32 Box-Muller normals");

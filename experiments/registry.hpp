@@ -1,61 +1,20 @@
-// registry.hpp: what a table is, and the list of tables `demo --table` knows.
+// registry.hpp: the list of tables `demo --table` knows (what a table is: host/experiment.hpp).
 //
-// A table is one file in experiments/ that defines one Experiment: its name, what it reads (its
-// Params, with defaults and help, declared once), what it draws (its Figures), where it runs,
-// and the function that computes it. Adding a table is that file plus one line in
-// registry.cpp (docs/ADDING_A_TABLE.md walks through an example).
+// A table is one file in experiments/ that defines one Experiment. Adding a table is that file
+// plus one line in registry.cpp (docs/ADDING_A_TABLE.md walks through an example). The program's
+// main gives this list to the command line (host/cli.hpp); nothing in host/ includes it.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "host/backend.hpp"
-#include "host/options.hpp"
-#include "host/plots.hpp"
-#include "host/settings.hpp"
-#include "host/table.hpp"
+#include "host/experiment.hpp"
 
 namespace attn {
-
-struct RunContext {
-  const Options& opt;        // the run's global options (format, quiet, --out, --force, ...)
-  const Settings& settings;  // this table's own values (its Params), parsed and checked
-  const Backend& backend;    // where kernels run; every kernel call goes through it
-  template <class T>
-  const T& get(const std::string& flag) const {
-    return settings.get<T>(flag);
-  }
-};
-
-// Where a table's numbers are computed: on the host alone (plain arithmetic), or by kernels
-// on the run's backend (CPU twin or GPU). The table's provenance names the one that ran.
-enum class Runs { host, backend };
-
-struct Experiment {
-  std::string name;     // what --table takes; the file stem under --out
-  std::string summary;  // one line for --list
-  bool in_all;          // part of --table all (the lesson's own tables)
-  Runs runs;
-  std::vector<Param> params;
-  std::vector<Figure> figures;
-  std::vector<std::string> examples;  // --help lines: "demo --table NAME ...   what it does"
-  std::vector<Table> (*run)(const RunContext&);
-  // A bulk table: its work goes through the chunk driver (host/chunks.hpp), so it can be split
-  // over MPI ranks and --shard parts, and resumed from --checkpoint.
-  bool chunked = false;
-};
 
 // Every table, in the order of --table all and --list.
 const std::vector<Experiment>& experiments();
 // nullptr when no experiment has that name.
 const Experiment* find_experiment(const std::string& name);
-
-// Runs one table with the flags in `given` (flag -> text, as on the command line; flags the
-// table does not declare are ignored) over its defaults, and records in each table's provenance the
-// backend that computed it. This is what demo does per table; tests call it too. Throws what
-// Settings::parse and the table throw.
-std::vector<Table> run_experiment(const Experiment& e, const Options& opt,
-                                  const std::map<std::string, std::string>& given,
-                                  const Backend& backend);
 
 }  // namespace attn

@@ -50,23 +50,6 @@ std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase
   return r;
 }
 
-void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
-                     const double* m, int rows, int cols, const std::vector<std::string>& names) {
-  for (int r = 0; r < rows; ++r)
-    t.add_row(
-        {case_name, quantity, names[r], std::vector<double>(m + r * cols, m + (r + 1) * cols)});
-}
-
-std::vector<Column> matrix_columns() {
-  return {{"case"}, {"quantity"}, {"row"}, {"values", "~%.3f"}};
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string weight_heatmaps_script(const Table& t) {
   using plot::quote;
   using plot::text;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/format.hpp"
 #include "host/table.hpp"
 
 namespace attn {
@@ -33,19 +34,8 @@ struct SmallResult {
 std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase>& cases,
                                    double scale = 0);
 
-// Adds rows (case, quantity, row name, values) for an r x c row-major matrix.
-void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
-                     const double* m, int rows, int cols,
-                     const std::vector<std::string>& row_names);
-
-// The columns of the matrix tables: case, quantity, row, values.
-std::vector<Column> matrix_columns();
-
 // The figure of the weighted-average and qkv tables: a heatmap panel of every 3 x 3 weight
 // matrix in the table (rows "weights..." of matrix_columns()), row looks at column.
 std::string weight_heatmaps_script(const Table& t);
-
-// "0.77" style, for notes: value rounded to `decimals` places.
-std::string fixed(double v, int decimals);
 
 }  // namespace attn

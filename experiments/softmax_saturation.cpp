@@ -112,10 +112,10 @@ std::vector<Table> run(const RunContext& ctx) {
     for (std::uint64_t i = first; i < first + count; ++i) {
       const KeyRanges::Range c = chunks.at(i);
       stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
-      // The chunk's rows in backend calls of about 2^20 normals, each after a stop point: a
-      // whole chunk (2^22 normals, ~40 ns each on one core) took 1.1-1.4 s to stop with three
-      // jobs on 2 cores (Signals.SoftmaxSaturation). Rows are independent and their Moments
-      // are pushed below, so the parts leave the bits.
+      // The chunk's rows in backend calls of about 2^20 normals, each after a stop point, so
+      // that Ctrl-C is honoured within a second on shared cores too (Signals.SoftmaxSaturation),
+      // where a whole chunk of 2^22 normals would take longer. Rows are independent and their
+      // Moments are pushed below, so the parts leave the bits.
       const std::uint64_t per_call =
           std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / params[c.key].normals_per_row());
       for (std::uint64_t done = 0; done < c.count; done += per_call) {

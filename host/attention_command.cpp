@@ -15,7 +15,6 @@
 #include <stdexcept>
 
 #include "attention.hpp"
-#include "experiments/small_attention.hpp"
 #include "host/array_io.hpp"
 #include "host/backend.hpp"
 #include "host/format.hpp"
@@ -553,7 +552,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   prov.start_utc = utc_now_iso8601();
   const auto t0 = std::chrono::steady_clock::now();
 
-  // Destinations before the work, checked and locked as the tables' --out (host/main.cpp): a
+  // Destinations before the work, checked and locked as the tables' --out (app/main.cpp): a
   // read-only or full file system is refused here, before anything is computed or printed.
   // The figure draws entry 0's n x n weights cell by cell: up to kFigureWords words.
   const bool figure_fits = p.n <= kFigureWords;

@@ -1,5 +1,5 @@
 // attention_command.hpp: `demo attention`, the batched attention kernels on the user's own
-// matrices (issue 11).
+// matrices.
 //
 //   demo attention --x X --w-q WQ --w-k WK --w-v WV [--heads H] [--causal] [--scale S]
 //                  [--dtype f32|f64] [--device auto|cpu|cuda] [--format table|csv|json|markdown]

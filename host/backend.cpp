@@ -15,8 +15,8 @@
 
 namespace attn {
 
-// Read once: /proc/cpuinfo takes 40-90 us to read on the project's 2-core VM, and the provenance
-// and the debug log (formatted even when off) both ask.
+// Read once: the kernel formats /proc/cpuinfo anew on every read, and the provenance and the
+// debug log (formatted even when off) both ask.
 std::string cpu_model() {
   static const std::string model = [] {
     std::ifstream in("/proc/cpuinfo");

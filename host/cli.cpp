@@ -8,18 +8,18 @@
 #include <map>
 #include <stdexcept>
 
-#include "experiments/registry.hpp"
+#include "host/experiment.hpp"
 #include "version.hpp"
 
 namespace attn {
 namespace {
 
 // The footer of --help: the general examples, then each table's own.
-std::string examples_text() {
+std::string examples_text(const std::vector<Experiment>& all) {
   std::string s =
       "Examples:\n"
       "  demo                                   every table of the lesson (--table all)\n";
-  for (const auto& e : experiments())
+  for (const auto& e : all)
     for (const auto& line : e.examples) s += "  " + line + "\n";
   s +=
       "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
@@ -39,9 +39,9 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-std::string list_text() {
+std::string list_text(const std::vector<Experiment>& all) {
   std::string s = "Tables (--table NAME, or a comma list; 'all' is the lesson's tables):\n";
-  for (const auto& e : experiments()) {
+  for (const auto& e : all) {
     std::string name = e.name;
     name.resize(20, ' ');
     s += "  " + name + e.summary + (e.runs == Runs::host ? "  [host]" : "") +
@@ -55,9 +55,9 @@ struct TableFlag {
   const Param* first;                 // the first declaration (kind and help)
   std::vector<const Experiment*> by;  // every table that declares it
 };
-std::vector<std::pair<std::string, TableFlag>> table_flags() {
+std::vector<std::pair<std::string, TableFlag>> table_flags(const std::vector<Experiment>& all) {
   std::vector<std::pair<std::string, TableFlag>> flags;
-  for (const auto& e : experiments())
+  for (const auto& e : all)
     for (const Param& p : e.params) {
       auto it =
           std::find_if(flags.begin(), flags.end(), [&](auto& f) { return f.first == p.flag; });
@@ -95,11 +95,16 @@ std::string flag_help(const std::string& flag, const TableFlag& f) {
 
 }  // namespace
 
-Cli parse_command_line(int argc, char** argv) {
+Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all) {
+  const auto find_experiment = [&all](const std::string& name) -> const Experiment* {
+    for (const auto& e : all)
+      if (e.name == name) return &e;
+    return nullptr;
+  };
   Cli cli;
   Options& o = cli.options;
   CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
-  app.footer(examples_text());
+  app.footer(examples_text(all));
   app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
                                         (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
 
@@ -138,7 +143,7 @@ Cli parse_command_line(int argc, char** argv) {
       ->type_name("S");
 
   // The tables' own flags, from their declarations, grouped by the tables that read them.
-  const auto flags = table_flags();
+  const auto flags = table_flags(all);
   std::map<std::string, std::string> texts;  // flag -> the text given
   std::map<std::string, CLI::Option_group*> groups;
   for (const auto& [flag, f] : flags) {
@@ -201,7 +206,7 @@ Cli parse_command_line(int argc, char** argv) {
     return cli;
   }
   if (list) {
-    std::cout << list_text();
+    std::cout << list_text(all);
     cli.action = Cli::Action::done;
     return cli;
   }
@@ -254,14 +259,14 @@ Cli parse_command_line(int argc, char** argv) {
       throw std::invalid_argument("--checkpoint: empty file name");
     if (app.count("--checkpoint-every"))
       o.checkpoint_seconds = parse_real("--checkpoint-every", checkpoint_every, 0, 1e9, true);
-    for (const std::string& name : parse_name_list("--table", table, [] {
+    for (const std::string& name : parse_name_list("--table", table, [&all] {
            std::vector<std::string> names = {"all"};
-           for (const auto& e : experiments()) names.push_back(e.name);
+           for (const auto& e : all) names.push_back(e.name);
            return names;
          }())) {
       std::vector<std::string> add;
       if (name == "all") {
-        for (const auto& e : experiments())
+        for (const auto& e : all)
           if (e.in_all) add.push_back(e.name);
       } else {
         add.push_back(name);
@@ -294,7 +299,7 @@ Cli parse_command_line(int argc, char** argv) {
       for (const std::string& name : o.tables)
         if (!find_experiment(name)->chunked) {
           std::string bulk;
-          for (const auto& e : experiments())
+          for (const auto& e : all)
             if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
           throw std::invalid_argument("--shard: " + name +
                                       " has no chunks to split (the bulk tables do: " + bulk + ")");
@@ -322,7 +327,7 @@ Cli parse_command_line(int argc, char** argv) {
   if (app.count("--checkpoint") || app.count("--checkpoint-every")) {
     std::string bulk;
     bool any = false;
-    for (const auto& e : experiments()) {
+    for (const auto& e : all) {
       if (!e.chunked) continue;
       bulk += (bulk.empty() ? "" : ", ") + e.name;
       any = any || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();

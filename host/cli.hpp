@@ -6,6 +6,7 @@
 
 #include "host/attention_command.hpp"
 #include "host/compare.hpp"
+#include "host/experiment.hpp"
 #include "host/options.hpp"
 
 namespace attn {
@@ -26,8 +27,9 @@ struct Cli {
   std::vector<std::string> warnings;    // e.g. options that none of the chosen tables uses
 };
 
-// Parses and checks everything before any work starts. Help, --version and --list print to
+// Parses and checks everything before any work starts, for the tables in `all` (the program's
+// registry, experiments/registry.hpp: main hands it over). Help, --version and --list print to
 // stdout; errors print one line to stderr. Neither throws.
-Cli parse_command_line(int argc, char** argv);
+Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all);
 
 }  // namespace attn

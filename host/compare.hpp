@@ -1,5 +1,5 @@
 // compare.hpp: `demo compare A.json B.json`: table by table, whether two result files agree
-// (for example GPU against CPU, or today against results/cpu).
+// (for example GPU against CPU, or a fresh run against results/cpu).
 //
 // The rule is numpy's allclose (numpy.isclose: |a - b| <= atol + rtol * |b|, b from the second
 // file), with an absolute floor atol per column: by default rtol times the largest finite |b|

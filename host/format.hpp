@@ -23,6 +23,16 @@ std::string human_count(std::uint64_t n, const std::string& singular, const std:
 // A real as a column displays it in the text and Markdown formats.
 std::string display_real(double v, const std::string& display);
 
+// "0.77" style, for notes: value rounded to `decimals` places.
+std::string fixed(double v, int decimals);
+
+// The columns of the matrix tables: case, quantity, row, values.
+std::vector<Column> matrix_columns();
+// Adds rows (case, quantity, row name, values) for an r x c row-major matrix.
+void add_matrix_rows(Table& t, const std::string& case_name, const std::string& quantity,
+                     const double* m, int rows, int cols,
+                     const std::vector<std::string>& row_names);
+
 std::string render_text(const Table& t);
 std::string render_markdown(const Table& t);
 std::string render_csv(const Table& t);

@@ -6,6 +6,7 @@
 #include "host/format.hpp"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +58,7 @@ namespace {
 // the script is written, so a gnuplot that dies (Ctrl-C reaches it too) fails this call instead
 // of killing demo before it can clean up.
 bool run_gnuplot(const std::string& script) {
+  if (stop_requested_by_signal()) return false;  // stopping: draw nothing more
   struct sigaction ignore {
   }, saved{};
   ignore.sa_handler = SIG_IGN;
@@ -64,6 +66,7 @@ bool run_gnuplot(const std::string& script) {
   sigaction(SIGPIPE, &ignore, &saved);
   bool ok = false;
   if (std::FILE* p = popen("exec gnuplot 2>/dev/null", "w")) {
+    spdlog::debug("gnuplot started");  // in demo's process group: Ctrl-C reaches it too
     const bool written = std::fwrite(script.data(), 1, script.size(), p) == script.size();
     ok = pclose(p) == 0 && written;
   }

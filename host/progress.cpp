@@ -8,6 +8,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include "host/backend.hpp"
 
@@ -15,6 +16,21 @@ namespace attn {
 namespace {
 
 std::atomic<int> g_stop{0};  // the signal number, 0 while none came
+
+// The stop audit (ATTNLAB_STOP_AUDIT=N, a test switch; progress.hpp): the calls a Progress may
+// count before the run is asked to stop, 0 when the audit is off; the stop checks made so far.
+const long g_audit_calls = [] {
+  const char* v = std::getenv("ATTNLAB_STOP_AUDIT");
+  return v ? std::max(1L, std::atol(v)) : 0L;
+}();
+// ATTNLAB_TEST_KILL_AT_CALL=N (a test switch): the process kills itself with SIGKILL at the N-th
+// call a Progress counts, a crash at a chosen moment of the run (checkpoints are tested so).
+const long g_kill_at_call = [] {
+  const char* v = std::getenv("ATTNLAB_TEST_KILL_AT_CALL");
+  return v ? std::max(1L, std::atol(v)) : 0L;
+}();
+std::atomic<long> g_calls{0};
+std::atomic<std::uint64_t> g_checks{0};
 
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
@@ -31,7 +47,10 @@ void install_stop_handler() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool stop_requested_by_signal() { return g_stop.load() != 0; }
+bool stop_requested_by_signal() {
+  if (g_audit_calls > 0) g_checks.fetch_add(1, std::memory_order_relaxed);
+  return g_stop.load() != 0;
+}
 int stop_signal() { return g_stop.load(); }
 void stop_point() {
   if (stop_requested_by_signal()) throw Interrupted();
@@ -80,8 +99,10 @@ Progress::Progress(std::string label, double total, std::string unit, bool quiet
       quiet_(quiet),
       tty_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()),
-      last_draw_(start_) {
+      last_draw_(start_),
+      audit_checks_(g_checks.load()) {
   announce_backend();  // work starts: the device notices held back by Backend::select
+  spdlog::debug("{}: started, {:.6g} {} to do", label_, total_, unit_);
 }
 
 Progress::~Progress() { finish(); }
@@ -92,6 +113,18 @@ double Progress::elapsed_seconds() const {
 
 void Progress::advance(double units) {
   done_ += units;
+  if (g_kill_at_call > 0 && ++g_calls >= g_kill_at_call) raise(SIGKILL);
+  if (g_audit_calls > 0) {
+    // The work of this call over the stop checks made during it (at least the one before it).
+    const std::uint64_t checks = g_checks.load();
+    const double during = static_cast<double>(std::max<std::uint64_t>(checks - audit_checks_, 1));
+    audit_checks_ = checks;
+    audit_most_ = std::max(audit_most_, units / during);
+    if (++audit_calls_ >= g_audit_calls) {
+      int none = 0;
+      g_stop.compare_exchange_strong(none, SIGINT);  // as Ctrl-C: the run stops at its next check
+    }
+  }
   if (quiet_) return;
   const auto now = std::chrono::steady_clock::now();
   const double since_start = std::chrono::duration<double>(now - start_).count();
@@ -132,6 +165,9 @@ void Progress::draw(bool final_line) {
 void Progress::finish() {
   if (finished_) return;
   finished_ = true;
+  if (g_audit_calls > 0)
+    std::fprintf(stderr, "stop audit: %s: at most %.6g %s between two stop checks (%ld calls)\n",
+                 label_.c_str(), audit_most_, unit_.c_str(), audit_calls_);
   if (tty_ && drawn_) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);

@@ -8,6 +8,15 @@
 // loops see it at their next checkpoint (at least every ~0.2 s: ChunkPacer sizes chunks of work
 // by time) and throw Interrupted, and the driver exits without writing results, with status
 // 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM (the shell's convention).
+//
+// The stop audit, a test switch: with ATTNLAB_STOP_AUDIT=N in the environment every stop check
+// is counted, and each Progress notes, for each advance (a call of the table's work), its units
+// over the stop checks made during that call; after N advances the run is asked to stop as
+// Ctrl-C would, and finish() prints "stop audit: NAME: at most X UNITS between two stop checks".
+// Tests compare X with a budget in work units: the mechanism of Ctrl-C, not the clock. With
+// ATTNLAB_TEST_KILL_AT_CALL=N the process kills itself (SIGKILL) at the N-th such call: a crash
+// at a chosen moment, for the checkpoint tests. With -v each Progress says when it starts
+// ("NAME: started, ..."), a line tests wait for before they send a signal.
 #pragma once
 
 #include <chrono>
@@ -86,6 +95,9 @@ class Progress : public Monitor {
   double total_, done_ = 0;
   bool quiet_, tty_, drawn_ = false, finished_ = false, estimated_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
+  std::uint64_t audit_checks_ = 0;  // the stop audit (see the top of this file)
+  long audit_calls_ = 0;
+  double audit_most_ = 0;
 };
 
 // "1.23e+09" style rate, "1m05s" style durations.

@@ -15,7 +15,7 @@
 // Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch) and, in a
 // CUDA build, attention_forward_cuda (cuBLAS strided-batched GEMM plus a softmax kernel).
 //
-// Non-finite numbers (issue 10.1; softmax.hpp states the softmax half of the rule):
+// Non-finite numbers (softmax.hpp states the softmax half of the rule):
 //   - Scores are scale * (q . k). Where that overflows (or is NaN) in T, the entry is computed
 //     again by rescued_score below, which folds the scale in before the terms are summed (and
 //     sums float terms in double), so a score is +-inf only where the scaled score itself is

@@ -1,22 +1,18 @@
 // cpu_threads.hpp: the CPU team's threads bound one to a CPU.
 //
 // Unbound, Linux often starts or wakes an OpenMP worker on the main thread's CPU and moves it
-// only at a later load balance; on the project's 2-core VM the two threads then shared one CPU
-// for up to 30 ms, each spinning at the joins in the other's time slice (the lesson's tables
-// right after a numpy run: 36.3 ms median unbound, 29.1 ms bound as below). So the backend binds
-// the main thread where it runs (at once: it need not move) and each worker binds itself to
-// its own CPU when it starts its first work: every parallel region's body begins with
-// bind_this_thread(). A start-up region that bound the workers instead made the main thread
-// wait for them: 0.1 to 7 ms on that VM right after another process had run.
+// only at a later load balance; until then the two threads share one CPU, each spinning at the
+// joins in the other's time slice. So the backend binds the main thread where it runs (at once:
+// it need not move) and each worker binds itself to its own CPU when it starts its first work:
+// every parallel region's body begins with bind_this_thread(). A start-up region that
+// bound the workers instead would make the main thread wait for them, the longer when another
+// process has just run.
 //
 // Before that, the backend starts the team (start_team): a thread inherits its creator's CPU
-// mask, and the main thread waits for new threads by spinning (libgomp: 300,000 spins, about
-// 6 ms here) before it sleeps. A worker started on the main thread's CPU (always, once the main
-// thread is bound; often unbound, on that VM's scheduler) could not run until then: starting a
-// 2-thread team took 2.9 ms (median of 15 process starts, up to 6.8) with the main thread
-// bound, 1.3 ms (up to 9.3) unbound. Started unbound in a region of one thread more than the
-// CPUs, it takes 0.16 ms (up to 0.23): libgomp spins only 100 times when the team outnumbers
-// the CPUs.
+// mask, and the main thread waits for new threads by spinning (libgomp: 300,000 spins) before
+// it sleeps. A worker started on the main thread's CPU (always, once the main thread is bound;
+// often unbound) could not run until then. So the team is started unbound, in a region of one
+// thread more than the CPUs: libgomp spins only 100 times when the team outnumbers the CPUs.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // cublas_loader.hpp: cuBLAS, opened on first use.
 //
-// cuBLAS is large: merely loading it at program start costs about 0.4 s, which every run would
+// cuBLAS is large: merely loading it at program start is a cost that every run would
 // pay, GPU or not. So the CUDA build does not link it; the first GPU call that needs a GEMM
 // opens it (dlopen) and takes the few entry points attnlab uses. Errors (library missing,
 // symbol missing) throw std::runtime_error naming the library.

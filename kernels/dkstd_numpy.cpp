@@ -30,13 +30,11 @@ constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
 // while the other's dot products are taken), reused, so that they stay in cache and the process
 // touches little fresh memory. q is kept whole only when it fits in one wave; a larger q is
 // located (its words counted, values not kept) and decoded again a wave at a time beside k.
-// Measured on the project's 2-core machine (a VM): decoding a normal costs about 2 ns on one core,
-// while the first touch of fresh memory costs 4 ns per normal with 4 KiB pages (about 2 GB/s) and,
-// with transparent huge pages, sometimes 100 ms of compaction; re-decoding is the cheaper and the
-// steadier way. Waves of a larger q are a 64th of it, from 2^16 normals (512 KiB) to 2^18: a
-// short block gains more from touching less fresh memory (the lesson: N = 10^4 at d_k 64 and
-// 512, 0.88x the time with waves of 2^16) than it loses to more joins, a long one the reverse
-// (N = 10^5 at d_k 512 with waves of 2^16: 1.06x on two threads).
+// Decoding a normal again costs less than the first touch of fresh memory to keep it (a page
+// fault per 4 KiB page; with transparent huge pages, at times a compaction): re-decoding is the
+// cheaper and the steadier way. Waves of a larger q are a 64th of it, from 2^16 normals (512 KiB)
+// to 2^18: a short block gains more from touching less fresh memory than it loses to more joins,
+// a long one the reverse.
 std::uint64_t auto_wave(std::uint64_t q_normals) {
   constexpr std::uint64_t kMin = std::uint64_t{1} << 16, kMax = std::uint64_t{1} << 18;
   return q_normals <= kMax ? kMax : std::clamp(q_normals / 64, kMin, kMax);
@@ -119,7 +117,7 @@ void decode_lane(Lane l) {
 }
 
 // Four lanes in one loop: each PCG64 step waits on a 128-bit multiply, and four independent
-// streams fill those waits (1.8x the rate of one).
+// streams fill those waits.
 void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
   while (a.pos < a.end && b.pos < b.end && c.pos < c.end && d.pos < d.end) {
     step(a);
@@ -274,9 +272,8 @@ struct Isa {  // one AVX-512 register
   }
   // The lanes surely accepted: rabs >> 36 < k16[idx] (k16 = kZigguratK >> 36, so then rabs <
   // kZigguratK[idx]). The 256 16-bit thresholds sit in eight registers and are read by four
-  // two-register permutes, about half the cost of an eight-lane gather on the machines
-  // measured. A lane with rabs >> 36 == k16[idx] (p = 2^-16) is left to resolve_block's
-  // exact test, as are the rejected ones.
+  // two-register permutes, cheaper than an eight-lane gather. A lane with rabs >> 36 ==
+  // k16[idx] (p = 2^-16) is left to resolve_block's exact test, as are the rejected ones.
   struct KTable {
     __m512i t[8];
     KTable() {
@@ -376,10 +373,9 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
   static V add_carry(V hi, V sum, V addend) { return sub(hi, lt_lanes(sum, addend)); }
   // A vector's layers' k and w, read from kLayers (k and w side by side, 16 bytes a layer): a
   // 16-byte load per lane, two lanes' pairs to a register, and unpacks sort the k's from the
-  // w's (lane order: unpacklo of (0, 2) and (1, 3) is (k0, k1 | k2, k3)). It replaced four
-  // four-lane gathers a vector: on the AVX2 machine measured (AMD EPYC, Zen 3) a gather took
-  // 2.2-2.5 ns against 1.3 ns for four scalar loads and their inserts, and the numpy stream on
-  // one thread (`bench_kernels DkStdNumpyStream/512/1`) took 38-39 against 44-61 ms.
+  // w's (lane order: unpacklo of (0, 2) and (1, 3) is (k0, k1 | k2, k3)). Loads, not four
+  // four-lane gathers a vector: on AVX2 a gather can cost more than four scalar loads and their
+  // inserts (`bench_kernels DkStdNumpyStream/512/1` times the stream).
   struct KTable {};
   struct Layer {
     V k;
@@ -584,7 +580,7 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
 // Row values [i, i + d_k) of a run as one pointer: into the buffer that holds them when one
 // span does, else copied into `scratch` (d_k values; rows cross spans at the pieces' joins).
 // Rows are asked for in increasing order from value `first` on: the span of the last row asked
-// is kept (a binary search per row took 0.2 ms of the lesson's d_k = 2 block, 10^4 rows of 2).
+// is kept, not searched for per row (rows may be as short as d_k = 2).
 class Rows {
  public:
   Rows(const Normals& v, std::uint64_t first)

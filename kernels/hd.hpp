@@ -35,11 +35,9 @@
 #endif
 
 namespace attn {
-// exp and max in the argument's own precision, on host and device.
+// exp in the argument's own precision, on host and device.
 ATTN_HD inline float exp_t(float x) { return expf(x); }
 ATTN_HD inline double exp_t(double x) { return exp(x); }
-ATTN_HD inline float max_t(float a, float b) { return fmaxf(a, b); }
-ATTN_HD inline double max_t(double a, double b) { return fmax(a, b); }
 // a >= b ? x : y (and a > b ? x : y), for scalars; lanes.hpp overloads them for lane packs.
 template <class T>
 ATTN_HD ATTN_INLINE T pick_ge(T a, T b, T x, T y) {

@@ -14,7 +14,7 @@
 // launches per 1,000 steps, each streaming the whole batch's activations through HBM, and cuBLAS
 // runs such tiny matrices far below peak. One thread per seed has no launches per step and keeps
 // its working rows in L1/L2. For large shapes (d_k, n in the hundreds) the GEMM form would win;
-// it is not built yet (README, "GPU"). Not yet measured on a GPU.
+// it is not built yet (README, "GPU").
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"

@@ -91,9 +91,9 @@ ATTN_INLINE PackD exp_t(PackD x) {
 }
 // a >= b ? x : y and a > b ? x : y lane by lane, on the packs' two 4-lane halves. GCC 12 turns
 // a comparison of 8-lane packs into scalar code where the target has no 512-bit vectors (AVX2),
-// and compares halves with vcmppd: the training sweep runs about 18% faster at x86-64-v3 for it.
-// At AVX-512 the halves cost shuffles (the sweep about 6-10% slower than with whole compares;
-// a run-time choice between the two cost more than either, as the branch stays in the loop).
+// and compares halves with vcmppd, which the training sweep at x86-64-v3 gains from. At
+// AVX-512 the halves cost shuffles, a smaller loss than that gain; a run-time choice between the
+// two costs more than either, as the branch stays in the loop.
 using HalfD = double __attribute__((vector_size(sizeof(double) * kPackLanes / 2)));
 ATTN_INLINE HalfD low_half(PackD a) { return __builtin_shufflevector(a, a, 0, 1, 2, 3); }
 ATTN_INLINE HalfD high_half(PackD a) { return __builtin_shufflevector(a, a, 4, 5, 6, 7); }

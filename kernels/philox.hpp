@@ -69,7 +69,7 @@ ATTN_HD ATTN_INLINE void box_muller(std::uint32_t a, std::uint32_t b, float& n0,
   //   x = (q & 1) ? -s : c,  y = (q & 1) ? c : s,  then (x, y) -> -(x, y) when (q & 2).
   // Written with masks on the float bits (negation flips the sign bit, exactly as IEEE
   // negation does), not with ?: on floats: GCC if-converts those only where the ISA has mask
-  // registers (AVX-512), and on AVX2 the whole lane loop then stayed scalar (8x slower).
+  // registers (AVX-512), and on AVX2 the whole lane loop would stay scalar.
   const std::uint32_t swap = 0u - ((b >> 30) & 1u);  // all ones for odd quadrants
   const std::uint32_t negate = b & 0x80000000u;      // the sign bit for quadrants 2, 3
   const auto sb = static_cast<std::uint32_t>(fm::float_bits(s));

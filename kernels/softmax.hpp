@@ -6,7 +6,7 @@
 // Learning, 4.1) keeps every exp in (0, 1], so finite scores of any size give no overflow and
 // no NaN. Shared by the CPU twin and the CUDA kernels.
 //
-// The rule for masked keys and non-finite scores (issue 10.1), the same on CPU and GPU, float
+// The rule for masked keys and non-finite scores, the same on CPU and GPU, float
 // and double. In a row of n scores whose first `valid` keys are visible:
 //   1. Masked keys (columns >= valid) get weight exactly 0 and are never read; callers that
 //      form the weighted sum skip them too, so whatever their key or value holds (NaN, +-inf)

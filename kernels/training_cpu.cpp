@@ -18,8 +18,8 @@ namespace {
 // lane 2e has element e at keep + h, lane 2e + 1 at keep - h, every other parameter as in p.
 // Each lane does numeric_grad's operations on its evaluation (the packs' arithmetic and exp are
 // the scalar code's bits, lanes.hpp), and g is formed from the lanes as there, so a run alone
-// gets train_one's bits: the lesson's six runs in 0.6-0.7x the time of the scalar code
-// (bench_kernels TrainCpuAlone/1). The gradients still wait on each other, so a run is bound by
+// gets train_one's bits, in less time than the scalar code (bench_kernels TrainCpuAlone/1
+// times it). The gradients still wait on each other, so a run is bound by
 // the pack forward's latency, not by its arithmetic.
 template <class T>
 struct NumericGradLanes {

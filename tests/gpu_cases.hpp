@@ -1,8 +1,8 @@
 // gpu_cases.hpp: the one list of GPU cases, used by the `gpu` tests (tests/test_gpu.cpp: each
 // case against its CPU twin, at the tolerance below) and by the GPU benchmark (bench/gpu_bench.cu:
 // each case timed, rates from the FLOPs and bytes below), as ggml's test-backend-ops cases serve
-// both its test and perf modes. Sizes are chosen so that a case takes well under a second on an
-// H200 and its CPU twin a few seconds on 16 cores.
+// both its test and perf modes. Sizes are chosen so that a case takes well under a second on a
+// data-centre GPU and its CPU twin a few seconds on a many-core CPU.
 //
 // Tolerances: where the GPU runs the CPU twin's very arithmetic (dk-std) it is 0, bit for bit.
 // Elsewhere they come from the standard rounding-error bound for a sum of n products (Higham,
@@ -161,8 +161,7 @@ inline const std::vector<SoftmaxCase>& softmax_cases() {
 inline double softmax_rel_tolerance(const SoftmaxCase& c, DType t, bool warp_per_row) {
   return 16 * unit_roundoff(t) + (warp_per_row ? 2 * gamma(c.n, t) : 0);
 }
-// Per element: max, subtract, multiply, exp, sum, divide; counted as 6 operations.
-inline double softmax_flops(const SoftmaxCase& c) { return 6.0 * c.rows * c.n; }
+// Bytes: every score read once, every weight written once.
 inline double softmax_bytes(const SoftmaxCase& c, DType t) {
   return (t == DType::f32 ? 4 : 8) * 2.0 * c.rows * c.n;
 }
@@ -188,8 +187,8 @@ inline double dkstd_normals(std::uint32_t d_k, std::uint64_t samples) {
 
 // ---- Training sweep (tiny_model.hpp) ---------------------------------------------------------
 // f64: the sweep's promise, |weight_on_apple GPU - CPU| <= 1e-9 for every seed (the device's exp
-// may differ from glibc's in the last bit; the replay of one-ulp exp changes gave
-// differences below 1.2e-12).
+// may differ from glibc's in the last bit, and a one-ulp change of exp moves the result far
+// less than 1e-9).
 // f32: no a-priori bound holds over 3000 non-linear steps, so the allowance is measured on the
 // CPU: per seed, 4 |CPU f32 - CPU f64| + 1e-4, i.e. the GPU's float rounding may move a run as
 // far as float rounding itself moves it (four times over), plus about 1700 float ulps of 1.
@@ -251,9 +250,8 @@ inline double saturation_tolerance(const SaturationCase& c) {
   const double ds = 2 * gamma(c.d_k, DType::f64) * norm2;
   return 2 * ds * (2 + std::log(double(c.keys))) + 4 * ds + 64 * c.keys * 0x1p-53;
 }
-// Normals (Philox), the score GEMM, two softmaxes: counted as d_k (1 + keys) normals and
-// 2 d_k keys flops per row; bytes: q, k written and read, scores and weights twice, stats.
-inline double saturation_flops(const SaturationCase& c) { return 2.0 * c.d_k * c.keys * c.rows; }
+// Bytes moved by the normals (Philox), the score GEMM and two softmaxes: q, k written and read,
+// scores and weights twice, stats.
 inline double saturation_bytes(const SaturationCase& c) {
   return 8.0 * c.rows * (2.0 * c.d_k * (1 + c.keys) + 6.0 * c.keys + 6);
 }

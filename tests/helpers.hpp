@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -143,12 +144,13 @@ struct SignalledRun {
 };
 
 // Starts demo with args (stdout to /dev/null, env prepended to the command line), reads its
-// stderr until a line holds ready_text, then sends sig to demo and waits for it. What is asserted
-// is the outcome, never a time: hang_seconds only keeps a demo that ignores the signal from
-// hanging the test (it is then killed, and hung is set).
+// stderr until a line holds ready_text, then runs on_ready (when given), sends sig to demo (when
+// not 0: to demo's process group, as a terminal's Ctrl-C) and waits for it. What is asserted is the
+// outcome, never a time: hang_seconds only keeps a demo that ignores the signal from hanging the
+// test (it is then killed, and hung is set).
 inline SignalledRun signal_when_ready(const std::string& args, const std::string& ready_text,
-                                      int sig, const std::string& env = "",
-                                      int hang_seconds = 120) {
+                                      int sig, const std::string& env = "", int hang_seconds = 120,
+                                      const std::function<void()>& on_ready = nullptr) {
   SignalledRun r;
   int fds[2];
   if (pipe(fds) != 0) return r;
@@ -156,12 +158,14 @@ inline SignalledRun signal_when_ready(const std::string& args, const std::string
   const pid_t pid = fork();
   if (pid < 0) return r;
   if (pid == 0) {
+    setpgid(0, 0);  // a group of its own: the signal reaches demo's children too, as Ctrl-C does
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
     execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
     _exit(127);
   }
+  setpgid(pid, pid);
   close(fds[1]);
   std::FILE* in = fdopen(fds[0], "r");
   char buf[4096];
@@ -169,12 +173,13 @@ inline SignalledRun signal_when_ready(const std::string& args, const std::string
     r.err += buf;
     r.ready = r.err.find(ready_text) != std::string::npos;
   }
-  if (r.ready) kill(pid, sig);
+  if (r.ready && on_ready) on_ready();
+  if (r.ready && sig != 0) kill(-pid, sig);
   // The rest of stderr, with the hang guard: a watcher kills demo if it outlives it.
   const pid_t watcher = fork();
   if (watcher == 0) {
     sleep(static_cast<unsigned>(hang_seconds));
-    kill(pid, SIGKILL);
+    kill(-pid, SIGKILL);
     _exit(0);
   }
   while (std::fgets(buf, sizeof buf, in)) r.err += buf;
@@ -186,6 +191,15 @@ inline SignalledRun signal_when_ready(const std::string& args, const std::string
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
   return r;
+}
+
+// What demo's stop audit said (ATTNLAB_STOP_AUDIT, host/progress.hpp): the most work units
+// between two stop checks in the run of the table `name`, or -1 when stderr has no audit of it.
+inline double stop_audit(const std::string& err, const std::string& name) {
+  const std::string key = "stop audit: " + name + ": at most ";
+  const std::size_t at = err.find(key);
+  if (at == std::string::npos) return -1;
+  return std::stod(err.substr(at + key.size()));
 }
 
 inline nlohmann::json read_json(const std::string& path) {

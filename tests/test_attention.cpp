@@ -257,7 +257,7 @@ TEST(SoftmaxRowsCpu, HugeScoresAndInfiniteRows) {
   EXPECT_EQ(w[8], 0.5);
 }
 
-// ---- non-finite inputs (issue 10.1), float and double ---------------------------------------
+// ---- non-finite inputs, float and double ----------------------------------------------------
 
 template <class T>
 struct Problem {
@@ -285,7 +285,7 @@ class AttentionNonFinite : public ::testing::Test {};
 using Floats = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(AttentionNonFinite, Floats);
 
-// The issue's example: x = [1, NaN], every W = [[1]], causal. Word 0 sees only itself: weight
+// x = [1, NaN], every W = [[1]], causal. Word 0 sees only itself: weight
 // exactly 1, output exactly 1; word 1 depends on the NaN: NaN. Also with +-inf in the masked
 // word, and in every entry of a batch.
 TYPED_TEST(AttentionNonFinite, MaskedKeyOrValueNeverReachesAVisibleOutput) {
@@ -333,7 +333,7 @@ TYPED_TEST(AttentionNonFinite, VisibleNaNGivesNaNExactlyWhereItReaches) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(all.o[i]));
 }
 
-// The issue's overflow: float, d = 1, x = 2e19, W = [[1]], n = 1. The score 4e38 is beyond
+// An overflow: float, d = 1, x = 2e19, W = [[1]], n = 1. The score 4e38 is beyond
 // float's range (3.4e38), so +inf; a row whose largest score is +inf gives it weight 1, and
 // the output is v = 2e19. In double the same problem at 1.5e154 (score 2.25e308 > 1.8e308).
 TYPED_TEST(AttentionNonFinite, OverflowedScoreGivesWeightOneNotNaN) {

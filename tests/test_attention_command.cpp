@@ -1,5 +1,5 @@
-// test_attention_command.cpp: `demo attention` end to end (issue 11, and issue 10.1 through
-// the command). Expected values: the lesson's checkpoint, exact maths, and a float64 numpy
+// test_attention_command.cpp: `demo attention` end to end, and the non-finite rules through
+// the command. Expected values: the lesson's checkpoint, exact maths, and a float64 numpy
 // reference for 1,000 random problems (tools/make_attention_data.py, tests/data/attention).
 // Files are written and read back with xtensor directly, not through the code under test.
 #include <gtest/gtest.h>
@@ -267,7 +267,7 @@ TEST(AttentionCommand, FortranOrderIsConvertedToCOrder) {
   EXPECT_NE(r.err.find("Fortran order, converted"), std::string::npos) << r.err;
 }
 
-// ---- non-finite rules through the command (issue 11 item 4, issue 10.1) -------------------
+// ---- non-finite rules through the command -------------------------------------------------
 
 TEST(AttentionCommand, MaskedNaNNeverReachesAVisibleOutputAndIsNamed) {
   TempDir d;
@@ -314,7 +314,7 @@ TEST(AttentionCommand, FloatScoreOverflowGivesWeightOne) {
   EXPECT_NE(r.err.find("beyond float32's range"), std::string::npos) << r.err;
 }
 
-// ---- bad input (issue 11 item 5): one line naming the file, exit 2, nothing written --------
+// ---- bad input: one line naming the file, exit 2, nothing written --------------------------
 
 TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
   TempDir d;
@@ -335,7 +335,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       raw_npy(d, "c16.npy", "{'descr': '<c16', 'fortran_order': False, 'shape': (3, 2), }", c16);
   const std::string bige =
       raw_npy(d, "be.npy", "{'descr': '>f8', 'fortran_order': False, 'shape': (3, 2), }", be);
-  // A negative dimension was read as 2^64 - 3 and called "too large".
+  // A negative dimension: refused as such, not read as 2^64 - 3 and called "too large".
   const std::string negative =
       raw_npy(d, "neg.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (-3, 2), }", be);
   const std::string cores = std::to_string(4 * std::max(1u, std::thread::hardware_concurrency()));
@@ -423,7 +423,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
 }
 
 // A message quotes a few dozen characters of a file: a long CSV cell, a JSON string cut short
-// and a number too long for a double (the parser quoted all of each) were quoted whole.
+// and a number too long for a double are cut too, never quoted whole.
 TEST(AttentionCommand, LongInputIsCutInMessages) {
   TempDir d;
   const std::string w = d.write("w.csv", "1,0\n0,1\n");
@@ -486,7 +486,7 @@ TEST(AttentionCommand, OutThatCannotBeWrittenIsRefusedBeforeAnyOutput) {
   EXPECT_EQ(left, std::vector<std::string>{"fill"});
 }
 
-// A failed write to stdout leaves no --out folder behind (it left an empty one), and no file in
+// A failed write to stdout leaves no --out folder behind (not even an empty one), and no file in
 // a folder that was there.
 TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
   TempDir d;

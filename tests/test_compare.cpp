@@ -301,7 +301,7 @@ TEST(DemoCompare, JsonThatIsNotAResultFileIsExitTwo) {
                     good);
 }
 
-// ---- allclose with a per-column absolute floor (issue 10, item 9) ------------------------------
+// ---- allclose with a per-column absolute floor -------------------------------------------------
 
 // A table "t" with one column "y" holding the given values.
 json column_doc(const std::vector<json>& ys) {
@@ -401,7 +401,7 @@ json noise_doc(double loss0, double loss1, double out0 = 1.0000000000008569,
 TEST(CompareResolution, NoiseColumnTakesItsRowsResolution) {
   const json a = noise_doc(1.4930568584993397e-24, 6.572938206316364e-26);
   const json b = noise_doc(3 * 1.4930568584993397e-24, 3 * 6.572938206316364e-26);
-  // Tripled: 1e-9 x the column's largest |b| (4.5e-33) would fail it (the old default).
+  // Tripled: 1e-9 x the column's largest |b| (4.5e-33) would fail it.
   CompareRule column_floor;
   column_floor.atol = 1e-9 * 3 * 1.4930568584993397e-24;
   EXPECT_GT(compare_results(a, b, column_floor)[0].worst, 1.0);
@@ -482,7 +482,7 @@ TEST(DemoCompare, TrainingLossNoiseAgreesAtTheResolution) {
   EXPECT_EQ(strict.out.find("(resolution)"), std::string::npos) << strict.out;
 }
 
-// ---- files demo compare must refuse without crashing or hanging (issue 10, item 4) ------------
+// ---- files demo compare must refuse without crashing or hanging -------------------------------
 
 TEST(CompareResults, RowLackingAListedColumnDiffers) {
   json b = doc();
@@ -550,7 +550,7 @@ TEST(DemoCompare, FifoAndDirectoryAreRefusedWithoutWaiting) {
 }
 
 // Table names, column names and cells come from the files: a message or report line quotes a
-// few dozen characters of each (they were quoted whole).
+// few dozen characters of each, never the whole.
 TEST(DemoCompare, LongNamesAndCellsAreCutInMessages) {
   TempDir dir;
   const std::string good = dir.write("good.json", doc().dump());

@@ -129,7 +129,7 @@ Table dk_std(const std::map<std::string, std::string>& flags) {
   return run_experiment(*find_experiment("dk-std"), o, flags, cpu).at(0);
 }
 
-// Issue 2: `--rng philox --samples 1e6` gives std within 0.5% of sqrt(d_k) for 2, 64, 512.
+// `--rng philox --samples 1e6` gives std within 0.5% of sqrt(d_k) for 2, 64, 512.
 TEST(DkStdTable, PhiloxMillionSamplesWithinHalfAPercent) {
   const Table t = dk_std({{"--rng", "philox"}, {"--samples", "1000000"}, {"--seed", "2024"}});
   ASSERT_EQ(t.rows.size(), 3u);
@@ -160,7 +160,7 @@ TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
   EXPECT_LE(covered, 396);
 }
 
-// Issue 10 item 7: the printed 95% interval covers sqrt(d_k) at least 93% of the time wherever
+// The printed 95% interval covers sqrt(d_k) at least 93% of the time wherever
 // it is printed, measured over many seeds (Philox) at N = 10, 30, 100, 1000, 10^4 for d_k = 1
 // (q.k = a product of two normals, kurtosis 9: the heaviest tail this table has) and d_k = 512.
 // Below kMinSamplesForInterval samples no interval is printed.
@@ -204,7 +204,7 @@ TEST(DkStdInterval, CoversAtLeast93PercentWhereverPrinted) {
 }
 
 // Why none is printed below 1000 samples: at d_k = 1 the same interval, printed anyway, covers
-// well under 93% (the issue measured 61%, 78%, 85% for the delta method at 10, 30, 100).
+// well under 93% at N = 10, 30, 100.
 TEST(DkStdInterval, BelowTheThresholdItWouldNotCover) {
   for (std::uint64_t n : {10u, 30u, 100u}) {
     int printed = 0;
@@ -216,8 +216,8 @@ TEST(DkStdInterval, BelowTheThresholdItWouldNotCover) {
   }
 }
 
-// The issue's examples: 2 and 3 samples printed a zero-width and a far-off interval; now none,
-// with a note saying why.
+// 2, 3 and 999 samples: no interval (never a zero-width or a far-off one), and a note saying
+// why.
 TEST(DkStdInterval, NoneForFewSamplesWithANote) {
   for (const char* n : {"2", "3", "999"}) {
     const Table t = dk_std({{"--rng", "philox"}, {"--samples", n}, {"--dk", "1"}});

@@ -446,14 +446,14 @@ TEST(Render, TextOfSeveralTablesAndVectors) {
   EXPECT_NE(mt.find("[4, 2, 0.13]"), std::string::npos) << mt;  // integral entries as integers
 }
 
-// ---- human_number: every number a person reads outside a table's columns (issue 10, item 6) ----
+// ---- human_number: every number a person reads outside a table's columns -----------------------
 
 // Expected strings: C's "%g" (6 significant digits, exponent form below 1e-4 and from 1e6),
 // written out by hand.
 TEST(HumanNumber, ShowsEveryMagnitude) {
-  EXPECT_EQ(human_number(1e6), "1e+06");   // was "100000" (to_string(x).substr(0, 6))
-  EXPECT_EQ(human_number(1e-7), "1e-07");  // was "0.0000"
-  EXPECT_EQ(human_number(1e-9), "1e-09");  // was "0.000000"
+  EXPECT_EQ(human_number(1e6), "1e+06");   // not "100000" (to_string(x).substr(0, 6))
+  EXPECT_EQ(human_number(1e-7), "1e-07");  // not "0.0000"
+  EXPECT_EQ(human_number(1e-9), "1e-09");  // not "0.000000"
   EXPECT_EQ(human_number(0.5), "0.5");
   EXPECT_EQ(human_number(1.0), "1");
   EXPECT_EQ(human_number(-3.25), "-3.25");

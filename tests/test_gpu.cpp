@@ -338,7 +338,7 @@ TEST(GpuQuantiles, SortOnDeviceEqualsStdSort) {
   for (double& x : v) x = u(rng);
   const std::vector<double> probs = {0, 0.05, 0.25, 0.5, 0.75, 0.95, 1};
   EXPECT_EQ(quantiles_cuda(v, probs), quantiles_cpu(v, probs));
-  // NaN is removed before the sort on both sides (issue 10 item 8), +-inf sort as numbers.
+  // NaN is removed before the sort on both sides, +-inf sort as numbers.
   for (std::size_t i = 0; i < v.size(); i += 97) v[i] = std::nan("");
   v[5] = -INFINITY;
   v[6] = INFINITY;

@@ -1,5 +1,5 @@
-// test_gpu_attention.cpp: the GPU attention path under the non-finite rules (issue 10.1) and
-// `demo attention --device cuda` against `--device cpu` (issue 11), ctest label `gpu`. Every
+// test_gpu_attention.cpp: the GPU attention path under the non-finite rules and
+// `demo attention --device cuda` against `--device cpu`, ctest label `gpu`. Every
 // test skips when no GPU answers. Stated tolerances (README "Same answers on CPU and GPU"):
 // float64 1e-12, float32 2e-5, relative to 1 + |cpu|; the non-finite cases are exact.
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 //   --train qk = qk-random (training-sweep's start is checked against numpy in test_training).
 // - The table's measures against the per-seed rows it writes, recomputed here from the spec's
 //   formulas, and exact cases (identical seeds: JSD 0, agreement 1).
-// - Every refusal of issue 12, item 6: one line on stderr, nothing on stdout, no file.
+// - Every refusal: one line on stderr, nothing on stdout, no file.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -224,7 +224,7 @@ struct CountingWorkspace {
 // The work between two stop tests, in workspace accesses: with a row test (what the CPU uses
 // for a large head) it is at most a few rows of one product, about 4 D^2 for D the largest of
 // n, d_model, d_k, d_v, for both gradients and schedules; with none (NeverStop, the
-// step test alone) a whole step, which at n = d = 1024 took seconds and ignored Ctrl-C.
+// step test alone) a whole step, far too long between two stop tests at n = d = 1024.
 TEST(HeadTraining, WorkBetweenTwoStopTestsIsAFewRowsOfAProduct) {
   for (const head::Grad grad : {head::Grad::analytic, head::Grad::numeric})
     for (const head::Schedule schedule :
@@ -343,7 +343,7 @@ Table run_table(const std::string& name, const std::map<std::string, std::string
   return run_experiment(*find_experiment(name), o, flags, cpu()).at(0);
 }
 
-// Issue 12, item 3: the lesson's 2-word model, seed by seed, against training-sweep.
+// The lesson's 2-word model, seed by seed, against training-sweep.
 void expect_lesson_matches(const std::string& train, const std::string& config) {
   TempDir dir;
   const std::string mine = dir.file("head.csv"), theirs = dir.file("sweep.csv");
@@ -508,7 +508,7 @@ TEST(AttentionSweep, LessonSeedsReachTheSameOutputWithDifferentMaps) {
   EXPECT_EQ(t.run["init_scale"], 1.0);
 }
 
-// Issue 12, item 6: refused before any work with one line, nothing on stdout, no file.
+// Bad input: refused before any work with one line, nothing on stdout, no file.
 TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   TempDir dir;
   const std::string file = dir.file("never.csv");

@@ -201,8 +201,8 @@ TEST(ExpFma, MatchesLibmAtV3) {
 // exp_t on double packs, at whatever cpu_level() gives (lane by lane at the baseline).
 TEST(ExpFma, ExpTMatchesLibm) { expect_libm_bits(exp_t_array); }
 
-// At levels v3 and v4 exp_t runs the level's exp_pack (else the speed is silently lost: the
-// start-up sample disagreed with this libm).
+// At levels v3 and v4 exp_t runs the level's exp_pack (else the speed is silently lost, as
+// when the start-up sample disagrees with this libm).
 TEST(ExpFma, UsedAtV3AndV4) {
   const CpuLevel level = cpu_level();
   if (level == CpuLevel::baseline) {

@@ -438,8 +438,8 @@ TEST(MomentsRange, NonFiniteInputStillPropagates) {
   EXPECT_TRUE(std::isnan(merge(h, push_all({1.0, 2.0})).mean));
 }
 
-// Partial states (shards, checkpoints) carry the scale exactly; a state of scale 1 is the five
-// numbers it was before the scale existed, and those read back as scale 1.
+// Partial states (shards, checkpoints) carry the scale exactly; a state of scale 1 is five
+// numbers (no scale written), and those read back as scale 1.
 TEST(MomentsRange, ScaleRoundTripsThroughPartialStates) {
   Moments h;
   for (double v : {3e307, -2e307, 1e300}) h.push(v);

@@ -261,7 +261,7 @@ TEST(DemoOut, TableNamedTwiceDoesNotFailOnItsOwnFiles) {
   }
 }
 
-// ---- destinations: regular files only, checked before any work (issue 10, item 2) --------------
+// ---- destinations: regular files only, checked before any work ---------------------------------
 
 // Refused whatever overwrite says, and without suggesting --force.
 void expect_never_replaced(const std::string& path) {
@@ -325,7 +325,7 @@ TEST(DemoOut, PerSeedNeverReplacesADeviceOrALink) {
 
 // The lock file is opened, written and removed: where something other than a regular file
 // stands at its name (a FIFO, a directory, a symbolic link) the run is refused, one line, and
-// that thing left as it was (a FIFO there was opened, failed to be written, and was removed).
+// that thing left as it was (a FIFO there is neither written nor removed).
 // The lock is on the folder itself: a run killed while it holds it (SIGKILL, which no handler
 // sees) leaves no lock file behind, and the next run into the folder goes through.
 TEST(DemoOut, AKilledRunLeavesNoLockBehind) {

@@ -108,8 +108,8 @@ TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
   EXPECT_NE(msg.find("65536"), std::string::npos) << msg;
 }
 
-// --threads: 1 to 4 per core, and the message states this machine's range (it said "1 to
-// 1073741824" although anything above 4 per core was refused).
+// --threads: 1 to 4 per core, and the message states this machine's range (never "1 to
+// 1073741824" while anything above 4 per core is refused).
 TEST(ParseThreads, TheMessageStatesThisMachinesRange) {
   const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   EXPECT_EQ(parse_threads("--threads", "1"), 1);
@@ -222,7 +222,7 @@ TEST(ParseSeedSet, RejectsEmptyAndBackwardRanges) {
   }
 }
 
-// Issue 10 item 8: a repeated seed would count twice in a sweep's statistics: refused, naming it.
+// A repeated seed would count twice in a sweep's statistics: refused, naming it.
 TEST(ParseSeedSet, RejectsRepeatedSeeds) {
   for (const std::string bad : {"0,0,1", "5,3,5", "18446744073709551615,1,18446744073709551615"}) {
     SCOPED_TRACE(bad);

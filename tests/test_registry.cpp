@@ -73,8 +73,8 @@ TEST(Settings, GivenDefaultAndErrors) {
   EXPECT_THROW((void)d.get<double>("--nosuch"), std::logic_error);
 }
 
-// The driver is generic: no file in host/ names a table (issue 9: "git grep finds no table name
-// in host/"). Words that are also ordinary words (knob, training) are matched as quoted names.
+// The driver is generic: no file in host/ names a table (git grep finds no table name in
+// host/). Words that are also ordinary words (knob, training) are matched as quoted names.
 TEST(Registry, HostNamesNoTable) {
   const std::string host = std::string(ATTN_SOURCE_DIR) + "/host";
   int files = 0;

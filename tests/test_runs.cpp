@@ -1,5 +1,5 @@
 // test_runs.cpp (test_slow, ctest label `slow`, left out of the sanitizer run): long runs as a
-// user meets them: progress on a terminal, quiet in pipes, and
+// user meets them: progress on a terminal, none redrawn in pipes, and
 // Ctrl-C that stops cleanly (exit 130, no result files, no temporary files left behind).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -23,23 +23,12 @@ const char* kLongRun = "--table dk-std --rng philox --dk 4096 --samples 1e9";
 TEST(LongRuns, CtrlCStopsCleanlyWithoutResults) {
   const fs::path dir = fs::temp_directory_path() / ("attn-sigint-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  const std::string cmd = std::string(ATTN_DEMO) + " " + kLongRun + " -q --out " + dir.string();
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const auto sent = std::chrono::steady_clock::now();
-  kill(pid, SIGINT);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  EXPECT_LT(seconds, 10.0) << "took too long to stop";
+  // Ctrl-C once the run says its work started.
+  const auto r = test::signal_when_ready(std::string(kLongRun) + " -v --out " + dir.string(),
+                                         "dk-std: started", SIGINT);
+  ASSERT_TRUE(r.ready) << r.err;
+  EXPECT_FALSE(r.hung) << "the signal was ignored";
+  EXPECT_EQ(r.exit_code, 130) << r.err;
   // The run created --out's directory and wrote nothing: it is gone again.
   EXPECT_FALSE(fs::exists(dir));
   fs::remove_all(dir);
@@ -65,16 +54,10 @@ TEST(LongRuns, ProgressOnATerminalOnly) {
   const auto quiet =
       test::run_command("script -qec '" + std::string(ATTN_DEMO) + args + " -q' /dev/null");
   EXPECT_EQ(quiet.out.find("ETA"), std::string::npos);
-  // Off a terminal (a pipe): no redrawn line, and at most one log line per 10 seconds.
-  const auto start = std::chrono::steady_clock::now();
+  // Off a terminal (a pipe): no redrawn line (how often it logs instead is test_timing's).
   const auto pipe = test::run_demo(args);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(pipe.exit_code, 0);
   EXPECT_EQ(pipe.err.find("\r"), std::string::npos) << pipe.err;
-  int lines = 0;
-  for (const auto& line : test::lines_of(pipe.err)) lines += line.find("ETA") != std::string::npos;
-  EXPECT_LE(lines, static_cast<int>(seconds / 10.0)) << pipe.err;
 }
 
 }  // namespace

@@ -185,39 +185,37 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
-// Starts `args` in the background, kills it with SIGKILL after `ms` milliseconds.
-void start_and_kill(const std::string& args, int ms) {
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c",
-          ("exec " + std::string(ATTN_DEMO) + " " + args + " >/dev/null 2>&1").c_str(), nullptr);
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+// The calls of work (what a Progress counts) a whole run of `args` makes: from the stop audit of
+// a run that is never asked to stop ("... (N calls)").
+int calls_of(const std::string& args) {
+  const auto r =
+      test::run_command("ATTNLAB_STOP_AUDIT=1000000000 " + std::string(ATTN_DEMO) + " " + args);
+  const std::size_t at = r.err.rfind(" calls)");
+  if (r.exit_code != 0 || at == std::string::npos) return -1;
+  const std::size_t from = r.err.rfind('(', at);
+  return std::stoi(r.err.substr(from + 1, at - from - 1));
 }
 
 TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
-  // About 1e9 normals on one thread (a second or a few), 9 chunks; killed at a random moment
-  // within the time one run takes.
+  // Killed with SIGKILL (ATTNLAB_TEST_KILL_AT_CALL: the process kills itself) at a random call
+  // of its work, a checkpoint saved after every chunk; resumed, the bytes of one run.
   const std::string args =
       "--table dk-std --rng philox --dk 512,1024 --samples 3e5 --threads 1 --format csv -q";
-  const auto t0 = std::chrono::steady_clock::now();
   const auto one = test::run_demo(args);
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const int run_ms = static_cast<int>(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  const int calls = calls_of(args);
+  ASSERT_GT(calls, 1);
   std::random_device rd;
   for (int attempt = 0; attempt < 2; ++attempt) {
     const fs::path ck = scratch("ck" + std::to_string(attempt) + ".json");
-    const int ms = 50 + static_cast<int>(rd() % static_cast<unsigned>(std::max(run_ms, 100)));
-    start_and_kill(args + " --checkpoint " + ck.string() + " --checkpoint-every 0.1", ms);
+    const int at = 1 + static_cast<int>(rd() % static_cast<unsigned>(calls - 1));
+    const auto killed = test::run_command("ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at) + " " +
+                                          std::string(ATTN_DEMO) + " " + args + " --checkpoint " +
+                                          ck.string() + " --checkpoint-every 1e-9");
+    EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << "killed at call " << at;
     const auto resumed = test::run_demo(args + " --checkpoint " + ck.string());
-    ASSERT_EQ(resumed.exit_code, 0) << "killed after " << ms << " ms: " << resumed.err;
-    EXPECT_EQ(resumed.out, one.out) << "killed after " << ms << " ms";
+    ASSERT_EQ(resumed.exit_code, 0) << "killed at call " << at << ": " << resumed.err;
+    EXPECT_EQ(resumed.out, one.out) << "killed at call " << at;
     // A finished checkpoint gives the same table again without work.
     EXPECT_EQ(test::run_demo(args + " --checkpoint " + ck.string()).out, one.out);
   }
@@ -225,34 +223,26 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
   const std::string sweep = kBulk[2] + " --threads 1 --format csv -q";
   const auto sweep_one = test::run_demo(sweep);
   const fs::path ck = scratch("ck-sweep.json");
-  start_and_kill(sweep + " --checkpoint " + ck.string() + " --checkpoint-every 0.05", 250);
+  const auto killed =
+      test::run_command("ATTNLAB_TEST_KILL_AT_CALL=2 " + std::string(ATTN_DEMO) + " " + sweep +
+                        " --checkpoint " + ck.string() + " --checkpoint-every 1e-9");
+  EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
   EXPECT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).out, sweep_one.out);
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
 TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
   const std::string args =
-      "--table dk-std --rng philox --dk 512,1024 --samples 1e6 --threads 1 --format csv -q";
+      "--table dk-std --rng philox --dk 512,1024 --samples 1e6 --threads 1 --format csv";
   const fs::path ck = scratch("ck-int.json");
-  const std::string one = test::run_demo(args).out;
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c",
-          ("exec " + std::string(ATTN_DEMO) + " " + args + " --checkpoint " + ck.string() +
-           " >/dev/null 2>&1")
-              .c_str(),
-          nullptr);
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const std::string one = test::run_demo(args + " -q").out;
+  // Ctrl-C once the work started.
+  const auto r =
+      test::signal_when_ready(args + " -v --checkpoint " + ck.string(), "dk-std: started", SIGINT);
+  ASSERT_TRUE(r.ready) << r.err;
+  EXPECT_EQ(r.exit_code, 130) << r.err;
   ASSERT_TRUE(fs::exists(ck)) << "no checkpoint saved at Ctrl-C";
-  EXPECT_EQ(test::run_demo(args + " --checkpoint " + ck.string()).out, one);
+  EXPECT_EQ(test::run_demo(args + " -q --checkpoint " + ck.string()).out, one);
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
@@ -342,8 +332,8 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
-// merge takes its own options only: any other was silently ignored (merge p0 p1 --threads 0
-// printed the table, exit 0). Refused before any work, one line naming it, exit 2.
+// merge takes its own options only: any other (merge p0 p1 --threads 0) is refused before any
+// work, one line naming it, exit 2; never silently ignored.
 TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
   std::string dirs;
   for (int i = 0; i < 2; ++i) {
@@ -435,9 +425,9 @@ TEST(ExactStates, DoublesRoundTripBitForBit) {
 
 // ---- Checkpoints and parts read back: checked, never believed ----------------------------
 // Every state in a checkpoint or part is checked against what its chunk must hold, and the
-// file carries a checksum of its content. Each edit below resumed or merged with exit 0 into
-// wrong results (a sweep of 24667 seeds instead of 10000, a converged fraction above 1, a NaN
-// mean); each is now refused before any work: exit 2, one line naming the file and the fault.
+// file carries a checksum of its content. Each edit below, if believed, would resume or merge
+// into wrong results (a sweep of 24667 seeds instead of 10000, a converged fraction above 1, a
+// NaN mean); each is refused before any work: exit 2, one line naming the file and the fault.
 
 using nlohmann::json;
 using Edit = std::function<void(json&)>;

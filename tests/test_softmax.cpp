@@ -101,7 +101,7 @@ TYPED_TEST(SoftmaxRowTyped, FullyMaskedRowGivesZeros) {
   }
 }
 
-// ---- the non-finite rule (softmax.hpp, issue 10.1) -------------------------------------------
+// ---- the non-finite rule (softmax.hpp) -------------------------------------------------------
 // Expected values are the exact limits: lim_{c -> inf} softmax(s) with the tied largest scores
 // set to c (or, for an all -inf row, every score set to -c) is 1 / (number tied) on the tied
 // keys and 0 elsewhere; a NaN anywhere visible makes every visible weight NaN.
@@ -114,7 +114,7 @@ TYPED_TEST(SoftmaxRowTyped, PlusInfinityMaximaShareTheWeightEqually) {
     std::vector<T> want;
   };
   const std::vector<Case> cases = {
-      {{inf}, {1}},                                      // the issue's overflowed score
+      {{inf}, {1}},                                      // an overflowed score
       {{inf, T(0)}, {1, 0}},                             //
       {{T(3), inf, -inf, inf}, {0, T(0.5), 0, T(0.5)}},  // two tied at +inf
       {{inf, big, inf, inf, -big}, {T(1) / 3, 0, T(1) / 3, T(1) / 3, 0}},

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Make tests/data/training_numpy.json: the lesson's training runs, computed by numpy, for seeds
-beyond 0 and 1 (issue: every seed's result must equal numpy's to 1e-9).
+beyond 0 and 1 (every seed's result must equal numpy's to 1e-9).
 
 - numeric: tests/oracle/lesson_numpy.py (the lesson's own procedure: central differences,
   h = 1e-5, the sequential W_Q, W_K, W_V schedule), run as a program.

@@ -1,4 +1,5 @@
-// main.cpp: `demo`, the attnlab experiment runner. Parses the command line, picks the device,
+// main.cpp: `demo`, the attnlab experiment runner: the one place that wires the tables
+// (experiments/registry.hpp) into the driver (host/). Parses the command line, picks the device,
 // runs the tables, prints them on stdout (logs go to stderr) and, with --out, writes CSV,
 // JSON and figures. Exit status: 0 success, 1 a run error (including a failed write to stdout),
 // 2 bad usage, 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM.
@@ -154,7 +155,7 @@ int run(const Options& o, bool& created_out_dir) {
     // A table without chunks is not split over ranks: rank 0 alone computes it (and writes its
     // files, --per-seed included), the others have no share of it.
     if (!cluster::is_root() && !find_experiment(name)->chunked) continue;
-    auto made = run_experiment(*find_experiment(name), o, o.given, backend);
+    auto made = run_experiment(*find_experiment(name), o, o.given, backend, cluster::size());
     tables.insert(tables.end(), made.begin(), made.end());
   }
   announce_backend();         // held back by Backend::select until no refusal could follow
@@ -186,7 +187,7 @@ Cli merge_command(const Cli& merge) {
   if (!m.plots) words.push_back("--no-plots");
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments());
 }
 
 // A closed stdout would let the next open() take descriptor 1 and receive the results; a
@@ -202,7 +203,7 @@ bool standard_descriptors_ok() {
 
 int main_checked(int argc, char** argv) {
   const bool stdout_open = standard_descriptors_ok();
-  Cli cli = parse_command_line(argc, argv);  // opens no file
+  Cli cli = parse_command_line(argc, argv, experiments());  // opens no file
   if (!stdout_open && cli.action != Cli::Action::done) {
     std::fputs("demo: error: stdout is closed; results go to stdout\n", stderr);
     return cli.action == Cli::Action::compare ? 2 : 1;

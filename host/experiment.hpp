@@ -1,0 +1,57 @@
+// experiment.hpp: what a table is. A table (one file in experiments/) defines one Experiment:
+// its name, what it reads (its Params, with defaults and help, declared once), what it draws (its
+// Figures), where it runs, and the function that computes it. The driver (host/) knows tables
+// only through this type; the list of them is experiments/registry.hpp's, which the program's
+// main hands to the command line.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host/backend.hpp"
+#include "host/options.hpp"
+#include "host/plots.hpp"
+#include "host/settings.hpp"
+#include "host/table.hpp"
+
+namespace attn {
+
+struct RunContext {
+  const Options& opt;        // the run's global options (format, quiet, --out, --force, ...)
+  const Settings& settings;  // this table's own values (its Params), parsed and checked
+  const Backend& backend;    // where kernels run; every kernel call goes through it
+  int ranks = 1;             // processes in the run's MPI job (1 without one); the driver's word
+  template <class T>
+  const T& get(const std::string& flag) const {
+    return settings.get<T>(flag);
+  }
+};
+
+// Where a table's numbers are computed: on the host alone (plain arithmetic), or by kernels
+// on the run's backend (CPU twin or GPU). The table's provenance names the one that ran.
+enum class Runs { host, backend };
+
+struct Experiment {
+  std::string name;     // what --table takes; the file stem under --out
+  std::string summary;  // one line for --list
+  bool in_all;          // part of --table all (the lesson's own tables)
+  Runs runs;
+  std::vector<Param> params;
+  std::vector<Figure> figures;
+  std::vector<std::string> examples;  // --help lines: "demo --table NAME ...   what it does"
+  std::vector<Table> (*run)(const RunContext&);
+  // A bulk table: its work goes through the chunk driver (host/chunks.hpp), so it can be split
+  // over MPI ranks and --shard parts, and resumed from --checkpoint.
+  bool chunked = false;
+};
+
+// Runs one table with the flags in `given` (flag -> text, as on the command line; flags the
+// table does not declare are ignored) over its defaults, and records in each table's provenance the
+// backend that computed it. ranks: the processes of the run's MPI job (RunContext). This is what
+// demo does per table; tests call it too. Throws what Settings::parse and the table throw.
+std::vector<Table> run_experiment(const Experiment& e, const Options& opt,
+                                  const std::map<std::string, std::string>& given,
+                                  const Backend& backend, int ranks = 1);
+
+}  // namespace attn
