@@ -180,8 +180,7 @@ Cli merge_command(const Cli& merge) {
   std::vector<std::string> words = load_parts(merge.merge_dirs);
   const Options& m = merge.options;
   if (!m.out_dir.empty()) words.insert(words.end(), {"--out", m.out_dir});
-  const char* formats[] = {"table", "csv", "json", "markdown"};
-  words.insert(words.end(), {"--format", formats[static_cast<int>(m.format)]});
+  words.insert(words.end(), {"--format", format_name(m.format)});
   if (m.force) words.push_back("--force");
   if (m.quiet) words.push_back("--quiet");
   if (!m.plots) words.push_back("--no-plots");

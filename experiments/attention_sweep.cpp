@@ -32,6 +32,7 @@
 
 #include "experiments/attention_sweep.hpp"
 #include "experiments/registry.hpp"
+#include "host/memory.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -116,23 +117,6 @@ double auto_value(const RunContext& ctx, const std::string& flag, bool lesson) {
   if (!std::isnan(v)) return v;
   if (flag == "--lr") return lesson ? 0.5 : 0.01;
   return lesson ? 1.0 : 0.25;
-}
-
-// MemAvailable from /proc/meminfo in bytes (physical memory where it cannot be read).
-double available_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
-
-std::string gigabytes(double bytes) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%.3g GB", bytes / 1e9);
-  return s;
 }
 
 // Every refusal, before any work, as one line (std::invalid_argument).
@@ -329,15 +313,15 @@ std::vector<Table> run(const RunContext& ctx) {
     std::error_code ec;
     const auto space = std::filesystem::space(dir, ec);
     if (!ec && need > static_cast<double>(space.available))
-      throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + gigabytes(need) +
-                                  " of rows, " + gigabytes(static_cast<double>(space.available)) +
+      throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
+                                  " of rows, " + human_bytes(static_cast<double>(space.available)) +
                                   " free on that disk; use fewer seeds or leave out --per-seed");
   }
-  const double memory = available_memory();
+  const double memory = memory_available();
   if (kept + call > 0.8 * memory)
     throw std::invalid_argument("--seeds " + seeds.text() + ": the sweep needs about " +
-                                gigabytes(kept + call) + " of memory (" + gigabytes(8.0 * map) +
-                                " per seed for its map), " + gigabytes(memory) +
+                                human_bytes(kept + call) + " of memory (" + human_bytes(8.0 * map) +
+                                " per seed for its map), " + human_bytes(memory) +
                                 " available; use fewer seeds or words");
   std::unique_ptr<AtomicFile> per_seed;
   if (!per_seed_file.empty()) per_seed = std::make_unique<AtomicFile>(per_seed_file, ctx.opt.force);
@@ -354,7 +338,7 @@ std::vector<Table> run(const RunContext& ctx) {
   std::vector<double> out;
   ChunkPacer pacer(2, 2, chunk, 0.1, 2);  // even chunks: i0 stays even
   for (std::uint64_t i0 = 0, c = 0; i0 < count; i0 += c) {
-    progress.checkpoint();
+    progress.stop_point();
     c = pacer.next(count - i0);
     chunk_seeds.resize(c);
     out.resize(c * result);

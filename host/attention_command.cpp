@@ -18,6 +18,7 @@
 #include "host/array_io.hpp"
 #include "host/backend.hpp"
 #include "host/format.hpp"
+#include "host/memory.hpp"
 #include "host/output.hpp"
 #include "host/parse.hpp"
 #include "host/plots.hpp"
@@ -67,24 +68,11 @@ AttentionProblem<T> entries(const AttentionProblem<T>& p, int b0, int b1) {
   return e;
 }
 
-// Memory this machine can give: MemAvailable (physical pages not in use).
-std::size_t available_bytes() {
-  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return std::size_t(1) << 40;
-  return std::size_t(pages) * std::size_t(page);
-}
-
 // CPU time of this process, all threads (user + system), in seconds.
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-std::string gib(double bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
-  return buf;
 }
 
 // The parsed, checked request.
@@ -146,12 +134,13 @@ Plan plan_request(const AttentionRequest& r) {
     if (!r.scale.empty()) p.scale = parse_real("--scale", r.scale, 0, 1e300, true);
     if (!r.dtype.empty()) parse_choice("--dtype", r.dtype, {"f32", "f64"});
     parse_choice("--device", r.device, {"auto", "cpu", "cuda"});
-    parse_choice("--format", r.format, {"table", "csv", "json", "markdown"});
+    parse_format("--format", r.format);
     if (!r.threads.empty()) parse_threads("--threads", r.threads);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }
-  const std::size_t budget = available_bytes();
+  const std::size_t budget =
+      static_cast<std::size_t>(std::fmax(0.0, std::fmin(memory_available(), 0x1p62)));
   try {
     p.x = load_array("--x", r.x, budget);
     p.wq = load_array("--w-q", r.w_q, budget);
@@ -199,9 +188,9 @@ Plan plan_request(const AttentionRequest& r) {
   p.device_bytes = word * (inputs + per_head);
   if (need > double(budget))
     throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the problem needs about " +
-                   gib(need) + " of memory (scores and weights alone " +
-                   gib(word * 2.0 * B * p.heads * n * n) + "), this machine has " +
-                   gib(double(budget)) + " available");
+                   human_bytes(need) + " of memory (scores and weights alone " +
+                   human_bytes(word * 2.0 * B * p.heads * n * n) + "), this machine has " +
+                   human_bytes(double(budget)) + " available");
   return p;
 }
 
@@ -577,8 +566,8 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   if (backend.kind() == DeviceKind::cuda && backend.gpu().memory_gib > 0 &&
       p.device_bytes > backend.gpu().memory_gib * 1024.0 * 1024 * 1024)
     throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the GPU path needs about " +
-                   gib(p.device_bytes) + " of device memory, " + backend.gpu().name + " has " +
-                   gib(backend.gpu().memory_gib * 1024.0 * 1024 * 1024) +
+                   human_bytes(p.device_bytes) + " of device memory, " + backend.gpu().name +
+                   " has " + human_bytes(backend.gpu().memory_gib * 1024.0 * 1024 * 1024) +
                    " (--device cpu, or a smaller batch)");
   announce_backend();  // after the last refusal
   KernelTime kt;
@@ -604,10 +593,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json provenance = prov.to_json(backend);
   for (const auto& [k, v] : t.run.items()) provenance[k] = v;
-  const Format f = r.format == "csv"        ? Format::csv
-                   : r.format == "json"     ? Format::json
-                   : r.format == "markdown" ? Format::markdown
-                                            : Format::table;
+  const Format f = parse_format("--format", r.format);
   const std::string printed = render({t}, f, provenance);
 
   // As the tables do: every file under a temporary name, then stdout, then all renamed.

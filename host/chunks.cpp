@@ -606,7 +606,7 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
       const std::uint64_t want = pacer.next(hi - i);
       std::uint64_t count = 1;
       while (count < want && i + count < hi && !is_done(i + count)) ++count;
-      progress.checkpoint();
+      progress.stop_point();
       std::vector<ChunkState> states = job.compute(i, count);
       pacer.done();
       if (mpi && !root) {
@@ -621,7 +621,7 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
     }
     if (mpi && !root) cluster::flush(progress);
     while (mpi && root && received < expected) {
-      progress.checkpoint();
+      progress.stop_point();
       drain();
       if (received < expected) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

@@ -93,6 +93,34 @@ std::string flag_help(const std::string& flag, const TableFlag& f) {
   return defaults.empty() ? help : help + " [" + defaults + "]";
 }
 
+// The comma-separated words of text.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (char c : text) {
+    if (c == ',')
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+// `demo --table NAME --help`: that table's own options (from its declaration) and examples; the
+// options every table shares are in `demo --help`.
+std::string table_help(const Experiment& e) {
+  std::string s = "demo --table " + e.name + ": " + e.summary + "\n";
+  if (!e.params.empty()) s += "\nOptions of " + e.name + ":\n";
+  for (const Param& p : e.params) {
+    std::string left = "  " + p.flag + " " + p.kind;
+    if (left.size() < 28) left.resize(28, ' ');
+    s += left + " " + p.help +
+         (p.default_text.empty() ? std::string() : " [" + p.default_text + "]") + "\n";
+  }
+  if (!e.examples.empty()) s += "\nExamples:\n";
+  for (const auto& line : e.examples) s += "  " + line + "\n";
+  return s + "\nThe options every table shares (--device, --format, --out, ...): demo --help\n";
+}
+
 }  // namespace
 
 Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all) {
@@ -103,6 +131,28 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
   };
   Cli cli;
   Options& o = cli.options;
+  // --help with --table naming tables: their own options, not the whole list.
+  {
+    bool help = false;
+    std::vector<std::string> named;
+    for (int i = 1; i < argc; ++i) {
+      const std::string w = argv[i];
+      help = help || w == "--help" || w == "-h";
+      std::string value;
+      if (w == "--table" && i + 1 < argc) value = argv[i + 1];
+      if (w.rfind("--table=", 0) == 0) value = w.substr(8);
+      for (const std::string& n : split_list(value))
+        if (find_experiment(n)) named.push_back(n);
+    }
+    if (help && !named.empty()) {
+      std::string text;
+      for (const std::string& n : named)
+        text += (text.empty() ? "" : "\n") + table_help(*find_experiment(n));
+      std::cout << text;
+      cli.action = Cli::Action::done;
+      return cli;
+    }
+  }
   CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
   app.footer(examples_text(all));
   app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
@@ -238,11 +288,7 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
       if ((merge->count("--out") || app.count("--out")) && o.out_dir.empty())
         throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
       cli.action = Cli::Action::merge;
-      const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
-      o.format = f == "csv"        ? Format::csv
-                 : f == "json"     ? Format::json
-                 : f == "markdown" ? Format::markdown
-                                   : Format::table;
+      o.format = parse_format("--format", format);
       o.plots = !no_plots;
       return cli;
     }
@@ -277,11 +323,7 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
     if (app.count("--out") && o.out_dir.empty())
       throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
     o.device = parse_choice("--device", device, {"auto", "cpu", "cuda"});
-    const std::string f = parse_choice("--format", format, {"table", "csv", "json", "markdown"});
-    o.format = f == "csv"        ? Format::csv
-               : f == "json"     ? Format::json
-               : f == "markdown" ? Format::markdown
-                                 : Format::table;
+    o.format = parse_format("--format", format);
     if (app.count("--threads")) o.threads = parse_threads("--threads", threads);
     o.plots = !no_plots;
     for (const auto& [flag, f] : flags)

@@ -180,7 +180,7 @@ void flush(const Monitor& monitor) {
 #if defined(ATTNLAB_WITH_MPI)
   if (!g_mpi) return;
   for (reap_sends(); !g_sends.empty(); reap_sends()) {
-    monitor.checkpoint();
+    monitor.stop_point();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 #else

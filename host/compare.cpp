@@ -14,6 +14,7 @@
 
 #include "host/format.hpp"
 #include "host/input.hpp"
+#include "host/memory.hpp"
 #include "host/output.hpp"
 
 namespace attn {
@@ -230,44 +231,6 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
     if (at_resolution) d.at_resolution.insert(c);
   }
   return d;
-}
-
-// Bytes this process can still allocate: the least of the address-space and data limits
-// (setrlimit, `ulimit -v`) less what it uses, the cgroup's memory.max less its usage, and the
-// system's MemAvailable. A limit that cannot be read counts as none.
-double memory_available() {
-  double avail = INFINITY;
-  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
-  double vm_size = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    unsigned long pages = 0;
-    if (std::fscanf(f, "%lu", &pages) == 1) vm_size = static_cast<double>(pages) * page;
-    std::fclose(f);
-  }
-  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
-    struct rlimit r {};
-    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
-      avail = std::fmin(avail, static_cast<double>(r.rlim_cur) - vm_size);
-  }
-  const auto read_number = [](const char* path, double& out) {
-    std::FILE* f = std::fopen(path, "r");
-    if (!f) return false;
-    const bool ok = std::fscanf(f, "%lf", &out) == 1;
-    std::fclose(f);
-    return ok;
-  };
-  double max = 0, current = 0;
-  if (read_number("/sys/fs/cgroup/memory.max", max) &&
-      read_number("/sys/fs/cgroup/memory.current", current))
-    avail = std::fmin(avail, max - current);
-  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    double kb;
-    while (std::fgets(line, sizeof line, f))
-      if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = std::fmin(avail, kb * 1024);
-    std::fclose(f);
-  }
-  return avail;
 }
 
 }  // namespace

@@ -8,7 +8,22 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "host/parse.hpp"
+
 namespace attn {
+
+Format parse_format(const std::string& option, const std::string& text) {
+  const std::string f = parse_choice(option, text, {"table", "csv", "json", "markdown"});
+  return f == "csv"        ? Format::csv
+         : f == "json"     ? Format::json
+         : f == "markdown" ? Format::markdown
+                           : Format::table;
+}
+
+const char* format_name(Format f) {
+  static const char* const names[] = {"table", "csv", "json", "markdown"};
+  return names[static_cast<int>(f)];
+}
 
 std::size_t Table::column(const std::string& name) const {
   for (std::size_t i = 0; i < columns.size(); ++i)

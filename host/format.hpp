@@ -11,6 +11,11 @@
 namespace attn {
 
 enum class Format { table, csv, json, markdown };
+// The format named by an option's text ("table", "csv", "json", "markdown"); throws
+// std::invalid_argument naming the option and the choices otherwise.
+Format parse_format(const std::string& option, const std::string& text);
+// The name parse_format reads.
+const char* format_name(Format f);
 
 // Shortest decimal that reads back as the same double ("0.1", "0.7317287020936569", "1e-27").
 std::string round_trip(double v);

@@ -11,8 +11,9 @@
 namespace attn {
 namespace {
 
-[[noreturn]] void bad(const std::string& option, const std::string& text, const std::string& want) {
-  throw std::invalid_argument(option + ": expected " + want + ", got '" + text + "'");
+[[noreturn]] void bad(const std::string& option, const std::string& text, const std::string& want,
+                      const std::string& hint = "") {
+  throw std::invalid_argument(option + ": expected " + want + ", got '" + text + "'" + hint);
 }
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -156,13 +157,46 @@ SeedSet parse_seed_set(const std::string& option, const std::string& text) {
   return s;
 }
 
+namespace {
+
+// Levenshtein distance (insertions, deletions, substitutions), for "did you mean".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean NAME?)" for the allowed name nearest to text, when it is near: at most a third
+// of its letters to change.
+std::string nearest(const std::string& text, const std::vector<std::string>& allowed) {
+  std::string best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& a : allowed) {
+    const std::size_t d = edit_distance(text, a);
+    if (d < best_d) best_d = d, best = a;
+  }
+  if (best.empty() || best_d == 0 || best_d > std::max<std::size_t>(1, best.size() / 3)) return "";
+  return " (did you mean " + best + "?)";
+}
+
+}  // namespace
+
 std::string parse_choice(const std::string& option, const std::string& text,
                          const std::vector<std::string>& allowed) {
   for (const auto& a : allowed)
     if (text == a) return text;
   std::string choices;
   for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
-  bad(option, text, "one of " + choices);
+  bad(option, text, "one of " + choices, nearest(text, allowed));
 }
 
 std::vector<std::string> parse_name_list(const std::string& option, const std::string& text,
@@ -173,7 +207,7 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
   for (const std::string& part : split(text, ',')) {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || part == a;
-    if (!ok) bad(option, part, "one or more of " + choices);
+    if (!ok) bad(option, part, "one or more of " + choices, nearest(part, allowed));
     out.push_back(part);
   }
   return out;

@@ -743,7 +743,7 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
     // Counting keeps no values: 16 waves a call (fewer rounds and joins), a few ms apiece.
     const std::uint64_t locate_rows = 16 * wave_rows;
     for (std::uint64_t r = 0; r < samples; r += locate_rows) {
-      monitor.checkpoint();
+      monitor.stop_point();
       const std::uint64_t rows = std::min(locate_rows, samples - r);
       decode({Job{&gk, rows * d_k, nullptr}}, split_);
       decoded(rows * d_k);
@@ -778,11 +778,11 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   Dots last{};
   std::uint64_t q_waves = 0, k_waves = 0;
   for (std::uint64_t r0 = 0; r0 < samples; r0 += wave_rows) {
-    monitor.checkpoint();
+    monitor.stop_point();
     const std::uint64_t rows = std::min(wave_rows, samples - r0);
     Normals& qw = keep_q ? q[0] : q[q_waves++ % 2];
     for (std::uint64_t k0 = 0; k0 < rows; k0 += k_rows) {
-      monitor.checkpoint();
+      monitor.stop_point();
       const std::uint64_t krows = std::min(k_rows, rows - k0);
       Normals& kw = k[k_waves++ % 2];
       kw.clear();

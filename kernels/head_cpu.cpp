@@ -86,7 +86,7 @@ void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t co
       train_group(m, seeds + first, lanes, ws.get(), out + first * size, monitor);
     }
   }
-  monitor.checkpoint();  // after the region: an exception must not leave it
+  monitor.stop_point();  // after the region: an exception must not leave it
 }
 
 }  // namespace attn::head

@@ -21,7 +21,7 @@ class Monitor {
   // Any thread may ask (a kernel's workers poll it).
   virtual bool stop_requested() const { return false; }
   // Throws Interrupted when a stop was requested; call between chunks of work.
-  void checkpoint() const {
+  void stop_point() const {
     if (stop_requested()) throw Interrupted();
   }
 };

@@ -444,3 +444,24 @@ TEST(CliRefuses, EmptyPerSeedFile) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// --help with --table NAME: that table's own options and examples, not every table's.
+TEST(CliHelp, ATablesHelpListsItsOwnOptions) {
+  const auto r = test::run_demo("--table dk-std --help");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("demo --table dk-std: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("--dk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--samples"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--knob-steps"), std::string::npos) << "another table's option";
+  EXPECT_LT(test::lines_of(r.out).size(), test::lines_of(test::run_demo("--help").out).size());
+  // A mistyped name still says the nearest one.
+  const auto typo = test::run_demo("--table dkstd");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("did you mean dk-std?"), std::string::npos) << typo.err;
+}
+
+}  // namespace
+}  // namespace attn

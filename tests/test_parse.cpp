@@ -268,3 +268,32 @@ TEST(ParseNameList, CommaListOfAllowedNames) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// A mistyped name says the nearest one; a name far from every choice says none.
+TEST(Parse, MistypedNameSuggestsTheNearest) {
+  const std::vector<std::string> tables = {"all", "dk-std", "knob", "training-sweep"};
+  try {
+    parse_name_list("--table", "dkstd", tables);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("(did you mean dk-std?)"), std::string::npos) << e.what();
+  }
+  try {
+    parse_choice("--format", "jsn", {"table", "csv", "json", "markdown"});
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("(did you mean json?)"), std::string::npos) << e.what();
+  }
+  try {
+    parse_name_list("--table", "zzzzzzzz", tables);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace attn

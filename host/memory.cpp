@@ -1,0 +1,56 @@
+// memory.cpp: see memory.hpp.
+#include "host/memory.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace attn {
+
+double memory_available() {
+  double avail = INFINITY;
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  double vm_size = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long pages = 0;
+    if (std::fscanf(f, "%lu", &pages) == 1) vm_size = static_cast<double>(pages) * page;
+    std::fclose(f);
+  }
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit r {};
+    if (getrlimit(resource, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
+      avail = std::fmin(avail, static_cast<double>(r.rlim_cur) - vm_size);
+  }
+  const auto read_number = [](const char* path, double& out) {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f) return false;
+    const bool ok = std::fscanf(f, "%lf", &out) == 1;
+    std::fclose(f);
+    return ok;
+  };
+  double max = 0, current = 0;
+  if (read_number("/sys/fs/cgroup/memory.max", max) &&
+      read_number("/sys/fs/cgroup/memory.current", current))
+    avail = std::fmin(avail, max - current);
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    double kb;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lf kB", &kb) == 1) avail = std::fmin(avail, kb * 1024);
+    std::fclose(f);
+  }
+  if (std::isinf(avail))
+    avail =
+        static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return avail;
+}
+
+std::string human_bytes(double bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3g GB", bytes / 1e9);
+  return s;
+}
+
+}  // namespace attn
