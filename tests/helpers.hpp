@@ -1,21 +1,29 @@
-// helpers.hpp: small things several tests need: running demo, asking numpy, reading test data.
+// helpers.hpp: small things several tests need: running demo and checking its refusals, asking
+// numpy, reading and writing files (whole, CSV, test data), comparing bits. Only ATTN_DEMO and
+// ATTN_TEST_DATA are used here (test_gpu_attention defines no other); running a table in-process
+// is table_helpers.hpp's.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attn::test {
@@ -46,9 +54,19 @@ inline ProcessResult run_command(const std::string& cmd) {
   return r;
 }
 
-// The demo binary of this build, with arguments.
-inline ProcessResult run_demo(const std::string& args) {
-  return run_command(std::string(ATTN_DEMO) + " " + args);
+// The demo binary of this build, with arguments (shell words: quotes and redirections work).
+// prefix goes before demo on the command line: environment assignments (ATTNLAB_STOP_AUDIT=1) or
+// a wrapper (timeout 20).
+inline ProcessResult run_demo(const std::string& args, const std::string& prefix = "") {
+  return run_command((prefix.empty() ? "" : prefix + " ") + std::string(ATTN_DEMO) + " " + args);
+}
+
+// The process id of a process that has ended (a child that exited at once).
+inline pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
 }
 
 // True when Debian's python3 with numpy can be run (tests that ask numpy skip otherwise).
@@ -111,6 +129,158 @@ inline std::vector<std::string> lines_of(const std::string& s) {
   if (!cur.empty()) out.push_back(cur);
   return out;
 }
+
+// True when s is exactly one line: not empty, one newline, at its end.
+inline bool is_one_line(const std::string& s) {
+  return s.size() > 1 && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1;
+}
+
+// What a refusal must also show, beyond its exit status, its one line and its empty stdout;
+// built by naming each, e.g. Refusal().under("timeout 20").leaves_no(out).shorter_than(300).
+struct Refusal {
+  std::string prefix;                     // before demo on the command line (see run_demo)
+  std::string never_made;                 // a path the refused run must not make ("": none)
+  std::size_t max_err = 0;                // stderr shorter than this many bytes (0: any length)
+  std::vector<std::string> must_not_say;  // texts stderr must not hold
+  bool before_work = false;               // see before_any_work()
+
+  Refusal& under(const std::string& p) {
+    prefix = p;
+    return *this;
+  }
+  Refusal& leaves_no(const std::string& path) {
+    never_made = path;
+    return *this;
+  }
+  Refusal& shorter_than(std::size_t bytes) {
+    max_err = bytes;
+    return *this;
+  }
+  Refusal& not_saying(const std::string& text) {
+    must_not_say.push_back(text);
+    return *this;
+  }
+  // Refused before any work: run with the stop audit on (ATTNLAB_STOP_AUDIT=1,
+  // host/progress.hpp), whose "stop audit: ..." line a run that had started its work would print
+  // when it ends, and that line absent.
+  Refusal& before_any_work() {
+    before_work = true;
+    return *this;
+  }
+};
+
+// An exit status that expect_refused takes as any error: 1 to 127 (not 0, not a signal).
+constexpr int kAnyError = -1;
+
+// Runs `demo args` and expects it refused: exit status exit_code (or any error, kAnyError),
+// nothing on stdout, stderr exactly one line holding each of must_say, and what `also` adds.
+// Returns the run, for any further checks.
+inline ProcessResult expect_refused(const std::string& args, int exit_code,
+                                    const std::vector<std::string>& must_say = {},
+                                    const Refusal& also = {}) {
+  SCOPED_TRACE("demo " + args);
+  const ProcessResult r =
+      run_demo(args, also.before_work ? "ATTNLAB_STOP_AUDIT=1 " + also.prefix : also.prefix);
+  // Output quoted in failure messages: its first 1000 bytes (a refusal that quoted a whole file
+  // must not flood the log).
+  const auto cut = [](const std::string& s) {
+    return s.size() <= 1000 ? s
+                            : s.substr(0, 1000) + "... (" + std::to_string(s.size()) + " bytes)";
+  };
+  const std::string err = cut(r.err);
+  if (exit_code == kAnyError) {
+    EXPECT_NE(r.exit_code, 0) << "accepted; stdout:\n" << cut(r.out);
+    EXPECT_LT(r.exit_code, 128) << "crashed (signal); stderr:\n" << err;
+  } else {
+    EXPECT_EQ(r.exit_code, exit_code) << err;
+  }
+  EXPECT_TRUE(r.out.empty()) << "something on stdout:\n" << cut(r.out);
+  EXPECT_TRUE(is_one_line(r.err)) << "stderr is not exactly one line:\n" << err;
+  for (const std::string& s : must_say) {
+    EXPECT_NE(r.err.find(s), std::string::npos) << "no '" << s << "' in:\n" << err;
+  }
+  for (const std::string& s : also.must_not_say) {
+    EXPECT_EQ(r.err.find(s), std::string::npos) << "'" << s << "' in:\n" << err;
+  }
+  if (also.before_work) {
+    EXPECT_EQ(r.err.find("stop audit"), std::string::npos) << "refused only after work began";
+  }
+  if (also.max_err > 0) {
+    EXPECT_LT(r.err.size(), also.max_err) << err;
+  }
+  if (!also.never_made.empty()) {
+    EXPECT_FALSE(std::filesystem::exists(also.never_made)) << also.never_made << " was made";
+  }
+  return r;
+}
+
+// A file's bytes, whole ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Writes text as a file's whole content (replacing any).
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// A CSV file without quoted fields (demo's per-seed rows): its header's names and its rows'
+// fields. A row with another number of fields than the header is a test failure.
+struct Csv {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::string>> rows;
+
+  std::size_t index(const std::string& name) const {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) {
+      ADD_FAILURE() << "no column " << name;
+      return 0;
+    }
+    return static_cast<std::size_t>(it - names.begin());
+  }
+  // A column's fields as numbers (strtod: nan and inf too); a field that is not wholly a
+  // number is a test failure.
+  std::vector<double> numbers(const std::string& name) const {
+    const std::size_t i = index(name);
+    std::vector<double> out;
+    for (const auto& row : rows) {
+      char* end = nullptr;
+      out.push_back(std::strtod(row.at(i).c_str(), &end));
+      EXPECT_TRUE(!row[i].empty() && *end == '\0') << name << ": '" << row[i] << "' is no number";
+    }
+    return out;
+  }
+  // Every column as numbers (a table of numbers only): name -> values, in file order.
+  std::map<std::string, std::vector<double>> columns() const {
+    std::map<std::string, std::vector<double>> out;
+    for (const std::string& name : names) out[name] = numbers(name);
+    return out;
+  }
+};
+
+inline Csv read_csv(const std::string& path) {
+  Csv c;
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) {
+    ADD_FAILURE() << path << ": no header";
+    return c;
+  }
+  c.names = split(line, ',');
+  while (std::getline(in, line)) {
+    c.rows.push_back(split(line, ','));
+    EXPECT_EQ(c.rows.back().size(), c.names.size()) << path << ": " << line;
+  }
+  return c;
+}
+
+// True when a and b hold the same bits (-0 is not 0, a NaN equals only its own bits).
+template <class T>
+requires std::is_trivially_copyable_v<T>
+bool same_bits(const T& a, const T& b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
 
 // A fresh directory, removed with its contents when the test ends.
 struct TempDir {

@@ -4,7 +4,6 @@
 // Files are written and read back with xtensor directly, not through the code under test.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +21,6 @@
 namespace attn {
 namespace {
 
-using test::lines_of;
 using test::run_demo;
 using test::TempDir;
 
@@ -325,8 +323,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
   const std::string w4 = save<double>(d, "w4.npy", std::vector<double>(8, 1.0), {2, 4});
   const std::string w23 = save<double>(d, "w23.npy", std::vector<double>(6, 1.0), {2, 3});
   const std::string w32 = save<double>(d, "w32.npy", std::vector<double>(6, 1.0), {3, 2});
-  std::ifstream xin(x, std::ios::binary);
-  const std::string full((std::istreambuf_iterator<char>(xin)), std::istreambuf_iterator<char>());
+  const std::string full = test::read_file(x);
   const std::string truncated = d.write("trunc.npy", full.substr(0, full.size() - 5));
   std::string i8(6 * 8, '\0'), c16(6 * 16, '\0'), be(6 * 8, '\0');
   const std::string int64 =
@@ -409,17 +406,10 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(x, w, w, w, " --threads 100000"), "--threads", "from 1 to " + cores + " "},
       {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
   };
-  for (const Case& c : cases) {
-    const std::string out = d.file("never");
-    const auto r = run_demo(c.args + " --device cpu --out " + out);
-    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
-    EXPECT_EQ(r.out, "") << c.args;
-    const auto lines = lines_of(r.err);
-    ASSERT_EQ(lines.size(), 1u) << c.args << "\n" << r.err;
-    EXPECT_NE(lines[0].find(c.must_name), std::string::npos) << lines[0];
-    EXPECT_NE(lines[0].find(c.must_say), std::string::npos) << lines[0];
-    EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
-  }
+  const std::string out = d.file("never");
+  for (const Case& c : cases)
+    test::expect_refused(c.args + " --device cpu --out " + out, 2, {c.must_name, c.must_say},
+                         test::Refusal().leaves_no(out));
 }
 
 // A message quotes a few dozen characters of a file: a long CSV cell, a JSON string cut short
@@ -433,17 +423,11 @@ TEST(AttentionCommand, LongInputIsCutInMessages) {
       d.write("token.json", "[[1,2],[3,\"" + huge),
       d.write("number.json", "[[1,2],[3," + std::string(100000, '9') + "]]"),
   };
-  for (const std::string& f : files) {
-    const auto r = run_demo("attention --x " + f + " --w-q " + w + " --w-k " + w + " --w-v " + w +
-                            " --device cpu");
-    EXPECT_EQ(r.exit_code, 2) << f;
-    ASSERT_EQ(lines_of(r.err).size(), 1u) << f;
-    EXPECT_NE(r.err.find(f), std::string::npos) << r.err.substr(0, 300);
-    EXPECT_NE(r.err.find(f.find("number") == std::string::npos ? "xxxx..." : "9999..."),
-              std::string::npos)
-        << r.err.substr(0, 300);
-    EXPECT_LT(r.err.size(), 300u + f.size()) << r.err.substr(0, 300);
-  }
+  for (const std::string& f : files)
+    test::expect_refused(
+        "attention --x " + f + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu", 2,
+        {f, f.find("number") == std::string::npos ? "xxxx..." : "9999..."},
+        test::Refusal().shorter_than(300 + f.size()));
 }
 
 // ---- --out: checked and locked before any work, as the tables' --out ------------------------
@@ -460,12 +444,7 @@ TEST(AttentionCommand, OutThatCannotBeWrittenIsRefusedBeforeAnyOutput) {
   TempDir d;
   const std::string args = checkpoint_args(d);
   const auto refused = [&](const std::string& out, const std::string& why) {
-    SCOPED_TRACE(out);
-    const auto r = run_demo(args + " --out '" + out + "'");
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_EQ(r.out, "");
-    ASSERT_EQ(lines_of(r.err).size(), 1u) << r.err;
-    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    test::expect_refused(args + " --out '" + out + "'", 1, {why});
   };
   refused("/proc", "cannot write there");
   const std::string ro = d.file("ro"), full = d.file("full");
@@ -503,11 +482,8 @@ TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
   EXPECT_TRUE(std::filesystem::is_empty(there));
   // And a run that works writes every file, removing what a killed run left (a process that
   // has ended: a child that exited at once).
-  const pid_t dead = fork();
-  if (dead == 0) _exit(0);
-  waitpid(dead, nullptr, 0);
-  const std::string stale = there + "/q.npy.tmp-" + std::to_string(dead);
-  std::ofstream(stale) << "half";
+  const std::string stale = there + "/q.npy.tmp-" + std::to_string(test::dead_pid());
+  test::write_file(stale, "half");
   const auto ok = run_demo(args + " --out '" + there + "' --no-plots");
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.err.find("removed " + stale), std::string::npos) << ok.err;

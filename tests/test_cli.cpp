@@ -24,84 +24,76 @@ using test::lines_of;
 // A CSV line's fields (no quoted fields expected in these tables).
 std::vector<std::string> fields_of(const std::string& line) { return test::split(line, ','); }
 
-bool is_one_line(const std::string& s) {
-  return !s.empty() && s.back() == '\n' && std::count(s.begin(), s.end(), '\n') == 1 &&
-         s.size() > 1;
-}
-
-void expect_refused(const std::string& args) {
-  SCOPED_TRACE("demo " + args);
-  const ProcessResult r = run_demo(args);
-  EXPECT_NE(r.exit_code, 0) << "accepted; stdout:\n" << r.out.substr(0, 400);
-  EXPECT_LT(r.exit_code, 128) << "crashed (signal); stderr:\n" << r.err;
-  EXPECT_TRUE(is_one_line(r.err)) << "stderr is not exactly one line:\n" << r.err;
-  EXPECT_EQ(r.out, "") << "something on stdout";
-}
+using test::is_one_line;
 
 // ---- refusals --------------------------------------------------------------------------------
 
-// A request its table refuses once it reads its settings: a usage error (exit 2) before any
-// work, nothing on stdout, the reason on stderr's last line (with -q the only line). Before any
-// work: with the stop audit on (host/progress.hpp), a run that had started its work would say
-// "stop audit: ..." when it ends.
-void expect_usage_error(const std::string& args, const std::string& reason) {
-  SCOPED_TRACE("demo " + args);
-  const ProcessResult r =
-      test::run_command("ATTNLAB_STOP_AUDIT=1 " + std::string(ATTN_DEMO) + " " + args + " -q");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_TRUE(is_one_line(r.err)) << r.err;
-  EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("stop audit"), std::string::npos) << "refused only after work began";
-}
+// Refusals (test::expect_refused): exit 2 for a usage error, nothing on stdout, one line on
+// stderr. A request its table refuses once it reads its settings is refused before any work too
+// (the stop audit says nothing), the reason the only line (-q).
+const test::Refusal kBeforeWork = test::Refusal().before_any_work();
 
 // Requests of any size are refused before memory or time is spent on them: the chunk driver's
 // limit (2^28 chunks), a d_k beyond 2^16, a saturation row beyond 2^24 normals. (A philox run of
 // 10^15 samples at d_k 2^20 is refused before a chunk list of 12 GB is made.)
 TEST(CliRefuses, RequestsBeyondTheChunkDriversLimit) {
-  expect_usage_error("--table dk-std --rng philox --samples 1e15 --dk 65536", "2^28");
-  expect_usage_error("--table softmax-saturation --samples 1e15 --dk 1", "2^28");
-  expect_usage_error("--table rnn-decay,softmax-saturation --keys 65536 --dk 1024",
-                     "(keys + 1) d_k");
-  expect_refused("--table dk-std --dk 65537");
-  expect_usage_error("--table dk-std --samples 1", "at least 2 samples");
-  expect_refused("--table softmax-saturation --dk 65537");
+  test::expect_refused("--table dk-std --rng philox --samples 1e15 --dk 65536 -q", 2, {"2^28"},
+                       kBeforeWork);
+  test::expect_refused("--table softmax-saturation --samples 1e15 --dk 1 -q", 2, {"2^28"},
+                       kBeforeWork);
+  test::expect_refused("--table rnn-decay,softmax-saturation --keys 65536 --dk 1024 -q", 2,
+                       {"(keys + 1) d_k"}, kBeforeWork);
+  test::expect_refused("--table dk-std --dk 65537", 2, {"--dk"});
+  test::expect_refused("--table dk-std --samples 1 -q", 2, {"at least 2 samples"}, kBeforeWork);
+  test::expect_refused("--table softmax-saturation --dk 65537", 2, {"--dk"});
 }
 
-TEST(CliRefuses, UnknownTable) { expect_refused("--table nosuch"); }
-TEST(CliRefuses, UnknownTableInAList) { expect_refused("--table dk-std,nosuch"); }
-TEST(CliRefuses, DkZero) { expect_refused("--table dk-std --dk 0"); }
-TEST(CliRefuses, DkNegative) { expect_refused("--table dk-std --dk -3"); }
-TEST(CliRefuses, DkNotANumber) { expect_refused("--table dk-std --dk abc"); }
-TEST(CliRefuses, DkEmptyItem) { expect_refused("--table dk-std --dk 2,,3"); }
-TEST(CliRefuses, SamplesZero) { expect_refused("--table dk-std --samples 0"); }
-TEST(CliRefuses, SeedNegative) { expect_refused("--table dk-std --seed -1"); }
-TEST(CliRefuses, StepsZero) { expect_refused("--table training --steps 0"); }
-TEST(CliRefuses, LearningRateNan) { expect_refused("--table training --lr nan"); }
+TEST(CliRefuses, UnknownTable) { test::expect_refused("--table nosuch", 2, {"--table"}); }
+TEST(CliRefuses, UnknownTableInAList) {
+  test::expect_refused("--table dk-std,nosuch", 2, {"--table"});
+}
+TEST(CliRefuses, DkZero) { test::expect_refused("--table dk-std --dk 0", 2, {"--dk"}); }
+TEST(CliRefuses, DkNegative) { test::expect_refused("--table dk-std --dk -3", 2, {"--dk"}); }
+TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --dk abc", 2, {"--dk"}); }
+TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --dk 2,,3", 2, {"--dk"}); }
+TEST(CliRefuses, SamplesZero) {
+  test::expect_refused("--table dk-std --samples 0", 2, {"--samples"});
+}
+TEST(CliRefuses, SeedNegative) { test::expect_refused("--table dk-std --seed -1", 2, {"--seed"}); }
+TEST(CliRefuses, StepsZero) { test::expect_refused("--table training --steps 0", 2, {"--steps"}); }
+TEST(CliRefuses, LearningRateNan) {
+  test::expect_refused("--table training --lr nan", 2, {"--lr"});
+}
 // Zero threads is not a thread count; "--threads N" takes 1 to 4 per core (the default, when
 // the option is not given, is all cores).
-TEST(CliRefuses, ThreadsZero) { expect_refused("--table rnn-decay --threads 0"); }
-TEST(CliRefuses, ThreadsNegative) { expect_refused("--table rnn-decay --threads -1"); }
+TEST(CliRefuses, ThreadsZero) {
+  test::expect_refused("--table rnn-decay --threads 0", 2, {"--threads"});
+}
+TEST(CliRefuses, ThreadsNegative) {
+  test::expect_refused("--table rnn-decay --threads -1", 2, {"--threads"});
+}
 // The message states the real range, 1 to 4 per core of this machine, not 1 to 2^30.
 TEST(CliRefuses, ThreadsMessageStatesTheRealRange) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const char* bad : {"0", "abc", "100000"}) {
     SCOPED_TRACE(bad);
-    expect_refused(std::string("--table rnn-decay --threads ") + bad);
-    const ProcessResult r = run_demo(std::string("--table rnn-decay --threads ") + bad);
-    EXPECT_EQ(r.exit_code, 2);
-    EXPECT_NE(r.err.find("--threads: expected a whole number from 1 to " +
-                         std::to_string(4 * cores) + " "),
-              std::string::npos)
-        << r.err;
+    test::expect_refused(
+        std::string("--table rnn-decay --threads ") + bad, 2,
+        {"--threads: expected a whole number from 1 to " + std::to_string(4 * cores) + " "});
   }
 }
-TEST(CliRefuses, UnknownDevice) { expect_refused("--device nosuch"); }
-TEST(CliRefuses, UnknownFormat) { expect_refused("--format xml"); }
-TEST(CliRefuses, UnknownGradient) { expect_refused("--table training --grad x"); }
-TEST(CliRefuses, UnknownFlag) { expect_refused("--bogus"); }
-TEST(CliRefuses, BackwardSeedRange) { expect_refused("--table training --seeds 7:3"); }
-TEST(CliRefuses, UnknownConfig) { expect_refused("--table training --configs nosuch"); }
+TEST(CliRefuses, UnknownDevice) { test::expect_refused("--device nosuch", 2, {"--device"}); }
+TEST(CliRefuses, UnknownFormat) { test::expect_refused("--format xml", 2, {"--format"}); }
+TEST(CliRefuses, UnknownGradient) {
+  test::expect_refused("--table training --grad x", 2, {"--grad"});
+}
+TEST(CliRefuses, UnknownFlag) { test::expect_refused("--bogus", 2, {"--bogus"}); }
+TEST(CliRefuses, BackwardSeedRange) {
+  test::expect_refused("--table training --seeds 7:3", 2, {"--seeds"});
+}
+TEST(CliRefuses, UnknownConfig) {
+  test::expect_refused("--table training --configs nosuch", 2, {"--configs"});
+}
 
 TEST(CliRefuses, RefusalMessagesNameTheOptionAndValue) {
   const ProcessResult r = run_demo("--table dk-std --dk 2,abc");
@@ -125,28 +117,24 @@ TEST(CliDevice, CudaRunsOnlyWhenAGpuAnswers) {
     EXPECT_EQ(backend, "cpu");
   }
 
-  const ProcessResult r = run_demo("--table rnn-decay --device cuda -q");
   if (backend == "cpu") {
-    EXPECT_NE(r.exit_code, 0);
-    EXPECT_LT(r.exit_code, 128) << r.err;
-    EXPECT_TRUE(is_one_line(r.err)) << r.err;
-    EXPECT_EQ(r.out, "");
+    test::expect_refused("--table rnn-decay --device cuda -q", test::kAnyError);
   } else {
+    const ProcessResult r = run_demo("--table rnn-decay --device cuda -q");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("rnn-decay"), std::string::npos);
   }
 }
 
-TEST(CliRefuses, GpuNegative) { expect_refused("--table rnn-decay --gpu -1"); }
-TEST(CliRefuses, GpuNotANumber) { expect_refused("--table rnn-decay --gpu first"); }
+TEST(CliRefuses, GpuNegative) { test::expect_refused("--table rnn-decay --gpu -1", 2, {"--gpu"}); }
+TEST(CliRefuses, GpuNotANumber) {
+  test::expect_refused("--table rnn-decay --gpu first", 2, {"--gpu"});
+}
 
 // --gpu N names a device ordinal; one the runtime does not have (or no GPU at all) is refused
 // with one line before any work under --device cuda, and is a CPU fallback under auto.
 TEST(CliDevice, GpuBeyondTheDeviceCount) {
-  const ProcessResult r = run_demo("--table rnn-decay --device cuda --gpu 1023 -q");
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_TRUE(is_one_line(r.err)) << r.err;
-  EXPECT_EQ(r.out, "");
+  test::expect_refused("--table rnn-decay --device cuda --gpu 1023 -q", 1);
   const ProcessResult a = run_demo("--table rnn-decay --device auto --gpu 1023 --format json");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["provenance"]["backend"], "cpu");
@@ -385,12 +373,10 @@ TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
 // A refusal is one line: the device notice ("no GPU ...; running on the CPU") waits until work
 // starts, so a table that refuses its request prints its error alone.
 TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
-  const auto r = test::run_demo(
+  const auto r = test::expect_refused(
       "--table attention-sweep --task random --words 64 --d-model 2 "
-      "--d-k 2 --seeds 0:1000000000000");
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty());
-  ASSERT_EQ(test::lines_of(r.err).size(), 1u) << r.err;
+      "--d-k 2 --seeds 0:1000000000000",
+      2);
   EXPECT_EQ(r.err.rfind("demo: error:", 0), 0u) << r.err;
   // And a run that works still says where it runs, once.
   const auto ok = test::run_demo("--table dk-std --dk 2 --samples 100 --format csv");
@@ -403,12 +389,8 @@ TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
 // Output locations are checked before any work: one line, nothing else on stderr.
 TEST(CliRefuses, UnwritableOutputsBeforeAnyWork) {
   for (const char* args : {"--table rnn-decay --out /proc/attn-forbidden/x",
-                           "--table training-sweep --per-seed /nonexistent-dir/runs.csv"}) {
-    const auto r = test::run_demo(args);
-    EXPECT_EQ(r.exit_code, 1) << args;
-    EXPECT_TRUE(r.out.empty()) << args;
-    EXPECT_EQ(test::lines_of(r.err).size(), 1u) << args << ": " << r.err;
-  }
+                           "--table training-sweep --per-seed /nonexistent-dir/runs.csv"})
+    test::expect_refused(args, 1);
 }
 
 // A failed write to stdout is an error on every path: exit 1 and one line
@@ -428,18 +410,16 @@ TEST(CliStdout, FullStdoutFailsEveryPath) {
 
 TEST(CliStdout, ClosedStdoutFails) {
   for (const char* args : {"--table knob", "--version", "--list"}) {
-    SCOPED_TRACE(args);
-    const auto r = run_demo(std::string(args) + " -q >&-");
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_TRUE(is_one_line(r.err)) << r.err;
-    EXPECT_NE(r.err.find("stdout"), std::string::npos) << r.err;
+    test::expect_refused(std::string(args) + " -q >&-", 1, {"stdout"});
   }
 }
 
 // --out "" and --per-seed "" are refused, never silently ignored.
-TEST(CliRefuses, EmptyOutFolder) { expect_refused("--table rnn-decay --out ''"); }
+TEST(CliRefuses, EmptyOutFolder) {
+  test::expect_refused("--table rnn-decay --out ''", 2, {"--out"});
+}
 TEST(CliRefuses, EmptyPerSeedFile) {
-  expect_refused("--table training-sweep --seeds 0:4 --per-seed ''");
+  test::expect_refused("--table training-sweep --seeds 0:4 --per-seed ''", 2, {"--per-seed"});
 }
 
 }  // namespace

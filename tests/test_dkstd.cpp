@@ -17,16 +17,13 @@
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
 #include "experiments/dk_std.hpp"
-#include "experiments/registry.hpp"
 #include "helpers.hpp"
-#include "host/backend.hpp"
+#include "table_helpers.hpp"
 
 namespace attn {
 namespace {
 
-bool same_bits(const Moments& a, const Moments& b) {
-  return std::memcmp(&a, &b, sizeof(Moments)) == 0;
-}
+using test::same_bits;
 
 // The reference: GPU semantics written as scalar host code (lane_moments + merge_lanes).
 Moments scalar_chunk(const dkstd::Plan& p, std::uint64_t chunk) {
@@ -121,17 +118,10 @@ TEST(DkStdSampler, MomentsMatchTheory) {
   }
 }
 
-// The dk-std table with these flags (as on the command line), on the CPU, quietly.
-Table dk_std(const std::map<std::string, std::string>& flags) {
-  Options o;
-  o.quiet = true;
-  static const Backend cpu = Backend::select("cpu", 0);
-  return run_experiment(*find_experiment("dk-std"), o, flags, cpu).at(0);
-}
-
 // `--rng philox --samples 1e6` gives std within 0.5% of sqrt(d_k) for 2, 64, 512.
 TEST(DkStdTable, PhiloxMillionSamplesWithinHalfAPercent) {
-  const Table t = dk_std({{"--rng", "philox"}, {"--samples", "1000000"}, {"--seed", "2024"}});
+  const Table t = test::run_table(
+      "dk-std", {{"--rng", "philox"}, {"--samples", "1000000"}, {"--seed", "2024"}});
   ASSERT_EQ(t.rows.size(), 3u);
   for (const auto& r : t.rows) {
     const double d = double(std::get<std::int64_t>(r[t.column("d_k")]));
@@ -148,10 +138,10 @@ TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
   int covered = 0;
   const int runs = 400;
   for (int s = 0; s < runs; ++s) {
-    const Table t = dk_std({{"--rng", "philox"},
-                            {"--samples", "2000"},
-                            {"--dk", "3"},
-                            {"--seed", std::to_string(1000 + s)}});
+    const Table t = test::run_table("dk-std", {{"--rng", "philox"},
+                                               {"--samples", "2000"},
+                                               {"--dk", "3"},
+                                               {"--seed", std::to_string(1000 + s)}});
     const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
     const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
     covered += lo <= std::sqrt(3.0) && std::sqrt(3.0) <= hi;
@@ -220,7 +210,8 @@ TEST(DkStdInterval, BelowTheThresholdItWouldNotCover) {
 // why.
 TEST(DkStdInterval, NoneForFewSamplesWithANote) {
   for (const char* n : {"2", "3", "999"}) {
-    const Table t = dk_std({{"--rng", "philox"}, {"--samples", n}, {"--dk", "1"}});
+    const Table t =
+        test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", n}, {"--dk", "1"}});
     ASSERT_EQ(t.rows.size(), 1u);
     EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_low")])) << n;
     EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_high")])) << n;
@@ -229,7 +220,8 @@ TEST(DkStdInterval, NoneForFewSamplesWithANote) {
       noted = noted || note.find("none below 1000") != std::string::npos;
     EXPECT_TRUE(noted) << n;
   }
-  const Table t = dk_std({{"--rng", "philox"}, {"--samples", "1000"}, {"--dk", "1"}});
+  const Table t =
+      test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", "1000"}, {"--dk", "1"}});
   const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
   const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
   EXPECT_GT(lo, 0);
@@ -491,7 +483,7 @@ TEST(DkStdTable, AutoPicksNumpyUpTo1e8Normals) {
   EXPECT_FALSE(dkstd_uses_numpy("auto", 1e8 + 2));
   EXPECT_TRUE(dkstd_uses_numpy("numpy", 1e12));
   EXPECT_FALSE(dkstd_uses_numpy("philox", 10));
-  const Table t = dk_std({{"--samples", "1000"}, {"--dk", "4"}});
+  const Table t = test::run_table("dk-std", {{"--samples", "1000"}, {"--dk", "4"}});
   EXPECT_EQ(std::get<std::string>(t.rows[0][t.column("rng")]), "numpy");
   EXPECT_NE(t.run["generator"].get<std::string>().find("numpy"), std::string::npos);
 }

@@ -79,7 +79,7 @@ double read_double(const std::string& s) {
   return v;
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+using test::same_bits;
 
 // Significant decimal digits of a plain or exponent-form number: "0.00125" -> 3, "100" -> 1.
 int significant_digits(const std::string& s) {

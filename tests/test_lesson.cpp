@@ -5,23 +5,14 @@
 
 #include <cmath>
 
-#include "experiments/registry.hpp"
 #include "helpers.hpp"
 #include "host/format.hpp"
+#include "table_helpers.hpp"
 
 namespace attn {
 namespace {
 
-const Backend& cpu() {
-  static const Backend b = Backend::select("cpu", 0);
-  return b;
-}
-
-Table run(const std::string& name) {
-  Options o;
-  o.quiet = true;
-  return run_experiment(*find_experiment(name), o, {}, cpu()).at(0);
-}
+using test::run_table;
 
 // The values of the matrix-table row (case, quantity, row).
 std::vector<double> values(const Table& t, const std::string& c, const std::string& q,
@@ -51,7 +42,7 @@ std::vector<double> softmax(std::vector<double> s) {
 }
 
 TEST(LessonRnnDecay, FactorsAreWToTheN) {
-  const Table t = run("rnn-decay");
+  const Table t = run_table("rnn-decay");
   const std::vector<std::pair<std::int64_t, std::string>> lesson = {
       {1, "0.5"}, {2, "0.25"}, {3, "0.125"}, {5, "0.0312"}, {10, "0.000977"}, {50, "8.88e-16"}};
   ASSERT_EQ(t.rows.size(), lesson.size());
@@ -64,7 +55,7 @@ TEST(LessonRnnDecay, FactorsAreWToTheN) {
 }
 
 TEST(LessonWeightedAverage, EveryNumber) {
-  const Table t = run("weighted-average");
+  const Table t = run_table("weighted-average");
   expect_row(values(t, "lesson", "scores X X^T", "cat"), {"4", "2", "0"});
   expect_row(values(t, "lesson", "scores X X^T", "dog"), {"2", "2", "2"});
   expect_row(values(t, "lesson", "scores X X^T", "car"), {"0", "2", "4"});
@@ -95,7 +86,7 @@ TEST(LessonWeightedAverage, EveryNumber) {
 }
 
 TEST(LessonQkv, EveryNumber) {
-  const Table t = run("qkv");
+  const Table t = run_table("qkv");
   expect_row(values(t, "swapped keys", "K = X W_K", "cat"), {"0", "2"});
   expect_row(values(t, "swapped keys", "K = X W_K", "dog"), {"1", "1"});
   expect_row(values(t, "swapped keys", "K = X W_K", "car"), {"2", "0"});
@@ -137,7 +128,7 @@ TEST(LessonQkv, EveryNumber) {
 }
 
 TEST(LessonKnob, GradientDescentOnC) {
-  const Table t = run("knob");
+  const Table t = run_table("knob");
   // step, c, p, loss as the spec prints them.
   const std::vector<std::vector<std::string>> lesson = {{"0", "0", "0.500", "0.50000"},
                                                         {"1", "0.354", "0.562", "0.38338"},
@@ -163,7 +154,7 @@ TEST(LessonKnob, GradientDescentOnC) {
 }
 
 TEST(LessonDkStd, TheLessonsStreamDigitForDigit) {
-  const Table t = run("dk-std");
+  const Table t = run_table("dk-std");
   const double spec[3][3] = {{2, 1.4231747727493471, 1.006336532624687},
                              {64, 8.075434445380946, 1.0094293056726182},
                              {512, 22.54818437424204, 0.9964983796544435}};
@@ -184,7 +175,7 @@ TEST(LessonDkStd, TheLessonsStreamDigitForDigit) {
 }
 
 TEST(LessonTraining, TheTable) {
-  const Table t = run("training");
+  const Table t = run_table("training");
   struct Want {
     std::string config;
     std::int64_t seed;  // -1: no seed
@@ -220,7 +211,7 @@ TEST(LessonTraining, TheTable) {
 }
 
 TEST(LessonSelfAttention, TheCheckpoint) {
-  const Table t = run("self-attention");
+  const Table t = run_table("self-attention");
   expect_row(values(t, "all identity", "output", "cat"), {"1.723", "0.277"});
   expect_row(values(t, "all identity", "output", "dog"), {"1", "1"});
   expect_row(values(t, "all identity", "output", "car"), {"0.277", "1.723"});

@@ -53,9 +53,7 @@ std::vector<double> skewed_sample(std::size_t n, unsigned seed, double offset = 
   return x;
 }
 
-bool same_bits(const Moments& a, const Moments& b) {
-  return std::memcmp(&a, &b, sizeof(Moments)) == 0;
-}
+using test::same_bits;
 
 void expect_rel(double got, long double want, double rel, const char* what) {
   const double w = static_cast<double>(want);

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,18 +26,9 @@ namespace fs = std::filesystem;
 using test::ProcessResult;
 using test::run_demo;
 
+using test::read_file;
 using test::TempDir;
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using test::write_file;
 
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> n;
@@ -65,7 +55,7 @@ TEST(AtomicFile, CommitPutsTheContentInPlaceAndNoTempRemains) {
     EXPECT_FALSE(fs::exists(path)) << "the real name appears before commit";
     f.commit();
   }
-  EXPECT_EQ(slurp(path), "a,b\n1,2\n");
+  EXPECT_EQ(read_file(path), "a,b\n1,2\n");
   EXPECT_EQ(names_in(dir.path), std::vector<std::string>{"result.csv"});
 }
 
@@ -97,29 +87,29 @@ TEST(AtomicFile, AnErrorBeforeCommitLeavesNothing) {
 TEST(AtomicFile, ExistingTargetRefusedAndUntouched) {
   TempDir dir;
   const std::string path = dir.file("result.csv");
-  spit(path, "original\n");
+  write_file(path, "original\n");
   try {
     AtomicFile f(path, false);
     ADD_FAILURE() << "an existing file was not refused";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
-  EXPECT_EQ(slurp(path), "original\n");
+  EXPECT_EQ(read_file(path), "original\n");
   EXPECT_EQ(names_in(dir.path), std::vector<std::string>{"result.csv"});
 }
 
 TEST(AtomicFile, OverwriteReplacesAnExistingTarget) {
   TempDir dir;
   const std::string path = dir.file("result.csv");
-  spit(path, "original, and longer than the new content\n");
+  write_file(path, "original, and longer than the new content\n");
   {
     AtomicFile f(path, true);
     f.write("new\n");
-    EXPECT_EQ(slurp(path), "original, and longer than the new content\n")
+    EXPECT_EQ(read_file(path), "original, and longer than the new content\n")
         << "replaced before commit";
     f.commit();
   }
-  EXPECT_EQ(slurp(path), "new\n");
+  EXPECT_EQ(read_file(path), "new\n");
   EXPECT_EQ(names_in(dir.path), std::vector<std::string>{"result.csv"});
 }
 
@@ -138,11 +128,11 @@ TEST(WriteFileAtomic, WritesRefusesAndOverwrites) {
   const char raw[] = "bytes\0with a nul\nand no final newline";
   const std::string data(raw, sizeof raw - 1);
   write_file_atomic(path, data, false);
-  EXPECT_EQ(slurp(path), data);
+  EXPECT_EQ(read_file(path), data);
   EXPECT_THROW(write_file_atomic(path, "other", false), std::runtime_error);
-  EXPECT_EQ(slurp(path), data);
+  EXPECT_EQ(read_file(path), data);
   write_file_atomic(path, "other", true);
-  EXPECT_EQ(slurp(path), "other");
+  EXPECT_EQ(read_file(path), "other");
   write_file_atomic(dir.file("empty"), "", false);
   EXPECT_TRUE(fs::exists(dir.file("empty")));
   EXPECT_EQ(fs::file_size(dir.file("empty")), 0u);
@@ -154,11 +144,11 @@ TEST(RefuseExisting, OnlyAnExistingPathWithoutOverwrite) {
   const std::string path = dir.file("x.csv");
   EXPECT_NO_THROW(refuse_existing(path, false));
   EXPECT_NO_THROW(refuse_existing(path, true));
-  spit(path, "x");
+  write_file(path, "x");
   EXPECT_THROW(refuse_existing(path, false), std::runtime_error);
   EXPECT_NO_THROW(refuse_existing(path, true));
   EXPECT_THROW(refuse_existing(dir.path.string(), false), std::runtime_error);  // a directory too
-  EXPECT_EQ(slurp(path), "x");
+  EXPECT_EQ(read_file(path), "x");
 }
 
 // ---- demo --out ------------------------------------------------------------------------------
@@ -175,7 +165,7 @@ TEST(DemoOut, WritesCsvAndJsonThenRefusesToReplaceWithoutForce) {
   EXPECT_FALSE(has_temp_file(out));
 
   // The CSV: w^n for w = 0.5 and n = 1, 2, 3, 5, 10, 50, exact in binary.
-  const std::string csv_text = slurp(csv);
+  const std::string csv_text = read_file(csv);
   std::istringstream lines(csv_text);
   std::string line;
   ASSERT_TRUE(std::getline(lines, line));
@@ -194,7 +184,7 @@ TEST(DemoOut, WritesCsvAndJsonThenRefusesToReplaceWithoutForce) {
   EXPECT_EQ(printed.out, csv_text);
 
   // The JSON: one table, with provenance.
-  const std::string json_text = slurp(js);
+  const std::string json_text = read_file(js);
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(json_text)) << json_text;
   const auto& p = j["provenance"];
@@ -212,21 +202,16 @@ TEST(DemoOut, WritesCsvAndJsonThenRefusesToReplaceWithoutForce) {
   EXPECT_EQ(j["tables"][0]["rows"].size(), 6u);
 
   // Again without --force: refused before any work, files untouched.
-  const ProcessResult again = run_demo("--table rnn-decay --out '" + out + "' -q");
-  EXPECT_NE(again.exit_code, 0);
-  EXPECT_LT(again.exit_code, 128) << again.err;
-  EXPECT_EQ(again.out, "");
-  EXPECT_EQ(std::count(again.err.begin(), again.err.end(), '\n'), 1) << again.err;
-  EXPECT_NE(again.err.find("rnn-decay"), std::string::npos) << again.err;
-  EXPECT_EQ(slurp(csv), csv_text);
-  EXPECT_EQ(slurp(js), json_text);
+  test::expect_refused("--table rnn-decay --out '" + out + "' -q", test::kAnyError, {"rnn-decay"});
+  EXPECT_EQ(read_file(csv), csv_text);
+  EXPECT_EQ(read_file(js), json_text);
   EXPECT_FALSE(has_temp_file(out));
 
   // With --force: replaced.
   const ProcessResult forced = run_demo("--table rnn-decay --out '" + out + "' --force -q");
   EXPECT_EQ(forced.exit_code, 0) << forced.err;
-  EXPECT_EQ(slurp(csv), csv_text);
-  const auto j2 = nlohmann::json::parse(slurp(js));
+  EXPECT_EQ(read_file(csv), csv_text);
+  const auto j2 = nlohmann::json::parse(read_file(js));
   EXPECT_NE(j2["provenance"]["command_line"].get<std::string>().find("--force"), std::string::npos)
       << "the JSON was not rewritten";
   EXPECT_FALSE(has_temp_file(out));
@@ -236,12 +221,9 @@ TEST(DemoOut, WritesCsvAndJsonThenRefusesToReplaceWithoutForce) {
 TEST(DemoOut, OutIntoARegularFileIsRefusedBeforeAnyWork) {
   TempDir dir;
   const std::string file = dir.file("not-a-dir");
-  spit(file, "keep");
-  const ProcessResult r = run_demo("--table rnn-decay --out '" + file + "' -q");
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_LT(r.exit_code, 128) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(slurp(file), "keep");
+  write_file(file, "keep");
+  test::expect_refused("--table rnn-decay --out '" + file + "' -q", test::kAnyError);
+  EXPECT_EQ(read_file(file), "keep");
 }
 
 // A table named twice writes the same files twice. Either demo runs it (once or twice, without
@@ -282,45 +264,38 @@ TEST(RefuseExisting, OnlyRegularFilesAreEverReplaced) {
   expect_never_replaced("/dev/null");        // a device
   ASSERT_EQ(symlink(dir.file("target").c_str(), dir.file("link").c_str()), 0);
   expect_never_replaced(dir.file("link"));  // a dangling symbolic link
-  spit(dir.file("target"), "t");
+  write_file(dir.file("target"), "t");
   expect_never_replaced(dir.file("link"));  // a link to a regular file
   ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0600), 0);
   expect_never_replaced(dir.file("fifo"));  // a FIFO
-  EXPECT_EQ(slurp(dir.file("target")), "t");
+  EXPECT_EQ(read_file(dir.file("target")), "t");
 }
 
-// Runs demo and expects a refusal before any work: exit 1, one line on stderr, nothing on
-// stdout.
-void expect_refused_before_work(const std::string& args, const std::string& says) {
-  SCOPED_TRACE("demo " + args);
-  const ProcessResult r = run_demo(args);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.out, "");
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("--force to"), std::string::npos) << r.err;
-}
+// Refused before any work (test::expect_refused): exit 1, one line on stderr, nothing on
+// stdout; and never a suggestion to add --force.
+const test::Refusal kNoForce = test::Refusal().not_saying("--force to");
 
 const char* kSweep = "--table training-sweep --seeds 0:16 --steps 5 --grad analytic -q ";
 
 TEST(DemoOut, PerSeedNeverReplacesADeviceOrALink) {
   struct stat before {};
   ASSERT_EQ(stat("/dev/null", &before), 0);
-  expect_refused_before_work(std::string(kSweep) + "--per-seed /dev/null --force", "a device");
+  test::expect_refused(std::string(kSweep) + "--per-seed /dev/null --force", 1, {"a device"},
+                       kNoForce);
   struct stat after {};
   ASSERT_EQ(stat("/dev/null", &after), 0);
   EXPECT_TRUE(S_ISCHR(after.st_mode)) << "/dev/null was replaced";
   EXPECT_EQ(before.st_rdev, after.st_rdev);
 
   TempDir dir;
-  spit(dir.file("target.csv"), "keep");
+  write_file(dir.file("target.csv"), "keep");
   ASSERT_EQ(symlink(dir.file("target.csv").c_str(), dir.file("link.csv").c_str()), 0);
-  expect_refused_before_work(
-      std::string(kSweep) + "--per-seed '" + dir.file("link.csv") + "' --force", "symbolic link");
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + dir.file("link.csv") + "' --force", 1,
+                       {"symbolic link"}, kNoForce);
   EXPECT_TRUE(fs::is_symlink(dir.file("link.csv")));
-  EXPECT_EQ(slurp(dir.file("target.csv")), "keep");
-  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.path.string() + "'",
-                             "a directory");
+  EXPECT_EQ(read_file(dir.file("target.csv")), "keep");
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + dir.path.string() + "'", 1,
+                       {"a directory"}, kNoForce);
 }
 
 // The lock file is opened, written and removed: where something other than a regular file
@@ -344,38 +319,41 @@ TEST(DemoOut, AKilledRunLeavesNoLockBehind) {
 
 TEST(DemoOut, TwoOutputsNamingOneFileAreRefused) {
   TempDir dir;
-  spit(dir.file("training-sweep.csv"), "per-seed rows\n");
-  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.file("training-sweep.csv") +
-                                 "' --out '" + dir.path.string() + "' --force --no-plots",
-                             "both write");
-  EXPECT_EQ(slurp(dir.file("training-sweep.csv")), "per-seed rows\n");
+  write_file(dir.file("training-sweep.csv"), "per-seed rows\n");
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + dir.file("training-sweep.csv") +
+                           "' --out '" + dir.path.string() + "' --force --no-plots",
+                       1, {"both write"}, kNoForce);
+  EXPECT_EQ(read_file(dir.file("training-sweep.csv")), "per-seed rows\n");
   // The same file spelled differently.
-  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + dir.path.string() +
-                                 "/./training-sweep.csv' --out '" + dir.path.string() +
-                                 "/' --force --no-plots",
-                             "both write");
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + dir.path.string() +
+                           "/./training-sweep.csv' --out '" + dir.path.string() +
+                           "/' --force --no-plots",
+                       1, {"both write"}, kNoForce);
   EXPECT_EQ(names_in(dir.path), std::vector<std::string>{"training-sweep.csv"});
 }
 
 TEST(DemoOut, UnwritablePlacesAreRefusedBeforeWork) {
-  expect_refused_before_work("--table rnn-decay --out /proc", "cannot write there");
+  test::expect_refused("--table rnn-decay --out /proc", 1, {"cannot write there"}, kNoForce);
   TempDir dir;
   const std::string ro = dir.file("ro");
   fs::create_directories(ro);
   if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro + "'").exit_code != 0)
     GTEST_SKIP() << "cannot mount a read-only tmpfs here (needs root and mount rights)";
-  expect_refused_before_work("--table rnn-decay --out '" + ro + "'", "Read-only file system");
-  expect_refused_before_work("--table rnn-decay --out '" + ro + "/sub'", "Read-only file system");
-  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + ro + "/runs.csv'",
-                             "Read-only file system");
+  test::expect_refused("--table rnn-decay --out '" + ro + "'", 1, {"Read-only file system"},
+                       kNoForce);
+  test::expect_refused("--table rnn-decay --out '" + ro + "/sub'", 1, {"Read-only file system"},
+                       kNoForce);
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + ro + "/runs.csv'", 1,
+                       {"Read-only file system"}, kNoForce);
   test::run_command("umount '" + ro + "'");
 }
 
 TEST(DemoOut, NonUtf8PathsAreRefusedUpFront) {
   TempDir dir;
   const std::string bad = dir.file("caf\xe9");  // Latin-1 e-acute: not UTF-8
-  expect_refused_before_work("--table rnn-decay,knob --out '" + bad + "'", "UTF-8");
-  expect_refused_before_work(std::string(kSweep) + "--per-seed '" + bad + ".csv'", "UTF-8");
+  test::expect_refused("--table rnn-decay,knob --out '" + bad + "'", 1, {"UTF-8"}, kNoForce);
+  test::expect_refused(std::string(kSweep) + "--per-seed '" + bad + ".csv'", 1, {"UTF-8"},
+                       kNoForce);
   EXPECT_TRUE(names_in(dir.path).empty());
   // Valid UTF-8 works.
   const std::string good = dir.file("caf\xc3\xa9");
@@ -423,15 +401,12 @@ TEST(DirLock, ASecondRunIntoTheSameFolderIsRefused) {
   {
     DirLock held(out);  // as a first run would
     EXPECT_THROW(DirLock second(out), std::runtime_error);
-    const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_EQ(r.out, "");
-    EXPECT_NE(r.err.find("another demo run is writing into"), std::string::npos) << r.err;
+    test::expect_refused("--table rnn-decay --out '" + out + "' -q", 1,
+                         {"another demo run is writing into"});
     EXPECT_TRUE(names_in(out).empty()) << "the lock is on the folder: no lock file";
     // --per-seed into the same folder waits for the same lock.
-    const ProcessResult p = run_demo(std::string(kSweep) + "--per-seed '" + out + "/runs.csv'");
-    EXPECT_EQ(p.exit_code, 1) << p.err;
-    EXPECT_NE(p.err.find("another demo run"), std::string::npos) << p.err;
+    test::expect_refused(std::string(kSweep) + "--per-seed '" + out + "/runs.csv'", 1,
+                         {"another demo run"});
   }
   // Released: a run goes through.
   EXPECT_TRUE(names_in(out).empty());
@@ -440,26 +415,17 @@ TEST(DirLock, ASecondRunIntoTheSameFolderIsRefused) {
   EXPECT_EQ(names_in(out), (std::vector<std::string>{"rnn-decay.csv", "rnn-decay.json"}));
 }
 
-// The process id of a process that has ended (a child that exited at once).
-pid_t dead_pid() {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  int status;
-  waitpid(pid, &status, 0);
-  return pid;
-}
-
 TEST(StaleTemporaries, LeftByAKilledRunAreRemovedWithANote) {
   TempDir dir;
   const std::string out = dir.file("out");
   fs::create_directories(out);
-  const std::string dead = std::to_string(dead_pid());
+  const std::string dead = std::to_string(test::dead_pid());
   const std::string live = std::to_string(getpid());
-  spit(out + "/rnn-decay.csv.tmp-" + dead, "half");
-  spit(out + "/dk-std.png.tmp-" + dead, "half");
-  spit(out + "/knob.json.tmp-" + live, "a live run's");
-  spit(out + "/notes.tmp-txt", "not ours");
-  spit(out + "/notes.tmp-" + dead, "a user's file, not demo's");
+  write_file(out + "/rnn-decay.csv.tmp-" + dead, "half");
+  write_file(out + "/dk-std.png.tmp-" + dead, "half");
+  write_file(out + "/knob.json.tmp-" + live, "a live run's");
+  write_file(out + "/notes.tmp-txt", "not ours");
+  write_file(out + "/notes.tmp-" + dead, "a user's file, not demo's");
   const ProcessResult r = run_demo("--table rnn-decay --out '" + out + "' -q");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("rnn-decay.csv.tmp-" + dead), std::string::npos) << r.err;
@@ -468,8 +434,8 @@ TEST(StaleTemporaries, LeftByAKilledRunAreRemovedWithANote) {
             (std::vector<std::string>{"knob.json.tmp-" + live, "notes.tmp-" + dead, "notes.tmp-txt",
                                       "rnn-decay.csv", "rnn-decay.json"}));
   // The per-seed file's folder: only that file's temporaries.
-  spit(dir.file("runs.csv.tmp-" + dead), "half");
-  spit(dir.file("other.csv.tmp-" + dead), "not this run's file");
+  write_file(dir.file("runs.csv.tmp-" + dead), "half");
+  write_file(dir.file("other.csv.tmp-" + dead), "not this run's file");
   const ProcessResult p =
       run_demo(std::string(kSweep) + "--per-seed '" + dir.file("runs.csv") + "'");
   EXPECT_EQ(p.exit_code, 0) << p.err;
@@ -516,8 +482,7 @@ TEST(DemoOut, IncompleteFiguresFailTheRunAndLeaveNothing) {
   fs::permissions(bin + "/gnuplot", fs::perms::owner_all);
   const std::string out = dir.file("out");
   const ProcessResult r =
-      test::run_command("PATH='" + bin + "':\"$PATH\" " + std::string(ATTN_DEMO) +
-                        " --table rnn-decay,dk-std --out '" + out + "' -q");
+      run_demo("--table rnn-decay,dk-std --out '" + out + "' -q", "PATH='" + bin + "':\"$PATH\"");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("dk-std.png"), std::string::npos) << r.err;

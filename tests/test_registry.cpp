@@ -3,10 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "experiments/registry.hpp"
 #include "helpers.hpp"
@@ -79,10 +77,7 @@ TEST(Registry, HostNamesNoTable) {
   const std::string host = std::string(ATTN_SOURCE_DIR) + "/host";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(host)) {
-    std::ifstream in(entry.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = test::read_file(entry.path());
     ++files;
     for (const auto& e : experiments()) {
       const std::string quoted = "\"" + e.name + "\"";

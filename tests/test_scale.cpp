@@ -43,13 +43,6 @@ fs::path scratch(const std::string& name) {
   return d;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string mpirun(int np) {
   return std::string(ATTN_MPIRUN) + " --allow-run-as-root --oversubscribe -np " +
          std::to_string(np) + " " + ATTN_DEMO + " ";
@@ -126,7 +119,7 @@ TEST(Mpi, OneProcessCommandsPrintAndWriteOnceUnderALauncher) {
     const auto ranks = test::run_command(mpirun(np) + sweep + " --per-seed " + rows.string());
     ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
     EXPECT_EQ(ranks.out, alone.out);
-    EXPECT_EQ(read_file(rows), read_file(rows1));
+    EXPECT_EQ(test::read_file(rows), test::read_file(rows1));
   }
   const std::string result = std::string(ATTN_SOURCE_DIR) + "/results/cpu/weighted-average.json";
   const auto cmp_one = test::run_demo("compare " + result + " " + result);
@@ -155,10 +148,10 @@ TEST(Shards, ThreePartsMergeToTheBytesOfOneRun) {
                                   " --format csv");
     ASSERT_EQ(m.exit_code, 0) << args << ": " << m.err;
     const std::string name = test::split(test::split(args, ' ')[1], ' ')[0];
-    const std::string csv = read_file(one / (name + ".csv"));
+    const std::string csv = test::read_file(one / (name + ".csv"));
     ASSERT_FALSE(csv.empty());
     EXPECT_EQ(m.out, csv) << args;
-    EXPECT_EQ(read_file(merged / (name + ".csv")), csv) << args;
+    EXPECT_EQ(test::read_file(merged / (name + ".csv")), csv) << args;
   }
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
@@ -179,8 +172,8 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
   const auto m = test::run_demo("merge" + dirs + " -q");
   ASSERT_EQ(m.exit_code, 0) << m.err;
   // The merged command writes the rows to the path the parts were given.
-  const std::string text = read_file(rows);
-  EXPECT_EQ(text, read_file(one));
+  const std::string text = test::read_file(rows);
+  EXPECT_EQ(text, test::read_file(one));
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 2 * 10000);
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
@@ -188,8 +181,7 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
 // The calls of work (what a Progress counts) a whole run of `args` makes: from the stop audit of
 // a run that is never asked to stop ("... (N calls)").
 int calls_of(const std::string& args) {
-  const auto r =
-      test::run_command("ATTNLAB_STOP_AUDIT=1000000000 " + std::string(ATTN_DEMO) + " " + args);
+  const auto r = test::run_demo(args, "ATTNLAB_STOP_AUDIT=1000000000");
   const std::size_t at = r.err.rfind(" calls)");
   if (r.exit_code != 0 || at == std::string::npos) return -1;
   const std::size_t from = r.err.rfind('(', at);
@@ -209,9 +201,9 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     const fs::path ck = scratch("ck" + std::to_string(attempt) + ".json");
     const int at = 1 + static_cast<int>(rd() % static_cast<unsigned>(calls - 1));
-    const auto killed = test::run_command("ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at) + " " +
-                                          std::string(ATTN_DEMO) + " " + args + " --checkpoint " +
-                                          ck.string() + " --checkpoint-every 1e-9");
+    const auto killed =
+        test::run_demo(args + " --checkpoint " + ck.string() + " --checkpoint-every 1e-9",
+                       "ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at));
     EXPECT_EQ(killed.exit_code, 128 + SIGKILL) << "killed at call " << at;
     const auto resumed = test::run_demo(args + " --checkpoint " + ck.string());
     ASSERT_EQ(resumed.exit_code, 0) << "killed at call " << at << ": " << resumed.err;
@@ -224,8 +216,8 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
   const auto sweep_one = test::run_demo(sweep);
   const fs::path ck = scratch("ck-sweep.json");
   const auto killed =
-      test::run_command("ATTNLAB_TEST_KILL_AT_CALL=2 " + std::string(ATTN_DEMO) + " " + sweep +
-                        " --checkpoint " + ck.string() + " --checkpoint-every 1e-9");
+      test::run_demo(sweep + " --checkpoint " + ck.string() + " --checkpoint-every 1e-9",
+                     "ATTNLAB_TEST_KILL_AT_CALL=2");
   EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
   EXPECT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).out, sweep_one.out);
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
@@ -246,49 +238,40 @@ TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
-// A refusal: exit status 2, one line on stderr containing `says`, nothing on stdout.
-void expect_refused(const std::string& args, const std::string& says) {
-  const auto r = test::run_demo(args);
-  EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
-  EXPECT_TRUE(r.out.empty()) << args;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
-  EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
-}
-
+// Refusals (test::expect_refused): exit status 2, one line on stderr, nothing on stdout.
 TEST(Refusals, BadShardsAndCheckpoints) {
   const std::string sweep = kBulk[2] + " -q";
-  expect_refused(sweep + " --shard 3/3 --out x", "--shard");
-  expect_refused(sweep + " --shard 1 --out x", "expected I/N");
-  expect_refused(sweep + " --shard 0/0 --out x", "--shard");
-  expect_refused(sweep + " --shard 0/2", "needs --out");
-  expect_refused("--table qkv --shard 0/2 --out x", "qkv has no chunks");
-  expect_refused(sweep + " --checkpoint ''", "--checkpoint");
+  test::expect_refused(sweep + " --shard 3/3 --out x", 2, {"--shard"});
+  test::expect_refused(sweep + " --shard 1 --out x", 2, {"expected I/N"});
+  test::expect_refused(sweep + " --shard 0/0 --out x", 2, {"--shard"});
+  test::expect_refused(sweep + " --shard 0/2", 2, {"needs --out"});
+  test::expect_refused("--table qkv --shard 0/2 --out x", 2, {"qkv has no chunks"});
+  test::expect_refused(sweep + " --checkpoint ''", 2, {"--checkpoint"});
   const fs::path ck = scratch("other.json");
   ASSERT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).exit_code, 0);
-  expect_refused(
+  test::expect_refused(
       "--table training-sweep --seeds 0:999 --steps 200 --grad analytic -q "
       "--checkpoint " +
           ck.string(),
-      "made by another command");
-  expect_refused(kBulk[0] + " -q --checkpoint " + ck.string(), "made by another command");
+      2, {"made by another command"});
+  test::expect_refused(kBulk[0] + " -q --checkpoint " + ck.string(), 2,
+                       {"made by another command"});
   const fs::path junk = scratch("junk.json");
-  std::ofstream(junk) << "{\"format\": 1}";
-  expect_refused(sweep + " --checkpoint " + junk.string(), "not an attnlab checkpoint");
+  test::write_file(junk, "{\"format\": 1}");
+  test::expect_refused(sweep + " --checkpoint " + junk.string(), 2, {"not an attnlab checkpoint"});
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
 TEST(Refusals, RunErrorsThatNeedTheTable) {
   // Known once the table reads its settings: a usage error (exit 2), one line.
   const fs::path dir = scratch("numpy-part");
-  const auto r = test::run_demo("--table dk-std --rng numpy --shard 0/2 -q --out " + dir.string());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("cannot be split"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(dir / "dk-std.part.json"));
-  const auto p = test::run_demo(kBulk[2] + " -q --per-seed " + scratch("r.csv").string() +
-                                " --checkpoint " + scratch("c.json").string());
-  EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.err.find("--per-seed with --checkpoint"), std::string::npos) << p.err;
-  EXPECT_FALSE(fs::exists(scratch("r.csv")));
+  test::expect_refused("--table dk-std --rng numpy --shard 0/2 -q --out " + dir.string(), 2,
+                       {"cannot be split"},
+                       test::Refusal().leaves_no((dir / "dk-std.part.json").string()));
+  test::expect_refused(kBulk[2] + " -q --per-seed " + scratch("r.csv").string() + " --checkpoint " +
+                           scratch("c.json").string(),
+                       2, {"--per-seed with --checkpoint"},
+                       test::Refusal().leaves_no(scratch("r.csv").string()));
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
@@ -307,28 +290,29 @@ TEST(Refusals, MismatchedPartsNameThePart) {
                 .exit_code,
             0);
   ASSERT_EQ(test::run_demo(args + " --shard 1/2 --out " + other_n).exit_code, 0);
-  expect_refused("merge " + parts[0] + " " + parts[1],
-                 "part 2 of 3 of softmax-saturation is missing");
-  expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[1], "again");
-  expect_refused("merge " + parts[0] + " " + parts[1] + " " + other2,
-                 other2 + "/softmax-saturation.part.json is part of another command");
-  expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2] + " " + other_n,
-                 other_n + "/softmax-saturation.part.json is one of 2 parts");
-  expect_refused("merge " + parts[0] + " " + scratch("nothing").string(), "not a directory");
+  test::expect_refused("merge " + parts[0] + " " + parts[1], 2,
+                       {"part 2 of 3 of softmax-saturation is missing"});
+  test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[1], 2, {"again"});
+  test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + other2, 2,
+                       {other2 + "/softmax-saturation.part.json is part of another command"});
+  test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2] + " " + other_n, 2,
+                       {other_n + "/softmax-saturation.part.json is one of 2 parts"});
+  test::expect_refused("merge " + parts[0] + " " + scratch("nothing").string(), 2,
+                       {"not a directory"});
   const fs::path empty = scratch("empty");
   fs::create_directories(empty);
-  expect_refused("merge " + parts[0] + " " + empty.string(), "holds no *.part.json");
+  test::expect_refused("merge " + parts[0] + " " + empty.string(), 2, {"holds no *.part.json"});
   // Another version: the same part, its version changed (and its checksum made again).
   {
     const std::string path = parts[2] + "/softmax-saturation.part.json";
-    auto j = nlohmann::json::parse(read_file(path));
+    auto j = nlohmann::json::parse(test::read_file(path));
     j["identity"]["version"] = "0.0.1";
     j.erase("checksum");
     j["checksum"] = content_checksum(j);
-    std::ofstream(path) << j.dump();
+    test::write_file(path, j.dump());
   }
-  expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2],
-                 parts[2] + "/softmax-saturation.part.json was made by another version");
+  test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2], 2,
+                       {parts[2] + "/softmax-saturation.part.json was made by another version"});
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
@@ -347,11 +331,13 @@ TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
        {"--threads 0", "--threads abc", "--threads 100000", "--threads=2", "--samples 5",
         "--device cuda", "--verbose", "--checkpoint c.json", "--bogus"}) {
     const std::string option = bad.substr(0, bad.find_first_of(" ="));
-    expect_refused("merge" + dirs + " " + bad, "merge: " + option + " is not an option of merge");
+    test::expect_refused("merge" + dirs + " " + bad, 2,
+                         {"merge: " + option + " is not an option of merge"});
     if (option != "--bogus")  // before `merge`, demo's own parser refuses an unknown option
-      expect_refused(bad + " merge" + dirs, "merge: " + option + " is not an option of merge");
+      test::expect_refused(bad + " merge" + dirs, 2,
+                           {"merge: " + option + " is not an option of merge"});
   }
-  expect_refused("merge" + dirs + " --out ''", "--out: an empty folder name");
+  test::expect_refused("merge" + dirs + " --out ''", 2, {"--out: an empty folder name"});
   // Its own options still work, after `merge` or before it.
   for (const std::string& args :
        {"merge" + dirs + " -q --format csv --no-plots", "--quiet --format csv merge" + dirs}) {
@@ -378,11 +364,8 @@ TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
 
 TEST(Mpi, ABuildWithoutMpiSaysSoWhenALauncherStartsSeveral) {
   if (cluster::built_with_mpi()) GTEST_SKIP() << "this build has MPI";
-  const auto r = test::run_command("OMPI_COMM_WORLD_SIZE=3 " + std::string(ATTN_DEMO) + " " +
-                                   kBulk[0] + " -q");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(r.out.empty());
-  EXPECT_NE(r.err.find("built without MPI"), std::string::npos) << r.err;
+  test::expect_refused(kBulk[0] + " -q", 2, {"built without MPI"},
+                       test::Refusal().under("OMPI_COMM_WORLD_SIZE=3"));
 }
 
 // MPI is a module that demo opens only under a launcher (host/cluster.hpp): demo links no MPI
@@ -435,29 +418,23 @@ using Edit = std::function<void(json&)>;
 // Edits the JSON file at p; then, when reseal, stores the checksum of the edited content, so
 // that what is refused is the content itself and not a stale checksum.
 void edit_file(const fs::path& p, const Edit& edit, bool reseal = true) {
-  json j = json::parse(read_file(p));
+  json j = json::parse(test::read_file(p));
   edit(j);
   if (reseal) {
     j.erase("checksum");
     j["checksum"] = content_checksum(j);
   }
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << j.dump();
+  test::write_file(p, j.dump());
 }
 
 // A refusal before any work: exit 2, one short line on stderr containing each of `says`,
 // nothing on stdout, no --out folder made. Run under `timeout` so a hang fails instead of
 // waiting for ever (exit 124).
 void expect_refused_before_work(const std::string& args, const std::vector<std::string>& says) {
-  SCOPED_TRACE(args);
   const fs::path out = scratch("never-made");
-  const auto r = test::run_command("timeout 20 " + std::string(ATTN_DEMO) + " " + args +
-                                   " --no-plots --out " + out.string());
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_LT(r.err.size(), 300u) << r.err;
-  for (const std::string& s : says) EXPECT_NE(r.err.find(s), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(out)) << "the run went as far as its --out folder";
+  test::expect_refused(
+      args + " --no-plots --out " + out.string(), 2, says,
+      test::Refusal().under("timeout 20").leaves_no(out.string()).shorter_than(300));
 }
 
 // The bulk tables as the edits below use them: dk-std 3 d_k of 600000 samples, softmax
@@ -620,9 +597,9 @@ TEST(DamagedCheckpoint, ChecksumOldFormatAndTruncation) {
       false, {"written by an older version of demo", "remove it"});
   refused([](json& j) { j["format"] = "something else"; }, true, {"not an attnlab checkpoint"});
   // Truncated in the middle of the kept weights: the parser's message quoted them all (282 KB).
-  const std::string text = read_file(done);
+  const std::string text = test::read_file(done);
   const fs::path cut = scratch("ck-cut.json");
-  std::ofstream(cut, std::ios::binary) << text.substr(0, text.find("\"values\"") + 5000);
+  test::write_file(cut, text.substr(0, text.find("\"values\"") + 5000));
   expect_refused_before_work(kSweep + " --checkpoint " + cut.string(),
                              {"--checkpoint " + cut.string() + ": not JSON", "..."});
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
@@ -746,8 +723,8 @@ TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
   const fs::path cut = scratch("dp-cut");
   fs::copy(p0, cut);
   const fs::path file = cut / "softmax-saturation.part.json";
-  const std::string text = read_file(file);
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 2);
+  const std::string text = test::read_file(file);
+  test::write_file(file, text.substr(0, text.size() / 2));
   expect_refused_before_work("merge " + cut.string() + " " + p1.string() + " -q",
                              {"merge: part " + file.string() + ": not JSON"});
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
@@ -784,12 +761,12 @@ TEST(NotAFile, CheckpointFifoDirectoryOrLinkIsRefusedWithoutWaiting) {
                  link = scratch("ck-link.json"), target = scratch("ck-target.json");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   fs::create_directories(dir);
-  std::ofstream(target) << "{}";
+  test::write_file(target, "{}");
   fs::create_symlink(target, link);
   expect_refused_before_work(kSweep + " --checkpoint " + fifo.string(), {"is a FIFO"});
   expect_refused_before_work(kSweep + " --checkpoint " + dir.string(), {"is a directory"});
   expect_refused_before_work(kSweep + " --checkpoint " + link.string(), {"is a symbolic link"});
-  EXPECT_EQ(read_file(target), "{}");
+  EXPECT_EQ(test::read_file(target), "{}");
   struct stat st {};
   ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";

@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 void expect_audited(const std::string& args, const std::string& table, double budget,
                     int calls = 3) {
   SCOPED_TRACE("demo " + args);
-  const auto r = test::run_command("ATTNLAB_STOP_AUDIT=" + std::to_string(calls) + " timeout 300 " +
-                                   std::string(ATTN_DEMO) + " " + args + " -q");
+  const auto r =
+      test::run_demo(args + " -q", "ATTNLAB_STOP_AUDIT=" + std::to_string(calls) + " timeout 300");
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());

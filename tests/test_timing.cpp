@@ -48,9 +48,9 @@ TEST(Timing, CtrlCStopsWithinASecond) {
 
 // A run expected to take more than a minute says so within its first seconds.
 TEST(Timing, EstimateWithinTheFirstSeconds) {
-  const auto r = test::run_command("timeout -s INT 3 " + std::string(ATTN_DEMO) +
-                                   " --table training-sweep --seeds 0:1000000000 --grad analytic "
-                                   "--steps 100 --device cpu");
+  const auto r = test::run_demo(
+      "--table training-sweep --seeds 0:1000000000 --grad analytic --steps 100 --device cpu",
+      "timeout -s INT 3");
   EXPECT_NE(r.err.find("training-sweep: expected to take about"), std::string::npos) << r.err;
 }
 

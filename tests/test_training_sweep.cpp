@@ -1,26 +1,23 @@
-// test_sweep.cpp: `demo --table training-sweep`: the summary's columns and numbers against the
-// per-seed rows it writes, each per-seed row against the single-run table and numpy's oracle
-// data, the histogram, and bounded memory for 10^7 seeds; diverged runs, binned quantiles,
-// repeated seeds and requests too large; the SweepSummary itself.
+// test_training_sweep.cpp (test_tables): `demo --table training-sweep`: the summary's columns
+// and numbers against the per-seed rows it writes, each per-seed row against the single-run
+// table and numpy's oracle data, the histogram, and bounded memory for 10^7 seeds; diverged runs
+// (and the training table's note of them), binned quantiles, repeated seeds and requests too
+// large; the quantiles and the SweepSummary it is built on.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "experiments/sweep_summary.hpp"
 #include "helpers.hpp"
 #include "quantiles.hpp"
+#include "table_helpers.hpp"
 
 namespace attn {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Row {
   std::string config;
@@ -28,18 +25,18 @@ struct Row {
   double weight, out_x, out_y, loss;
 };
 
+// The per-seed rows of a run that diverged nowhere (every number finite), and the header.
 std::vector<Row> read_per_seed(const std::string& path, std::string& header) {
-  std::ifstream in(path);
-  std::getline(in, header);
+  const test::Csv csv = test::read_csv(path);
+  header.clear();
+  for (const std::string& name : csv.names) header += (header.empty() ? "" : ",") + name;
+  const std::vector<double> weight = csv.numbers("weight_on_apple"), out_x = csv.numbers("out_x"),
+                            out_y = csv.numbers("out_y"), loss = csv.numbers("loss");
   std::vector<Row> rows;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream s(line);
-    Row r;
-    s >> r.config >> r.seed >> r.weight >> r.out_x >> r.out_y >> r.loss;
-    rows.push_back(r);
-  }
+  for (std::size_t i = 0; i < csv.rows.size(); ++i)
+    rows.push_back({csv.rows[i].at(csv.index("config")),
+                    std::stoull(csv.rows[i].at(csv.index("seed"))), weight[i], out_x[i], out_y[i],
+                    loss[i]});
   return rows;
 }
 
@@ -52,9 +49,8 @@ double quantile(std::vector<double> v, double p) {  // numpy's default (linear)
 }
 
 TEST(TrainingSweep, SummaryAgreesWithItsPerSeedRows) {
-  const fs::path dir = fs::temp_directory_path() / ("attn-sweep-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string per_seed = (dir / "runs.csv").string();
+  const test::TempDir dir;
+  const std::string per_seed = dir.file("runs.csv");
   const auto r = test::run_demo(
       "--table training-sweep --seeds 3:403 --steps 300 --grad analytic "
       "--format json -q --per-seed " +
@@ -103,16 +99,15 @@ TEST(TrainingSweep, SummaryAgreesWithItsPerSeedRows) {
     for (double x : w) mine[std::min(19, static_cast<int>(x * 20))]++;
     for (int b = 0; b < 20; ++b) EXPECT_EQ(counts[b].get<int>(), mine[b]) << "bin " << b;
   }
-  fs::remove_all(dir);
 }
 
 // Every per-seed row is the single training run of that seed (same code, chunked).
 TEST(TrainingSweep, PerSeedRowsEqualTheTrainingTable) {
-  const fs::path file =
-      fs::temp_directory_path() / ("attn-sweep-rows-" + std::to_string(getpid()) + ".csv");
+  const test::TempDir dir;
+  const std::string file = dir.file("rows.csv");
   ASSERT_EQ(test::run_demo("--table training-sweep --seeds 0,1,99999 --configs all-random -q "
                            "--per-seed " +
-                           file.string())
+                           file)
                 .exit_code,
             0);
   const auto t =
@@ -120,7 +115,7 @@ TEST(TrainingSweep, PerSeedRowsEqualTheTrainingTable) {
   ASSERT_EQ(t.exit_code, 0);
   const auto rows = nlohmann::json::parse(t.out)["tables"][0]["rows"];
   std::string header;
-  const auto per_seed = read_per_seed(file.string(), header);
+  const auto per_seed = read_per_seed(file, header);
   ASSERT_EQ(per_seed.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(per_seed[i].seed, rows[i]["seed"].get<std::uint64_t>());
@@ -129,13 +124,11 @@ TEST(TrainingSweep, PerSeedRowsEqualTheTrainingTable) {
   // Seeds 0 and 1 are the lesson's 0.16 and 0.73 (spec/EXPERIMENTS.md).
   EXPECT_NEAR(per_seed[0].weight, 0.16210782312718855, 1e-9);
   EXPECT_NEAR(per_seed[1].weight, 0.7317287020936569, 1e-9);
-  fs::remove(file);
 }
 
 // Peak resident memory (KB) of a demo run, from /usr/bin/time; -1 when time is missing.
 long peak_kb(const std::string& args, std::string& out) {
-  const auto r =
-      test::run_command("/usr/bin/time -f 'maxrss_kb %M' " + std::string(ATTN_DEMO) + " " + args);
+  const auto r = test::run_demo(args, "/usr/bin/time -f 'maxrss_kb %M'");
   if (r.exit_code == 127) return -1;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   out = r.out;
@@ -180,11 +173,8 @@ TEST(TrainingSweep, BeyondTheBudgetMemoryIsBounded) {
 }
 
 TEST(TrainingSweep, RefusesBadSeedRanges) {
-  for (const char* bad : {"--seeds 5:5", "--seeds 7:3", "--seeds -1:4", "--seeds a:b"}) {
-    const auto r = test::run_demo(std::string("--table training-sweep ") + bad);
-    EXPECT_NE(r.exit_code, 0) << bad;
-    EXPECT_TRUE(r.out.empty()) << bad;
-  }
+  for (const char* bad : {"--seeds 5:5", "--seeds 7:3", "--seeds -1:4", "--seeds a:b"})
+    test::expect_refused(std::string("--table training-sweep ") + bad, 2, {"--seeds"});
 }
 
 // ---- runs that diverge -----------------------------------------------------------------------
@@ -218,34 +208,27 @@ TEST(TrainingSweepDiverged, AllRunsDivergedGiveCountAndNoStatistics) {
 // Some runs diverge (lr 5: most all-random runs): the count is the per-seed rows with a
 // non-finite weight or loss, and every statistic is over the others, computed here.
 TEST(TrainingSweepDiverged, StatisticsOverTheFiniteRunsWithTheirCount) {
-  const fs::path file =
-      fs::temp_directory_path() / ("attn-sweep-div-" + std::to_string(getpid()) + ".csv");
+  const test::TempDir dir;
+  const std::string file = dir.file("rows.csv");
   const auto r = test::run_demo(
       "--table training-sweep --lr 5 --steps 200 --grad analytic --configs all-random "
       "--seeds 0:300 --format json -q --force --per-seed " +
-      file.string());
+      file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto row = nlohmann::json::parse(r.out)["tables"][0]["rows"][0];
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
+  const test::Csv csv = test::read_csv(file);
+  ASSERT_EQ(csv.names, (std::vector<std::string>{"config", "seed", "weight_on_apple", "out_x",
+                                                 "out_y", "loss"}));
+  const std::vector<double> weight = csv.numbers("weight_on_apple"), loss = csv.numbers("loss");
   std::vector<double> finite;
-  int diverged = 0, rows = 0;
-  while (std::getline(in, line)) {
-    ++rows;
-    std::vector<double> v;
-    std::size_t at = line.find(',', line.find(',') + 1);  // after config and seed
-    while (at != std::string::npos) {
-      v.push_back(std::strtod(line.c_str() + at + 1, nullptr));  // reads nan and inf too
-      at = line.find(',', at + 1);
-    }
-    ASSERT_EQ(v.size(), 4u) << line;
-    if (std::isfinite(v[0]) && std::isfinite(v[3]))
-      finite.push_back(v[0]);
+  int diverged = 0;
+  const int rows = static_cast<int>(csv.rows.size());
+  for (int i = 0; i < rows; ++i) {
+    if (std::isfinite(weight[i]) && std::isfinite(loss[i]))
+      finite.push_back(weight[i]);
     else
       ++diverged;
   }
-  fs::remove(file);
   ASSERT_EQ(rows, 300);
   ASSERT_GT(diverged, 0);
   ASSERT_GT(finite.size(), 10u);
@@ -273,13 +256,9 @@ TEST(TrainingDiverged, NoteCountsDivergedRuns) {
 
 // Repeated seeds are refused (they would count twice in the statistics), in both tables.
 TEST(TrainingSweepSeeds, RepeatedSeedsRefused) {
-  for (const char* table : {"training-sweep", "training"}) {
-    const auto r = test::run_demo(std::string("--table ") + table + " --seeds 0,0,1");
-    EXPECT_EQ(r.exit_code, 2) << table;
-    EXPECT_TRUE(r.out.empty()) << table;
-    EXPECT_NE(r.err.find("seed 0 is given twice"), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  }
+  for (const char* table : {"training-sweep", "training"})
+    test::expect_refused(std::string("--table ") + table + " --seeds 0,0,1", 2,
+                         {"seed 0 is given twice"});
 }
 
 // softmax-saturation summarizes many rows too: it counts rows with a non-finite measure
@@ -338,24 +317,15 @@ TEST(TooLarge, HugeSeedRangesRefusedUpFront) {
       {"--table training-sweep --seeds 0:18446744073709551615", "at most 2^53"},
       {"--table training --seeds 0:18446744073709551615", "GB for these"},
       {"--table training --seeds 0:1048577", "at most 1048576 seeds"}};
-  for (const auto& [args, want] : cases) {
-    const auto r = test::run_command("ATTNLAB_STOP_AUDIT=1 " + std::string(ATTN_DEMO) + " " + args);
-    EXPECT_EQ(r.exit_code, 2) << args;
-    EXPECT_TRUE(r.out.empty()) << args;
-    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.err.find("stop audit"), std::string::npos) << args;
-  }
+  for (const auto& [args, want] : cases)
+    test::expect_refused(args, 2, {want}, test::Refusal().before_any_work());
 }
 
 // --threads 4096 is one clear line, not libgomp's abort.
 TEST(TooLarge, ThreadsBeyondTheMachineRefused) {
-  const auto r = test::run_demo("--table knob --threads 4096");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(r.out.empty());
-  EXPECT_NE(r.err.find("--threads: expected a whole number from 1 to"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("libgomp"), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  test::expect_refused("--table knob --threads 4096", 2,
+                       {"--threads: expected a whole number from 1 to"},
+                       test::Refusal().not_saying("libgomp"));
 }
 
 // A run expected to take more than a minute says its estimate as it goes (then it is stopped
@@ -396,7 +366,7 @@ TEST(TrainingSweepQuantiles, BinnedWithinTheStatedBoundOfExact) {
   for (const auto& n : b["notes"])
     named = named || n.get<std::string>().find("2^20-bin histogram") != std::string::npos;
   EXPECT_TRUE(named) << b["notes"];
-  EXPECT_EQ(test::run_demo("--table training-sweep --quantile-budget 1e12").exit_code, 2);
+  test::expect_refused("--table training-sweep --quantile-budget 1e12", 2, {"--quantile-budget"});
 }
 
 // ---- SweepSummary: push, merge, finish ----------------------------------------------------
@@ -416,7 +386,7 @@ std::vector<double> test_weights(std::size_t n) {
 const std::vector<double> kP = {0, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 1};
 
 TEST(SweepSummary, BinnedQuantilesWithinHalfABinOfExact) {
-  static const Backend cpu = Backend::select("cpu", 0);
+  const Backend& cpu = test::cpu_backend();
   const auto w = test_weights(100003);
   SweepSummary binned(0, 1e-4);
   for (double x : w) binned.push(x, 1.0);
@@ -431,7 +401,7 @@ TEST(SweepSummary, BinnedQuantilesWithinHalfABinOfExact) {
 }
 
 TEST(SweepSummary, MergeEqualsOneStateExactAndBinned) {
-  static const Backend cpu = Backend::select("cpu", 0);
+  const Backend& cpu = test::cpu_backend();
   const auto w = test_weights(30000);
   for (std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{12000}, std::uint64_t{100000}}) {
     SCOPED_TRACE(budget);
@@ -469,7 +439,7 @@ TEST(SweepSummary, MergeEqualsOneStateExactAndBinned) {
 }
 
 TEST(SweepSummary, NonFiniteRunsCountedAndLeftOut) {
-  static const Backend cpu = Backend::select("cpu", 0);
+  const Backend& cpu = test::cpu_backend();
   const double inf = std::numeric_limits<double>::infinity();
   SweepSummary s(100, 1e-4);
   s.push(NAN, 1.0);

@@ -1,0 +1,288 @@
+// test_attention_sweep.cpp (test_tables): `demo --table attention-sweep`, the general head
+// (kernels/head.hpp, test_head.cpp) trained over many seeds.
+// - The lesson case against `training-sweep` seed by seed (1e-9): --train qkv = all-random,
+//   --train qk = qk-random (training-sweep's start is checked against numpy in test_training).
+// - The table's measures against the per-seed rows it writes, recomputed here from the spec's
+//   formulas, and exact cases (identical seeds: JSD 0, agreement 1).
+// - Every refusal: one line on stderr, nothing on stdout, no file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/attention_sweep.hpp"
+#include "helpers.hpp"
+#include "table_helpers.hpp"
+
+namespace attn {
+namespace {
+
+using test::TempDir;
+
+// The lesson's 2-word model, seed by seed, against training-sweep.
+void expect_lesson_matches(const std::string& train, const std::string& config) {
+  TempDir dir;
+  const std::string mine = dir.file("head.csv"), theirs = dir.file("sweep.csv");
+  test::run_table("attention-sweep", {{"--task", "lesson"},
+                                      {"--words", "2"},
+                                      {"--d-model", "2"},
+                                      {"--d-k", "2"},
+                                      {"--train", train},
+                                      {"--seeds", "0:300"},
+                                      {"--per-seed", mine}});
+  test::run_table("training-sweep", {{"--configs", config},
+                                     {"--seeds", "0:300"},
+                                     {"--grad", "analytic"},
+                                     {"--per-seed", theirs}});
+  const auto a = test::read_csv(mine).columns();
+  const std::vector<double> weights = test::read_csv(theirs).numbers("weight_on_apple");
+  ASSERT_EQ(a.at("p_1_0").size(), 300u);
+  ASSERT_EQ(weights.size(), 300u);
+  double worst = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    EXPECT_EQ(a.at("seed")[i], static_cast<double>(i));
+    worst = std::max(worst, std::fabs(a.at("p_1_0")[i] - weights[i]));
+  }
+  EXPECT_LT(worst, 1e-9) << train << " vs " << config;
+}
+
+TEST(AttentionSweep, LessonQkvEqualsTrainingSweepAllRandom) {
+  expect_lesson_matches("qkv", "all-random");
+}
+TEST(AttentionSweep, LessonQkEqualsTrainingSweepQkRandom) {
+  expect_lesson_matches("qk", "qk-random");
+}
+
+// JSD from the spec, written out again here: ½ KL(p‖m) + ½ KL(q‖m), 0 ln 0 = 0.
+double jsd_reference(const std::vector<double>& p, const std::vector<double>& q) {
+  double s = 0;
+  for (std::size_t j = 0; j < p.size(); ++j) {
+    const double m = (p[j] + q[j]) / 2;
+    if (p[j] > 0) s += p[j] * std::log(p[j] / m) / 2;
+    if (q[j] > 0) s += q[j] * std::log(q[j] / m) / 2;
+  }
+  return s;
+}
+
+double cell(const Table& t, const std::string& quantity, const std::string& column) {
+  for (const auto& row : t.rows)
+    if (std::get<std::string>(row[0]) == quantity) {
+      const Cell& c = row[t.column(column)];
+      if (const double* d = std::get_if<double>(&c)) return *d;
+      if (const std::int64_t* i = std::get_if<std::int64_t>(&c)) return static_cast<double>(*i);
+    }
+  ADD_FAILURE() << "no " << quantity << " / " << column;
+  return NAN;
+}
+
+TEST(AttentionSweep, MeasuresAgreeWithThePerSeedRows) {
+  TempDir dir;
+  const std::string rows = dir.file("rows.csv");
+  const int n = 4, seeds = 64;
+  const Table t = test::run_table("attention-sweep", {{"--task", "random"},
+                                                      {"--words", std::to_string(n)},
+                                                      {"--d-model", "3"},
+                                                      {"--d-k", "2"},
+                                                      {"--seeds", "10:74"},
+                                                      {"--steps", "200"},
+                                                      {"--lr", "0.05"},
+                                                      {"--per-seed", rows}});
+  const auto c = test::read_csv(rows).columns();
+  ASSERT_EQ(c.at("seed").size(), static_cast<std::size_t>(seeds));
+  // Each seed's map (all n rows for the random task), the mean map, JSDs.
+  std::vector<std::vector<double>> maps(seeds, std::vector<double>(n * n));
+  std::vector<double> mean(n * n, 0.0);
+  for (int s = 0; s < seeds; ++s)
+    for (int e = 0; e < n * n; ++e) {
+      maps[s][e] = c.at("p_" + std::to_string(e / n) + "_" + std::to_string(e % n))[s];
+      mean[e] += maps[s][e] / seeds;
+    }
+  auto map_jsd = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    double sum = 0;
+    for (int r = 0; r < n; ++r)
+      sum += jsd_reference({a.begin() + r * n, a.begin() + (r + 1) * n},
+                           {b.begin() + r * n, b.begin() + (r + 1) * n});
+    return sum / n;
+  };
+  double to_mean = 0, pairs = 0;
+  for (int s = 0; s < seeds; ++s) {
+    const double j = map_jsd(maps[s], mean);
+    EXPECT_NEAR(c.at("jsd_to_mean")[s], j, 1e-12);
+    to_mean += j / seeds;
+  }
+  for (int s = 0; s + 1 < seeds; s += 2) pairs += map_jsd(maps[s], maps[s + 1]) / (seeds / 2);
+  EXPECT_NEAR(cell(t, "JSD to the mean map", "mean"), to_mean, 1e-12);
+  EXPECT_NEAR(cell(t, "JSD between pairs of seeds", "mean"), pairs, 1e-12);
+  EXPECT_EQ(cell(t, "JSD between pairs of seeds", "seeds"), seeds / 2);
+  // Argmax agreement, per row, the most common argmax (lowest index on a tie).
+  double agree = 0;
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> counts(n, 0);
+    for (int s = 0; s < seeds; ++s) {
+      int best = 0;
+      for (int j = 1; j < n; ++j)
+        if (maps[s][r * n + j] > maps[s][r * n + best]) best = j;
+      counts[best]++;
+    }
+    agree += static_cast<double>(*std::max_element(counts.begin(), counts.end())) / seeds / n;
+  }
+  EXPECT_NEAR(cell(t, "argmax agreement", "mean"), agree, 1e-12);
+  // Entry mean and the loss median (numpy's linear quantile).
+  EXPECT_NEAR(cell(t, "P[2][1]", "mean"), mean[2 * n + 1], 1e-12);
+  std::vector<double> loss = c.at("loss");
+  std::sort(loss.begin(), loss.end());
+  EXPECT_NEAR(cell(t, "final loss", "p50"), (loss[31] + loss[32]) / 2, 1e-12 * loss[32]);
+  // JSD bounds: between 0 and ln 2.
+  EXPECT_GE(cell(t, "JSD between pairs of seeds", "min"), 0.0);
+  EXPECT_LE(cell(t, "JSD between pairs of seeds", "max"), std::log(2.0));
+}
+
+// Exact cases: one seed repeated gives one map: JSD 0, agreement 1, output distance 0; the
+// lesson task with W_V trained reaches its target everywhere, so the outputs agree.
+// Identical maps give zero distances. Repeated seeds are refused (each seed is one run), so the
+// seeds are made identical instead: W_V = I fixed and a start scaled by 1e-300, whose scores
+// underflow to exactly 0, so every seed's map stays exactly uniform.
+TEST(AttentionSweep, IdenticalSeedsGiveZeroDistances) {
+  const Table t = test::run_table("attention-sweep", {{"--task", "random"},
+                                                      {"--words", "3"},
+                                                      {"--d-model", "4"},
+                                                      {"--d-k", "2"},
+                                                      {"--seeds", "0:6"},
+                                                      {"--steps", "50"},
+                                                      {"--train", "qk"},
+                                                      {"--init-scale", "1e-300"},
+                                                      {"--lr", "0.05"}});
+  EXPECT_EQ(cell(t, "JSD to the mean map", "max"), 0.0);
+  EXPECT_EQ(cell(t, "JSD between pairs of seeds", "max"), 0.0);
+  EXPECT_EQ(cell(t, "output distance between pairs", "max"), 0.0);
+  EXPECT_EQ(cell(t, "argmax agreement", "mean"), 1.0);
+  EXPECT_EQ(cell(t, "P[1][2]", "std"), 0.0);
+  // --lr and --init-scale "auto" on the random task: the peers' 0.01 and 0.25.
+  EXPECT_EQ(t.run["lr"], 0.05);  // given
+  const Table a = test::run_table(
+      "attention-sweep",
+      {{"--task", "random"}, {"--seeds", "0:2"}, {"--steps", "1"}, {"--lr", "auto"}});
+  EXPECT_EQ(a.run["lr"], 0.01);
+  EXPECT_EQ(a.run["init_scale"], 0.25);
+}
+
+TEST(AttentionSweep, LessonSeedsReachTheSameOutputWithDifferentMaps) {
+  const Table t = test::run_table("attention-sweep", {{"--task", "lesson"}, {"--seeds", "0:200"}});
+  EXPECT_EQ(cell(t, "converged (fraction)", "mean"), 1.0);
+  EXPECT_LT(cell(t, "output distance between pairs", "max"), 2 * std::sqrt(1e-4));
+  EXPECT_GT(cell(t, "JSD between pairs of seeds", "mean"), 0.01);  // the maps differ
+  EXPECT_EQ(t.run["lr"], 0.5);  // "auto" on the lesson's task: the lesson's values
+  EXPECT_EQ(t.run["init_scale"], 1.0);
+}
+
+// Bad input: refused before any work with one line, nothing on stdout, no file.
+TEST(AttentionSweep, RefusesBadInputWithOneLine) {
+  TempDir dir;
+  const std::string file = dir.file("never.csv");
+  const std::string base = "--table attention-sweep -q --per-seed " + file + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--d-k 0", "--d-k"},
+      {"--d-v 0", "--d-v"},
+      {"--task random --words 3 --d-model 4 --d-v 3 --train qk", "--d-v must equal --d-model"},
+      {"--task lesson --words 1 --d-model 1 --d-k 1", "--words 2 or more"},
+      {"--task lesson --words 3 --d-model 2", "--d-model must equal --words"},
+      {"--task lesson --words 3 --d-model 3 --d-v 2", "--d-v must equal --words"},
+      {"--task random --words 1 --d-model 1 --d-k 1 --seeds 0:1000000000000000",
+       "free on that disk"},
+      {"--words 0", "--words"},
+      {"--lr nan", "--lr"},
+  };
+  for (const auto& [args, says] : cases)
+    test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
+  // Memory (no --per-seed): a sweep whose maps would not fit, refused before work (exit 2).
+  test::expect_refused(
+      "--table attention-sweep -q --task random --words 64 --d-model 4 --d-k 4 --seeds "
+      "0:1000000000000",
+      2, {"of memory"});
+}
+
+// Runs that blow up (losses up to 4.5e307, every one finite): the final loss's mean and std are
+// finite and those of the per-seed losses. numpy's np.std gives inf on them (it squares the
+// deviations, 1e614), so the reference is exact rational arithmetic in Python, the std rounded
+// from 50 digits; and np.std of the losses divided by 2^1000 (exact), times 2^1000.
+TEST(AttentionSweep, DivergingRunsGiveAFiniteLossMeanAndStd) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  TempDir dir;
+  const std::string rows = dir.file("rows.csv");
+  const Table t = test::run_table("attention-sweep", {{"--task", "random"},
+                                                      {"--task-seed", "4"},
+                                                      {"--words", "5"},
+                                                      {"--d-model", "6"},
+                                                      {"--d-k", "4"},
+                                                      {"--d-v", "6"},
+                                                      {"--seeds", "0:400"},
+                                                      {"--steps", "300"},
+                                                      {"--lr", "0.05"},
+                                                      {"--init-scale", "0.5"},
+                                                      {"--per-seed", rows}});
+  const auto lines = test::lines_of(
+      test::run_python("import csv, math, numpy as np\n"
+                       "from fractions import Fraction\n"
+                       "from decimal import Decimal, getcontext\n"
+                       "rows = list(csv.DictReader(open('" +
+                       rows +
+                       "')))\n"
+                       "used = [float(r['loss']) for r in rows\n"
+                       "        if all(math.isfinite(float(v)) for k, v in r.items()\n"
+                       "               if k == 'loss' or k.startswith('p_'))]\n"
+                       "x = [Fraction(v) for v in used]\n"
+                       "m = sum(x) / len(x)\n"
+                       "var = sum((v - m) ** 2 for v in x) / len(x)\n"
+                       "getcontext().prec = 50\n"
+                       "sd = (Decimal(var.numerator) / Decimal(var.denominator)).sqrt()\n"
+                       "a = np.array(used)\n"
+                       "print(len(used), max(used))\n"
+                       "print(repr(float(m)), repr(float(sd)))\n"
+                       "print(repr(float(np.std(a / 2.0**1000) * 2.0**1000)))\n"));
+  ASSERT_EQ(lines.size(), 3u);
+  std::istringstream first(lines[0]), exact(lines[1]);
+  double used, largest, mean, sd;
+  first >> used >> largest;
+  exact >> mean >> sd;
+  const double np_std = std::stod(lines[2]);
+  EXPECT_GT(largest, 1e307);  // the blow-up this checks
+  EXPECT_EQ(cell(t, "final loss", "seeds"), used);
+  const double got_mean = cell(t, "final loss", "mean"), got_sd = cell(t, "final loss", "std");
+  ASSERT_TRUE(std::isfinite(got_mean) && std::isfinite(got_sd)) << got_mean << " " << got_sd;
+  EXPECT_LE(std::fabs(got_mean - mean), 1e-13 * mean);
+  EXPECT_LE(std::fabs(got_sd - sd), 1e-13 * sd);
+  EXPECT_LE(std::fabs(got_sd - np_std), 1e-13 * sd);
+}
+
+// The output distance of two runs far out on opposite sides: every difference finite, the sum of
+// their squares (4e308) not. Reference: the same sum in long double (range beyond 1e4900).
+TEST(AttentionSweep, OutputDistanceOfHugeOutputsIsFinite) {
+  const std::vector<double> a = {1e154, 1.2e154, -3.0, 0.0, 7e153, -1e154};
+  const std::vector<double> b = {-1e154, -1.1e154, 5.0, 1e150, -6e153, 1.3e154};
+  const int rows = 2;
+  long double sq = 0;
+  for (std::size_t e = 0; e < a.size(); ++e) {
+    const long double d = static_cast<long double>(a[e]) - b[e];
+    sq += d * d;
+  }
+  ASSERT_GT(sq, static_cast<long double>(std::numeric_limits<double>::max()));
+  const double want = static_cast<double>(std::sqrt(sq / rows));
+  const double got = rms_distance(a.data(), b.data(), static_cast<int>(a.size()), rows);
+  EXPECT_LE(std::fabs(got - want), 1e-15 * want) << got << " vs " << want;
+  // Ordinary outputs: the plain sum of squares, bit for bit.
+  const std::vector<double> c = {0.25, -1.5, 3.0}, d = {0.5, 2.0, -1.0};
+  double plain = 0;
+  for (int e = 0; e < 3; ++e) plain += (c[e] - d[e]) * (c[e] - d[e]);
+  EXPECT_EQ(rms_distance(c.data(), d.data(), 3, 2), std::sqrt(plain / 2));
+  // A non-finite output stays non-finite.
+  const std::vector<double> bad = {NAN, 0.0, 0.0};
+  EXPECT_TRUE(std::isnan(rms_distance(bad.data(), d.data(), 3, 2)));
+}
+
+}  // namespace
+}  // namespace attn
