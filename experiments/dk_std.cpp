@@ -18,6 +18,7 @@
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/exact_state.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"

@@ -10,6 +10,7 @@
 
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/exact_state.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
