@@ -545,50 +545,53 @@ std::vector<Table> run(const RunContext& ctx) {
 
 const Experiment& attention_sweep_experiment() {
   static const Experiment e{
-      "attention-sweep",
-      "attention-map variability across seeds for a general head (beyond)",
-      false,
-      Runs::backend,
-      {param::choice("--task", "lesson",
+      .name = "attention-sweep",
+      .summary = "attention-map variability across seeds for a general head (beyond)",
+      .runs = Runs::backend,
+      .params = {param::choice(
+                     "--task", "lesson",
                      "lesson (X = I_n, last word should output the first) or random (X, Y from "
                      "numpy default_rng(--task-seed))",
                      {"lesson", "random"}),
-       param::u64("--task-seed", "0", "Seed of the random task's X and Y"),
-       param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
-       param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
-       param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize),
-       param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
-       param::choice("--train", "qkv", "qk (W_V fixed to I) or qkv", {"qk", "qkv"}),
-       param::seeds(
-           "--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
-           std::uint64_t{1} << 53,
-           [](std::uint64_t) { return std::string("counts stay exact up to 2^53 seeds"); }),
-       param::integer("--steps", "3000", "Gradient steps", 1, 1000000000),
-       auto_real("--lr",
-                 "Learning rate; auto: 0.5 for --task lesson (the lesson's), 0.01 for random", 0,
-                 1e6),
-       param::choice("--grad", "analytic",
-                     "analytic (softmax Jacobian) or numeric (central "
-                     "differences)",
-                     {"numeric", "analytic"}),
-       param::real("--h", "1e-5", "Step of the numeric gradient", 0, 1, true),
-       param::choice("--schedule", "sequential",
-                     "sequential (the lesson's: W_Q, then W_K, then W_V) or simultaneous",
-                     {"sequential", "simultaneous"}),
-       auto_real("--init-scale",
-                 "Initial weights: numpy normals times X; auto: 1 for --task lesson (the "
-                 "lesson's), 0.25 for random",
-                 0, 1e6),
-       param::real("--converged-below", "1e-4", "A run converged if its loss ends below X", 0,
-                   1e300, true),
-       param::output_file("--per-seed", "Also write one CSV row per run to FILE")},
-      {{"attention-sweep-map", true, heatmap_script},
-       {"attention-sweep-jsd", false, jsd_histogram_script},
-       {"attention-sweep-loss-jsd", false, scatter_script}},
-      {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 --seeds "
-       "0:10000 --steps 1000",
-       "demo --table attention-sweep --task lesson --words 2 --d-model 2 --d-k 2 --train qk"},
-      run};
+                 param::u64("--task-seed", "0", "Seed of the random task's X and Y"),
+                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
+                 param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
+                 param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize),
+                 param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
+                 param::choice("--train", "qkv", "qk (W_V fixed to I) or qkv", {"qk", "qkv"}),
+                 param::seeds("--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
+                              std::uint64_t{1} << 53,
+                              [](std::uint64_t) {
+                                return std::string("counts stay exact up to 2^53 seeds");
+                              }),
+                 param::integer("--steps", "3000", "Gradient steps", 1, 1000000000),
+                 auto_real(
+                     "--lr",
+                     "Learning rate; auto: 0.5 for --task lesson (the lesson's), 0.01 for random",
+                     0, 1e6),
+                 param::choice("--grad", "analytic",
+                               "analytic (softmax Jacobian) or numeric (central "
+                               "differences)",
+                               {"numeric", "analytic"}),
+                 param::real("--h", "1e-5", "Step of the numeric gradient", 0, 1, true),
+                 param::choice("--schedule", "sequential",
+                               "sequential (the lesson's: W_Q, then W_K, then W_V) or simultaneous",
+                               {"sequential", "simultaneous"}),
+                 auto_real("--init-scale",
+                           "Initial weights: numpy normals times X; auto: 1 for --task lesson (the "
+                           "lesson's), 0.25 for random",
+                           0, 1e6),
+                 param::real("--converged-below", "1e-4",
+                             "A run converged if its loss ends below X", 0, 1e300, true),
+                 param::output_file("--per-seed", "Also write one CSV row per run to FILE")},
+      .figures = {{"attention-sweep-map", true, heatmap_script},
+                  {"attention-sweep-jsd", false, jsd_histogram_script},
+                  {"attention-sweep-loss-jsd", false, scatter_script}},
+      .examples = {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
+                   "--seeds 0:10000 --steps 1000",
+                   "demo --table attention-sweep --task lesson --words 2 --d-model 2 --d-k 2 "
+                   "--train qk"},
+      .run = run};
   return e;
 }
 

@@ -18,6 +18,7 @@
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/exact_state.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -279,23 +280,25 @@ bool dkstd_uses_numpy(const std::string& rng, double normals) {
 
 const Experiment& dk_std_experiment() {
   static const Experiment e{
-      "dk-std",
-      "std of q.k grows like sqrt(d_k); scaling restores 1 (section 5)",
-      true,
-      Runs::backend,
-      {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 16),
-       param::count("--samples", "10000", "Samples per d_k, e.g. 10000 or 1e9"),
-       param::choice("--rng", "auto",
+      .name = "dk-std",
+      .summary = "std of q.k grows like sqrt(d_k); scaling restores 1 (section 5)",
+      .in_all = true,
+      .runs = Runs::backend,
+      .params = {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 16),
+                 param::count("--samples", "10000", "Samples per d_k, e.g. 10000 or 1e9"),
+                 param::choice(
+                     "--rng", "auto",
                      "numpy (the lesson's stream), philox (counter-based), or auto (numpy up to "
                      "1e8 normals)",
                      {"auto", "numpy", "philox"}),
-       param::u64("--seed", "0", "Seed of the generator")},
-      {{"dk-std", true, figure_script}},
-      {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy stream",
-       "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a GPU, about 10 "
-       "minutes on 2 CPU cores)"},
-      run,
-      true};
+                 param::u64("--seed", "0", "Seed of the generator")},
+      .figures = {{"dk-std", true, figure_script}},
+      .examples = {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy "
+                   "stream",
+                   "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a "
+                   "GPU, about 10 minutes on 2 CPU cores)"},
+      .run = run,
+      .chunked = true};
   return e;
 }
 

@@ -58,15 +58,13 @@ std::vector<Table> run(const RunContext& ctx) {
 
 const Experiment& knob_experiment() {
   static const Experiment e{
-      "knob",
-      "gradient descent on the one knob c (section 4)",
-      true,
-      Runs::host,
-      {param::real("--knob-lr", "1.0", "Learning rate for c", 0, 1e6, true),
-       param::int_list("--knob-steps", "0,1,10,100,1000", "Steps to report", 0, 100000000)},
-      {},
-      {},
-      run};
+      .name = "knob",
+      .summary = "gradient descent on the one knob c (section 4)",
+      .in_all = true,
+      .params = {param::real("--knob-lr", "1.0", "Learning rate for c", 0, 1e6, true),
+                 param::int_list("--knob-steps", "0,1,10,100,1000", "Steps to report", 0,
+                                 100000000)},
+      .run = run};
   return e;
 }
 

@@ -73,9 +73,12 @@ std::vector<Table> run(const RunContext& ctx) {
 }  // namespace
 
 const Experiment& qkv_experiment() {
-  static const Experiment e{
-      "qkv", "swapped and one-way keys, V keeps only x (section 3)", true, Runs::backend,
-      {},    {{"qkv-weights", true, weight_heatmaps_script}},        {},   run};
+  static const Experiment e{.name = "qkv",
+                            .summary = "swapped and one-way keys, V keeps only x (section 3)",
+                            .in_all = true,
+                            .runs = Runs::backend,
+                            .figures = {{"qkv-weights", true, weight_heatmaps_script}},
+                            .run = run};
   return e;
 }
 

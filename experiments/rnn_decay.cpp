@@ -29,15 +29,12 @@ std::vector<Table> run(const RunContext& ctx) {
 
 const Experiment& rnn_decay_experiment() {
   static const Experiment e{
-      "rnn-decay",
-      "an RNN's first word fades as w^n (section 1)",
-      true,
-      Runs::host,
-      {param::real("--w", "0.5", "RNN weight w", -1e6, 1e6, false),
-       param::int_list("--n", "1,2,3,5,10,50", "Numbers of later words", 0, 100000)},
-      {},
-      {},
-      run};
+      .name = "rnn-decay",
+      .summary = "an RNN's first word fades as w^n (section 1)",
+      .in_all = true,
+      .params = {param::real("--w", "0.5", "RNN weight w", -1e6, 1e6, false),
+                 param::int_list("--n", "1,2,3,5,10,50", "Numbers of later words", 0, 100000)},
+      .run = run};
   return e;
 }
 

@@ -26,14 +26,11 @@ std::vector<Table> run(const RunContext& ctx) {
 }  // namespace
 
 const Experiment& self_attention_experiment() {
-  static const Experiment e{"self-attention",
-                            "one attention head end to end (section 6)",
-                            true,
-                            Runs::backend,
-                            {},
-                            {},
-                            {},
-                            run};
+  static const Experiment e{.name = "self-attention",
+                            .summary = "one attention head end to end (section 6)",
+                            .in_all = true,
+                            .runs = Runs::backend,
+                            .run = run};
   return e;
 }
 

@@ -10,6 +10,7 @@
 
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/exact_state.hpp"
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -212,18 +213,18 @@ std::vector<Table> run(const RunContext& ctx) {
 
 const Experiment& softmax_saturation_experiment() {
   static const Experiment e{
-      "softmax-saturation",
-      "max weight, entropy, Jacobian norm vs d_k, scaled or not (beyond)",
-      false,
-      Runs::backend,
-      {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1, 1 << 16),
-       param::count("--samples", "10000", "Rows (one query and its keys) per d_k"),
-       param::integer("--keys", "3", "Keys per row", 1, 65536),
-       param::u64("--seed", "0", "Seed of the generator")},
-      {{"softmax-saturation", true, figure_script}},
-      {"demo --table softmax-saturation --keys 8"},
-      run,
-      true};
+      .name = "softmax-saturation",
+      .summary = "max weight, entropy, Jacobian norm vs d_k, scaled or not (beyond)",
+      .runs = Runs::backend,
+      .params = {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1,
+                                 1 << 16),
+                 param::count("--samples", "10000", "Rows (one query and its keys) per d_k"),
+                 param::integer("--keys", "3", "Keys per row", 1, 65536),
+                 param::u64("--seed", "0", "Seed of the generator")},
+      .figures = {{"softmax-saturation", true, figure_script}},
+      .examples = {"demo --table softmax-saturation --keys 8"},
+      .run = run,
+      .chunked = true};
   return e;
 }
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "host/chunks.hpp"
+#include "host/exact_state.hpp"
 #include "quantiles.hpp"
 
 namespace attn {

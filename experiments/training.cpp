@@ -80,15 +80,15 @@ std::vector<Table> run(const RunContext& ctx) {
 }  // namespace
 
 const Experiment& training_experiment() {
-  static const Experiment e{"training",
-                            "train W_Q, W_K, W_V: same loss, different attention (section 4)",
-                            true,
-                            Runs::backend,
-                            training_params("qk-identity,all-identity,all-random,qk-random", "0,1",
-                                            kMaxSeeds, too_many_seeds),
-                            {},
-                            {"demo --table training --grad analytic --format csv"},
-                            run};
+  static const Experiment e{
+      .name = "training",
+      .summary = "train W_Q, W_K, W_V: same loss, different attention (section 4)",
+      .in_all = true,
+      .runs = Runs::backend,
+      .params = training_params("qk-identity,all-identity,all-random,qk-random", "0,1", kMaxSeeds,
+                                too_many_seeds),
+      .examples = {"demo --table training --grad analytic --format csv"},
+      .run = run};
   return e;
 }
 

@@ -270,15 +270,15 @@ const Experiment& training_sweep_experiment() {
       "2^20-bin histogram, within 4.8e-7",
       kMaxQuantileBudget));
   static const Experiment e{
-      "training-sweep",
-      "the training comparison over many seeds (beyond)",
-      false,
-      Runs::backend,
-      params,
-      {{"training-sweep", true, histogram_script}},
-      {"demo --table training-sweep --seeds 0:1000000 --grad analytic --per-seed runs.csv"},
-      run,
-      true};
+      .name = "training-sweep",
+      .summary = "the training comparison over many seeds (beyond)",
+      .runs = Runs::backend,
+      .params = params,
+      .figures = {{"training-sweep", true, histogram_script}},
+      .examples = {"demo --table training-sweep --seeds 0:1000000 --grad analytic --per-seed "
+                   "runs.csv"},
+      .run = run,
+      .chunked = true};
   return e;
 }
 

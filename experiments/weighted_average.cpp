@@ -45,14 +45,12 @@ std::vector<Table> run(const RunContext& ctx) {
 }  // namespace
 
 const Experiment& weighted_average_experiment() {
-  static const Experiment e{"weighted-average",
-                            "scores, weights and outputs with Q = K = V = X (section 2)",
-                            true,
-                            Runs::backend,
-                            {},
-                            {{"weighted-average-weights", true, weight_heatmaps_script}},
-                            {},
-                            run};
+  static const Experiment e{.name = "weighted-average",
+                            .summary = "scores, weights and outputs with Q = K = V = X (section 2)",
+                            .in_all = true,
+                            .runs = Runs::backend,
+                            .figures = {{"weighted-average-weights", true, weight_heatmaps_script}},
+                            .run = run};
   return e;
 }
 

@@ -4,17 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <cinttypes>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <sys/stat.h>
 
@@ -137,8 +134,6 @@ std::uint64_t count_at_most(const json& j, std::uint64_t limit, const std::strin
   return v;
 }
 
-bool g_merging = false;  // demo merge: states come from the parts (g_part_states below)
-
 // --- --checkpoint FILE: one section per table ------------------------------------------------
 struct Checkpoint {
   std::string path;
@@ -146,14 +141,14 @@ struct Checkpoint {
   json sections = json::object();  // label -> {"next", "fold", "states": [[i, state], ...]}
   std::string command_line;
 };
-Checkpoint g_checkpoint;
 
-void save_checkpoint() {
+// Writes the checkpoint file, every table's section.
+void write_checkpoint(const Checkpoint& c) {
   const json j = sealed({{"format", kCheckpointFormat},
-                         {"identity", g_checkpoint.id},
-                         {"command_line", g_checkpoint.command_line},
-                         {"tables", g_checkpoint.sections}});
-  write_file_now(g_checkpoint.path, j.dump());  // survives the interruption it is saved for
+                         {"identity", c.id},
+                         {"command_line", c.command_line},
+                         {"tables", c.sections}});
+  write_file_now(c.path, j.dump());  // survives the interruption it is saved for
 }
 
 // A checkpoint's section for one table, checked for what the driver relies on: chunks (at most
@@ -220,7 +215,6 @@ struct Part {
   std::string path;
   json j;
 };
-std::vector<std::string> check_parts(const std::vector<Part>& parts);
 
 // --- demo merge: the parts' states, by table and chunk, and where each came from -----------
 struct PartStates {
@@ -233,7 +227,25 @@ struct PartStates {
     return it == file_of.begin() ? first : std::prev(it)->second;
   }
 };
-std::map<std::string, PartStates> g_part_states;
+std::vector<std::string> check_parts(const std::vector<Part>& parts,
+                                     std::map<std::string, PartStates>& states);
+
+// What the chunk driver keeps in this process from one call to the next: the checkpoint
+// (prepare_chunks reads it; each job saves its own section into it), the parts that demo merge
+// read (load_parts; each job folds its table's), and how many jobs ran (each job's MPI messages
+// carry a tag of their own). The public functions below reach the one Driver of the process and
+// hand it, or the part of it they need, explicitly to the rest.
+struct Driver {
+  Checkpoint checkpoint;
+  bool merging = false;                     // demo merge: states come from the parts
+  std::map<std::string, PartStates> parts;  // table -> its parts' states
+  int jobs = 0;                             // jobs run_chunks began
+};
+
+Driver& driver() {
+  static Driver d;
+  return d;
+}
 
 // A part's fields, checked for what merge relies on: the command's identity and words, its
 // table, shard < shards, chunks (at most kMaxChunks), range [lo, hi) within them, and a state
@@ -291,7 +303,8 @@ void prepare_chunks(const Options& o) {
   if (o.shards > 0)
     for (const auto& t : o.tables) refuse_existing(o.out_dir + "/" + t + ".part.json", o.force);
   if (o.checkpoint.empty() || !cluster::is_root()) return;
-  g_checkpoint = Checkpoint{o.checkpoint, identity(o), json::object(), o.command_line};
+  Checkpoint& checkpoint = driver().checkpoint;
+  checkpoint = Checkpoint{o.checkpoint, identity(o), json::object(), o.command_line};
   // Where it is saved: a regular file or nothing (never a FIFO, link, device or directory), in
   // a folder that takes a file now (not read-only, full or forbidden), before any work.
   const std::string where = "--checkpoint " + o.checkpoint + ": ";
@@ -312,11 +325,11 @@ void prepare_chunks(const Options& o) {
                             "remove it to start again");
   if (!j.contains("identity") || !j.contains("tables") || !j.at("tables").is_object())
     throw std::invalid_argument(where + "not an attnlab checkpoint");
-  if (j.at("identity") != g_checkpoint.id)
+  if (j.at("identity") != checkpoint.id)
     throw std::invalid_argument("--checkpoint " + o.checkpoint + " was made by another command (" +
                                 text_of(j, "command_line") + "); remove it or give another file");
   for (const auto& [label, section] : j.at("tables").items()) check_section(label, section, where);
-  g_checkpoint.sections = std::move(j.at("tables"));
+  checkpoint.sections = std::move(j.at("tables"));
   spdlog::info("resuming from checkpoint {}", o.checkpoint);
 }
 
@@ -345,14 +358,22 @@ std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
     }
   }
   try {
-    return check_parts(parts);
+    std::map<std::string, PartStates> states;
+    std::vector<std::string> words = check_parts(parts, states);
+    Driver& d = driver();
+    d.parts = std::move(states);
+    d.merging = true;
+    return words;
   } catch (const json::exception& e) {
     throw std::invalid_argument("merge: a part file is damaged (" + json_error_text(e) + ")");
   }
 }
 
 namespace {
-std::vector<std::string> check_parts(const std::vector<Part>& parts) {
+// Checks that the parts are those of one command, each once, and gathers their states by
+// table into `states`; returns the command's words for merge (see load_parts).
+std::vector<std::string> check_parts(const std::vector<Part>& parts,
+                                     std::map<std::string, PartStates>& states) {
   const json& first = parts.front().j;
   const auto shards = first.at("shards").get<std::uint64_t>();
   std::map<std::string, std::map<std::uint64_t, std::string>> seen;  // table -> shard -> path
@@ -397,9 +418,8 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts) {
                                     name + ".part.json with shard " + std::to_string(s) + ")");
   }
   // A table's parts: one number of chunks, ranges that do not overlap.
-  g_part_states.clear();
   for (const Part& p : parts) {
-    PartStates& t = g_part_states[p.j.at("table").get<std::string>()];
+    PartStates& t = states[p.j.at("table").get<std::string>()];
     const auto chunks = p.j.at("chunks").get<std::uint64_t>();
     const auto lo = p.j.at("range").at(0).get<std::uint64_t>();
     const auto hi = p.j.at("range").at(1).get<std::uint64_t>();
@@ -420,7 +440,6 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts) {
     states_from_json(p.j.at("states"), t.states);
     t.file_of[lo] = p.path;
   }
-  g_merging = true;
   // The original words, without what made them a shard and what merge says itself (where and
   // how to print; --device and --threads: merge computes nothing).
   std::vector<std::string> argv;
@@ -471,6 +490,220 @@ void checked_state(const std::string& where, F check) {
     throw std::invalid_argument(where + quote_input(e.what(), 200));
   }
 }
+
+// --- one job: run_chunks and its steps ---------------------------------------------------------
+
+// demo merge: folds the table's states from the parts, every one checked before any is folded.
+void fold_parts(std::map<std::string, PartStates>& tables, const ChunkJob& job) {
+  PartStates& parts = tables[job.label];
+  if (parts.chunks != job.chunks)
+    throw std::invalid_argument("merge: " + parts.first + ": " + job.label + " has " +
+                                std::to_string(job.chunks) + " chunks, the parts " +
+                                std::to_string(parts.chunks));
+  for (std::uint64_t i = 0; i < job.chunks; ++i) {
+    const auto it = parts.states.find(i);
+    if (it == parts.states.end())
+      throw std::invalid_argument("merge: the parts hold no state for chunk " + std::to_string(i) +
+                                  " of " + job.label);
+    checked_state("merge: " + parts.file(i) + ": " + job.label + ": chunk " + std::to_string(i) +
+                      "'s state: ",
+                  [&] { job.check(i, it->second); });
+  }
+  for (std::uint64_t i = 0; i < job.chunks; ++i) job.fold(i, parts.states.at(i));
+  tables.erase(job.label);
+}
+
+// One job's run in this process: who it is, which chunks it computes, what is folded and what
+// is held, where it stands with the other ranks and its checkpoint. run_chunks makes one; the
+// steps below take it explicitly.
+struct JobRun {
+  JobRun(const Options& options, const ChunkJob& chunk_job, int message_tag, Checkpoint& c)
+      : o(options),
+        job(chunk_job),
+        tag(message_tag),
+        mpi(cluster::size() > 1),
+        root(cluster::is_root()),
+        shard(o.shards > 0),
+        fold_here(!shard && root),
+        checkpoint(!o.checkpoint.empty() && (root || shard) ? &c : nullptr) {}
+
+  const Options& o;
+  const ChunkJob& job;
+  const int tag;  // this job's MPI messages
+  const bool mpi, root, shard;
+  const bool fold_here;          // this process folds the states (one process, or MPI rank 0)
+  Checkpoint* checkpoint;        // where this process saves the job's section; null: it saves none
+  std::uint64_t lo = 0, hi = 0;  // the chunks this process computes
+  std::uint64_t next = 0;        // chunks [0, next) are folded
+  std::map<std::uint64_t, ChunkState> held;  // states computed, not yet folded
+  std::vector<std::uint64_t> done;           // chunks held when the job began, on every rank
+  double work = 0;                           // the work this process shows progress for
+  std::uint64_t received = 0, expected = 0;  // on MPI rank 0: other ranks' states
+  std::optional<Progress> progress;          // from the plan on
+  Clock::time_point last_save{};
+};
+
+bool is_done(const JobRun& run, std::uint64_t i) {
+  return i < run.next || std::binary_search(run.done.begin(), run.done.end(), i);
+}
+
+// The job's section of the checkpoint, read back: its states checked, its result so far loaded.
+// Its structure was checked when the file was read (check_section); here what the table holds.
+void resume(JobRun& run, const json& s) {
+  const ChunkJob& job = run.job;
+  const std::string where = "--checkpoint " + run.o.checkpoint + ": " + job.label + ": ";
+  if (s.at("chunks").get<std::uint64_t>() != job.chunks)
+    throw std::invalid_argument(where + "this request has " + std::to_string(job.chunks) +
+                                " chunks, the checkpoint " +
+                                std::to_string(s.at("chunks").get<std::uint64_t>()));
+  const auto folded = s.at("next").get<std::uint64_t>();
+  if (folded > 0 && !run.fold_here)
+    throw std::invalid_argument(where + "a part's checkpoint with " + std::to_string(folded) +
+                                " chunks folded (a part folds none)");
+  for (const auto& e : s.at("states")) {
+    const auto i = e.at(0).get<std::uint64_t>();
+    checked_state(where + "chunk " + std::to_string(i) + "'s state: ",
+                  [&] { job.check(i, e.at(1)); });
+  }
+  if (folded > 0)
+    checked_state(where + "the result of chunks 0.." + std::to_string(folded - 1) + ": ",
+                  [&] { job.load(s.at("fold"), folded); });
+  run.next = folded;
+  states_from_json(s.at("states"), run.held);
+}
+
+// Before any work: what is done already (the checkpoint's, made known to every rank), which
+// chunks this process computes, the work it shows progress for, and (MPI rank 0) how many
+// states the other ranks will send.
+void plan(JobRun& run) {
+  const ChunkJob& job = run.job;
+  if (run.checkpoint && run.checkpoint->sections.contains(job.label))
+    resume(run, run.checkpoint->sections.at(job.label));
+  if (run.mpi) {
+    json d = {{"next", run.next}, {"held", json::array()}};
+    for (const auto& [i, s] : run.held) d["held"].push_back(i);
+    d = json::parse(cluster::broadcast(d.dump()));
+    run.next = d["next"];
+    run.done = d["held"].get<std::vector<std::uint64_t>>();
+  } else {
+    for (const auto& [i, s] : run.held) run.done.push_back(i);
+  }
+  const std::uint64_t processes =
+      run.shard ? run.o.shards : static_cast<std::uint64_t>(cluster::size());
+  const std::uint64_t me = run.shard ? run.o.shard : static_cast<std::uint64_t>(cluster::rank());
+  std::tie(run.lo, run.hi) = owned_range(job, me, processes);
+  for (std::uint64_t i = run.shard ? run.lo : 0; i < (run.shard ? run.hi : job.chunks); ++i)
+    if (!is_done(run, i)) run.work += job.work(i);
+  if (run.mpi && run.root)
+    for (std::uint64_t i = run.hi; i < job.chunks; ++i) run.expected += is_done(run, i) ? 0 : 1;
+}
+
+// Saves the job's section (what is folded, what is held) and writes the checkpoint file; nothing
+// without a checkpoint here.
+void save_checkpoint(JobRun& run) {
+  if (!run.checkpoint) return;
+  const ChunkJob& job = run.job;
+  run.checkpoint->sections[job.label] = {
+      {"chunks", job.chunks},
+      {"next", run.next},
+      {"fold", run.next > 0 && run.fold_here ? job.save() : json()},
+      {"states", states_json(run.held)}};
+  write_checkpoint(*run.checkpoint);
+  run.last_save = Clock::now();
+}
+
+// Folds the held states that now follow the folded ones without a gap, in chunk order.
+void fold_ready(JobRun& run) {
+  for (auto it = run.held.find(run.next); it != run.held.end(); it = run.held.find(run.next)) {
+    run.job.fold(run.next, it->second);
+    run.held.erase(it);
+    ++run.next;
+  }
+}
+
+// A state arrives (computed here or received): it counts for progress, is held and, where this
+// process folds, folded as soon as it can be; the checkpoint is saved when it is due.
+void deliver(JobRun& run, std::uint64_t i, ChunkState s) {
+  run.progress->advance(run.job.work(i));
+  run.held.emplace(i, std::move(s));
+  if (run.fold_here) fold_ready(run);
+  if (run.checkpoint && std::chrono::duration<double>(Clock::now() - run.last_save).count() >=
+                            run.o.checkpoint_seconds)
+    save_checkpoint(run);
+}
+
+// MPI rank 0: delivers the states the other ranks have sent so far.
+void receive(JobRun& run) {
+  int from = 0;
+  std::string bytes;
+  while (cluster::poll(run.tag, from, bytes)) {
+    const json m = json::parse(bytes);
+    for (const auto& e : m) {
+      deliver(run, e.at(0).get<std::uint64_t>(), e.at(1));
+      ++run.received;
+    }
+  }
+}
+
+// Computes one batch from chunk `first` (not done): as many following chunks not done as the
+// pacer asks for, in one compute() call; their states go to rank 0 (another MPI rank) or are
+// delivered here. Rank 0 then takes what the other ranks sent. Returns the chunk after it.
+std::uint64_t compute_batch(JobRun& run, ChunkPacer& pacer, std::uint64_t first) {
+  const std::uint64_t want = pacer.next(run.hi - first);
+  std::uint64_t count = 1;
+  while (count < want && first + count < run.hi && !is_done(run, first + count)) ++count;
+  run.progress->stop_point();
+  std::vector<ChunkState> states = run.job.compute(first, count);
+  pacer.done();
+  if (run.mpi && !run.root) {
+    json m = json::array();
+    for (std::uint64_t k = 0; k < count; ++k) m.push_back(json::array({first + k, states[k]}));
+    cluster::send(0, run.tag, m.dump());
+  } else {
+    for (std::uint64_t k = 0; k < count; ++k) deliver(run, first + k, std::move(states[k]));
+  }
+  if (run.mpi && run.root) receive(run);
+  return first + count;
+}
+
+// Computes this process's chunks that are not done, batch by batch; then, on MPI, sends what
+// is still queued (ranks but 0) or waits for every other rank's states (rank 0). Chunks per
+// compute() call: up to the backend's batch, paced to about 0.1 s a call so that progress and
+// Ctrl-C stay responsive (the states, and so the result, do not depend on it).
+void compute_chunks(JobRun& run) {
+  ChunkPacer pacer(1, 1, std::max<std::uint64_t>(1, run.job.batch));
+  for (std::uint64_t i = run.lo; i < run.hi;)
+    i = is_done(run, i) ? i + 1 : compute_batch(run, pacer, i);
+  if (run.mpi && !run.root) cluster::flush(*run.progress);
+  while (run.mpi && run.root && run.received < run.expected) {
+    run.progress->stop_point();
+    receive(run);
+    if (run.received < run.expected) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// A --shard's result: OUT/LABEL.part.json with the states of its range, sealed.
+void write_part(const JobRun& run) {
+  const Options& o = run.o;
+  const json part = sealed({{"format", kPartFormat},
+                            {"identity", identity(o)},
+                            {"table", run.job.label},
+                            {"shard", o.shard},
+                            {"shards", o.shards},
+                            {"chunks", run.job.chunks},
+                            {"range", {run.lo, run.hi}},
+                            {"command_line", o.command_line},
+                            {"argv", o.argv},
+                            {"version", kVersion},
+                            {"git_commit", kGitCommit},
+                            {"start_utc", utc_now_iso8601()},
+                            {"states", states_json(run.held)}});
+  const std::string path = o.out_dir + "/" + run.job.label + ".part.json";
+  write_file_atomic(path, part.dump(), o.force);
+  spdlog::info("wrote part {} of {} ({} chunks of {}) to {}", o.shard, o.shards, run.hi - run.lo,
+               run.job.chunks, path);
+}
+
 }  // namespace
 
 bool run_chunks(const Options& o, const ChunkJob& job) {
@@ -479,308 +712,36 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
                                 std::to_string(job.chunks) +
                                 " chunks of work, more than the 2^28 (268435456) the chunk driver "
                                 "takes; ask for fewer samples or rows");
-  static int sequence = 0;  // every rank runs the same jobs in the same order: a message tag
-  const int tag = 100 + (sequence++ % 30000);
-  const bool mpi = cluster::size() > 1, root = cluster::is_root();
-  const bool shard = o.shards > 0, fold_here = !shard && root;
-
-  // What is done already (a checkpoint) and where the fold stands.
-  std::uint64_t next = 0;                    // chunks [0, next) are folded
-  std::map<std::uint64_t, ChunkState> held;  // states computed, not yet folded
-  if (g_merging) {
-    PartStates& parts = g_part_states[job.label];
-    if (parts.chunks != job.chunks)
-      throw std::invalid_argument("merge: " + parts.first + ": " + job.label + " has " +
-                                  std::to_string(job.chunks) + " chunks, the parts " +
-                                  std::to_string(parts.chunks));
-    // Every state checked before any is folded.
-    for (std::uint64_t i = 0; i < job.chunks; ++i) {
-      const auto it = parts.states.find(i);
-      if (it == parts.states.end())
-        throw std::invalid_argument("merge: the parts hold no state for chunk " +
-                                    std::to_string(i) + " of " + job.label);
-      checked_state("merge: " + parts.file(i) + ": " + job.label + ": chunk " + std::to_string(i) +
-                        "'s state: ",
-                    [&] { job.check(i, it->second); });
-    }
-    for (std::uint64_t i = 0; i < job.chunks; ++i) job.fold(i, parts.states.at(i));
-    g_part_states.erase(job.label);
+  Driver& d = driver();
+  // Every rank runs the same jobs in the same order: the job's number tags its messages.
+  const int tag = 100 + (d.jobs++ % 30000);
+  if (d.merging) {
+    fold_parts(d.parts, job);
     return true;
   }
-  const bool checkpointing = !o.checkpoint.empty() && (root || shard);
-  if (checkpointing && g_checkpoint.sections.contains(job.label)) {
-    // Its structure was checked when it was read (check_section); here what the table holds.
-    const json& s = g_checkpoint.sections[job.label];
-    const std::string where = "--checkpoint " + o.checkpoint + ": " + job.label + ": ";
-    if (s.at("chunks").get<std::uint64_t>() != job.chunks)
-      throw std::invalid_argument(where + "this request has " + std::to_string(job.chunks) +
-                                  " chunks, the checkpoint " +
-                                  std::to_string(s.at("chunks").get<std::uint64_t>()));
-    const auto folded = s.at("next").get<std::uint64_t>();
-    if (folded > 0 && !fold_here)
-      throw std::invalid_argument(where + "a part's checkpoint with " + std::to_string(folded) +
-                                  " chunks folded (a part folds none)");
-    for (const auto& e : s.at("states")) {
-      const auto i = e.at(0).get<std::uint64_t>();
-      checked_state(where + "chunk " + std::to_string(i) + "'s state: ",
-                    [&] { job.check(i, e.at(1)); });
-    }
-    if (folded > 0)
-      checked_state(where + "the result of chunks 0.." + std::to_string(folded - 1) + ": ",
-                    [&] { job.load(s.at("fold"), folded); });
-    next = folded;
-    states_from_json(s.at("states"), held);
-  }
-  // Every rank learns which chunks are done.
-  std::vector<std::uint64_t> done_list;
-  if (mpi) {
-    json d = {{"next", next}, {"held", json::array()}};
-    for (const auto& [i, s] : held) d["held"].push_back(i);
-    d = json::parse(cluster::broadcast(d.dump()));
-    next = d["next"];
-    done_list = d["held"].get<std::vector<std::uint64_t>>();
-  } else {
-    for (const auto& [i, s] : held) done_list.push_back(i);
-  }
-  const auto is_done = [&](std::uint64_t i) {
-    return i < next || std::binary_search(done_list.begin(), done_list.end(), i);
-  };
-
-  const std::uint64_t processes = shard ? o.shards : static_cast<std::uint64_t>(cluster::size());
-  const std::uint64_t me = shard ? o.shard : static_cast<std::uint64_t>(cluster::rank());
-  const auto [lo, hi] = owned_range(job, me, processes);
-
-  double total = 0;  // the work this process shows progress for
-  for (std::uint64_t i = shard ? lo : 0; i < (shard ? hi : job.chunks); ++i)
-    if (!is_done(i)) total += job.work(i);
-  Progress progress(job.label, total, job.unit, o.quiet || !root);
-
-  auto last_save = Clock::now();
-  const auto save = [&] {
-    if (!checkpointing) return;
-    g_checkpoint.sections[job.label] = {{"chunks", job.chunks},
-                                        {"next", next},
-                                        {"fold", next > 0 && fold_here ? job.save() : json()},
-                                        {"states", states_json(held)}};
-    save_checkpoint();
-    last_save = Clock::now();
-  };
-  // A state arrives (computed here or received): fold what is now contiguous.
-  const auto deliver = [&](std::uint64_t i, ChunkState s) {
-    progress.advance(job.work(i));
-    held.emplace(i, std::move(s));
-    if (fold_here)
-      for (auto it = held.find(next); it != held.end() && it->first == next; it = held.find(next)) {
-        job.fold(next, it->second);
-        held.erase(it);
-        ++next;
-      }
-    if (checkpointing &&
-        std::chrono::duration<double>(Clock::now() - last_save).count() >= o.checkpoint_seconds)
-      save();
-  };
-  std::uint64_t received = 0, expected = 0;  // on MPI rank 0: other ranks' states
-  const auto drain = [&] {
-    int from = 0;
-    std::string bytes;
-    while (cluster::poll(tag, from, bytes)) {
-      const json m = json::parse(bytes);
-      for (const auto& e : m) {
-        deliver(e.at(0).get<std::uint64_t>(), e.at(1));
-        ++received;
-      }
-    }
-  };
-  if (mpi && root)
-    for (std::uint64_t i = hi; i < job.chunks; ++i) expected += is_done(i) ? 0 : 1;
-
-  // Chunks per compute() call: up to the backend's batch, paced to about 0.1 s a call so that
-  // progress and Ctrl-C stay responsive (the states, and so the result, do not depend on it).
-  ChunkPacer pacer(1, 1, std::max<std::uint64_t>(1, job.batch));
+  JobRun run(o, job, tag, d.checkpoint);
+  plan(run);
+  run.progress.emplace(job.label, run.work, job.unit, o.quiet || !run.root);
+  run.last_save = Clock::now();
   try {
-    for (std::uint64_t i = lo; i < hi;) {
-      if (is_done(i)) {
-        ++i;
-        continue;
-      }
-      const std::uint64_t want = pacer.next(hi - i);
-      std::uint64_t count = 1;
-      while (count < want && i + count < hi && !is_done(i + count)) ++count;
-      progress.stop_point();
-      std::vector<ChunkState> states = job.compute(i, count);
-      pacer.done();
-      if (mpi && !root) {
-        json m = json::array();
-        for (std::uint64_t k = 0; k < count; ++k) m.push_back(json::array({i + k, states[k]}));
-        cluster::send(0, tag, m.dump());
-      } else {
-        for (std::uint64_t k = 0; k < count; ++k) deliver(i + k, std::move(states[k]));
-      }
-      if (mpi && root) drain();
-      i += count;
-    }
-    if (mpi && !root) cluster::flush(progress);
-    while (mpi && root && received < expected) {
-      progress.stop_point();
-      drain();
-      if (received < expected) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    compute_chunks(run);
   } catch (const Interrupted&) {
-    if (checkpointing) {
-      save();
+    if (run.checkpoint) {
+      save_checkpoint(run);
       spdlog::warn("checkpoint saved to {}: run the same command again to continue", o.checkpoint);
     }
     throw;
   }
-  progress.finish();
-  if (checkpointing) save();
-
-  if (shard) {
-    json part = sealed({{"format", kPartFormat},
-                        {"identity", identity(o)},
-                        {"table", job.label},
-                        {"shard", o.shard},
-                        {"shards", o.shards},
-                        {"chunks", job.chunks},
-                        {"range", {lo, hi}},
-                        {"command_line", o.command_line},
-                        {"argv", o.argv},
-                        {"version", kVersion},
-                        {"git_commit", kGitCommit},
-                        {"start_utc", utc_now_iso8601()},
-                        {"states", states_json(held)}});
-    const std::string path = o.out_dir + "/" + job.label + ".part.json";
-    write_file_atomic(path, part.dump(), o.force);
-    spdlog::info("wrote part {} of {} ({} chunks of {}) to {}", o.shard, o.shards, hi - lo,
-                 job.chunks, path);
+  run.progress->finish();
+  save_checkpoint(run);
+  if (run.shard) {
+    write_part(run);
     return false;
   }
-  if (root && next != job.chunks)
-    throw std::logic_error(job.label + ": folded " + std::to_string(next) + " of " +
+  if (run.root && run.next != job.chunks)
+    throw std::logic_error(job.label + ": folded " + std::to_string(run.next) + " of " +
                            std::to_string(job.chunks) + " chunks");
-  return root;
-}
-
-// --- exact numbers ---------------------------------------------------------------------------
-json exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return std::string(buf);
-}
-
-double exact_double(const json& j) {
-  if (!j.is_string()) throw std::invalid_argument("a number is not in exact text");
-  const std::string& s = j.get_ref<const std::string&>();
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  // strtod skips leading white space; the exact text has none.
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || end != s.c_str() + s.size())
-    throw std::invalid_argument("'" + quote_input(s, 24) + "' is not a number in exact text");
-  return v;
-}
-
-// The scale (moments.hpp) is written only when it is not 1, so that states of ordinary values
-// read and write as before it existed.
-json exact(const Moments& m) {
-  json j = json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
-  if (m.scale != 1) j.push_back(exact(m.scale));
-  return j;
-}
-
-Moments exact_moments(const json& j) {
-  if (!j.is_array() || (j.size() != 5 && j.size() != 6))
-    throw std::invalid_argument("moments are not 5 numbers (n, mean, m2, m3, m4) or 6 (a scale)");
-  Moments m;
-  m.n = exact_double(j.at(0));
-  m.mean = exact_double(j.at(1));
-  m.m2 = exact_double(j.at(2));
-  m.m3 = exact_double(j.at(3));
-  m.m4 = exact_double(j.at(4));
-  if (j.size() == 6) {
-    // A power of two above 1 (moments.hpp): written only when the sums needed it.
-    m.scale = exact_double(j.at(5));
-    int exponent = 0;
-    if (!(std::isfinite(m.scale) && m.scale > 1 && std::frexp(m.scale, &exponent) == 0.5))
-      throw std::invalid_argument("moments with a scale that is not a power of two above 1");
-  }
-  // What push() and merge() can leave: a whole count; nothing but zeros for no values or for the
-  // spread of one; finite moments of finite values, and m2 a sum of squares.
-  if (!(m.n >= 0 && m.n <= 0x1p53 && m.n == std::floor(m.n)))
-    throw std::invalid_argument("moments of n = " + exact(m.n).get<std::string>() +
-                                " values: not a count");
-  if (m.n == 0 && (m.mean != 0 || m.m2 != 0 || m.m3 != 0 || m.m4 != 0))
-    throw std::invalid_argument("moments of no values that are not zero");
-  if (!std::isfinite(m.mean) || !std::isfinite(m.m2) || !std::isfinite(m.m3) ||
-      !std::isfinite(m.m4))
-    throw std::invalid_argument("moments of " + std::to_string(static_cast<std::uint64_t>(m.n)) +
-                                " finite values that are not finite (NaN or infinity)");
-  if (m.m2 < 0) throw std::invalid_argument("moments with a negative sum of squares (m2)");
-  if (m.n == 1 && (m.m2 != 0 || m.m3 != 0 || m.m4 != 0))
-    throw std::invalid_argument("moments of one value with a spread");
-  return m;
-}
-
-std::int64_t exact_count(const json& j, const std::string& what) {
-  if (j.is_number_unsigned() && j.get<std::uint64_t>() <= std::uint64_t{INT64_MAX})
-    return j.get<std::int64_t>();
-  if (j.is_number_integer() && !j.is_number_unsigned() && j.get<std::int64_t>() >= 0)
-    return j.get<std::int64_t>();
-  throw std::invalid_argument(what + " " + quote_input(j.dump(), 24) + " is not a count");
-}
-
-std::string exact_vector(const std::vector<double>& v) {
-  static const char* hex = "0123456789abcdef";
-  std::string s(v.size() * 16, '0');
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    std::uint64_t b;
-    std::memcpy(&b, &v[i], 8);
-    for (int k = 0; k < 8; ++k) {  // little-endian bytes, each as two hex digits
-      const unsigned byte = (b >> (8 * k)) & 0xff;
-      s[i * 16 + 2 * k] = hex[byte >> 4];
-      s[i * 16 + 2 * k + 1] = hex[byte & 15];
-    }
-  }
-  return s;
-}
-
-void append_exact_vector(const std::string& hex, std::vector<double>& out) {
-  if (hex.size() % 16 != 0)
-    throw std::invalid_argument("a vector of " + std::to_string(hex.size()) +
-                                " hex digits, not a multiple of 16 (8 bytes a value)");
-  const auto digit = [](char c) -> unsigned {
-    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
-    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
-    throw std::invalid_argument("a vector holds a character that is not a hex digit");
-  };
-  for (std::size_t i = 0; i < hex.size(); i += 16) {
-    std::uint64_t b = 0;
-    for (int k = 0; k < 8; ++k)
-      b |= static_cast<std::uint64_t>(digit(hex[i + 2 * k]) << 4 | digit(hex[i + 2 * k + 1]))
-           << (8 * k);
-    double d;
-    std::memcpy(&d, &b, 8);
-    out.push_back(d);
-  }
-}
-
-std::uint64_t fnv1a64(std::string_view bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-std::string content_checksum(const json& doc) {
-  if (doc.is_object() && doc.contains("checksum")) {  // the content is the rest
-    json rest = doc;
-    rest.erase("checksum");
-    return content_checksum(rest);
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016" PRIx64, fnv1a64(doc.dump()));
-  return buf;
+  return run.root;
 }
 
 }  // namespace attn

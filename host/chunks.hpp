@@ -12,12 +12,13 @@
 // count, shard count or interruption changes which states are merged in which order, so the
 // result is bit-identical however the work was split.
 //
-// Files: a --checkpoint and a --shard's part hold states (the exact text below) and a checksum
-// of their content (content_checksum); demo reads back only a regular file whose checksum
-// matches, and checks every state read from one against what the chunk must hold (ChunkJob's
-// check and load) before any is used. A file that fails is refused with one line naming it and
-// what is wrong (std::invalid_argument: demo exits 2); so is a file of an older version, written
-// without a checksum.
+// Files: a --checkpoint and a --shard's part hold states, in the exact text of exact_state.hpp
+// (included here: the tables write and read their states with it), and a checksum of their
+// content (content_checksum); demo reads back only a regular file whose checksum matches, and
+// checks every state read from one against what the chunk must hold (ChunkJob's check and load)
+// before any is used. A file that fails is refused with one line naming it and what is wrong
+// (std::invalid_argument: demo exits 2); so is a file of an older version, written without a
+// checksum.
 //
 // Who computes what: chunks are cut into contiguous ranges of about equal work (ChunkJob::work),
 // one per process (MPI rank or shard); rank 0 receives the other ranks' states (a few bytes to a
@@ -31,11 +32,10 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "host/exact_state.hpp"
 #include "host/options.hpp"
-#include "moments.hpp"
 
 namespace attn {
 
@@ -112,29 +112,5 @@ void prepare_chunks(const Options& o);
 // command's words without --shard/--out/--checkpoint (to be parsed again with merge's own --out,
 // --format, --force, --quiet). Throws std::invalid_argument.
 std::vector<std::string> load_parts(const std::vector<std::string>& dirs);
-
-// Exact text for doubles in partial states (C99 hex floats: "0x1.8p+1", "inf", "nan"), so that
-// every value round-trips bit for bit; and for Moments and vectors of doubles. The readers throw
-// std::invalid_argument saying what is wrong with text that is not such a state: exact_double
-// anything but a whole number in that text, exact_moments anything but the moments of some
-// values (n a whole count >= 0, all zero when n is 0, m2 .. m4 zero when n is 1, every moment
-// finite and m2 >= 0 when n > 0), exact_count anything but a JSON integer >= 0.
-nlohmann::json exact(double v);
-double exact_double(const nlohmann::json& j);
-nlohmann::json exact(const Moments& m);
-Moments exact_moments(const nlohmann::json& j);
-std::int64_t exact_count(const nlohmann::json& j, const std::string& what);
-// A vector of doubles as one hex string of their little-endian bytes (16 characters each).
-std::string exact_vector(const std::vector<double>& v);
-void append_exact_vector(const std::string& hex, std::vector<double>& out);
-
-// The checksum stored in checkpoints and parts ("checksum"): FNV-1a 64 (Fowler, Noll and Vo;
-// offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the document's canonical text
-// (nlohmann-json's dump(): members sorted by name, no spaces) without its "checksum" member,
-// written "fnv1a64:" and 16 lower-case hex digits. A change of any one byte of that text
-// always changes it (each step of FNV-1a is a bijection of the hash); it guards against damage
-// and edits, not against someone who recomputes it.
-std::uint64_t fnv1a64(std::string_view bytes);
-std::string content_checksum(const nlohmann::json& doc);
 
 }  // namespace attn

@@ -32,15 +32,21 @@ struct RunContext {
 // on the run's backend (CPU twin or GPU). The table's provenance names the one that ran.
 enum class Runs { host, backend };
 
+// A table declares its Experiment with designated initializers, in this order, leaving out the
+// fields that keep their defaults (docs/ADDING_A_TABLE.md):
+//   static const Experiment e{.name = "NAME", .summary = "...", .in_all = true,
+//                             .runs = Runs::backend, .params = {...}, .figures = {...},
+//                             .examples = {...}, .run = run, .chunked = true};
 struct Experiment {
-  std::string name;     // what --table takes; the file stem under --out
-  std::string summary;  // one line for --list
-  bool in_all;          // part of --table all (the lesson's own tables)
-  Runs runs;
-  std::vector<Param> params;
-  std::vector<Figure> figures;
-  std::vector<std::string> examples;  // --help lines: "demo --table NAME ...   what it does"
-  std::vector<Table> (*run)(const RunContext&);
+  std::string name;        // what --table takes; the file stem under --out
+  std::string summary;     // one line for --list
+  bool in_all = false;     // part of --table all (the lesson's own tables)
+  Runs runs = Runs::host;  // where its numbers are computed
+  // What it reads: its flags, with defaults and help (host/settings.hpp).
+  std::vector<Param> params = {};
+  std::vector<Figure> figures = {};        // what it draws (host/plots.hpp)
+  std::vector<std::string> examples = {};  // --help lines: "demo --table NAME ...   what it does"
+  std::vector<Table> (*run)(const RunContext&) = nullptr;  // computes its tables
   // A bulk table: its work goes through the chunk driver (host/chunks.hpp), so it can be split
   // over MPI ranks and --shard parts, and resumed from --checkpoint.
   bool chunked = false;

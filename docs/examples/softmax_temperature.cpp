@@ -46,15 +46,17 @@ std::vector<Table> run(const RunContext& ctx) {
 
 const Experiment& softmax_temperature_experiment() {
   static const Experiment e{
-      "softmax-temperature",
-      "softmax saturates as the temperature falls (an example table)",
-      false,
-      Runs::host,
-      {param::integer("--keys", "4", "Keys per row", 1, 65536),
-       param::int_list("--temperatures", "1,2,4,8,16", "Temperatures T", 1, 1000000)},
-      {{"softmax-temperature", false, figure_script}},
-      {"demo --table softmax-temperature --temperatures 1,10,100"},
-      run};
+      // --table NAME and the file stem; the line for --list
+      .name = "softmax-temperature",
+      .summary = "softmax saturates as the temperature falls (an example table)",
+      .in_all = false,     // not in --table all
+      .runs = Runs::host,  // plain arithmetic; Runs::backend if it calls kernels
+      // what it reads, what it draws, and the --help example
+      .params = {param::integer("--keys", "4", "Keys per row", 1, 65536),
+                 param::int_list("--temperatures", "1,2,4,8,16", "Temperatures T", 1, 1000000)},
+      .figures = {{"softmax-temperature", false, figure_script}},
+      .examples = {"demo --table softmax-temperature --temperatures 1,10,100"},
+      .run = run};
   return e;
 }
 

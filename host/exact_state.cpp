@@ -1,0 +1,139 @@
+// exact_state.cpp: see exact_state.hpp.
+#include "host/exact_state.hpp"
+
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "host/input.hpp"
+
+namespace attn {
+
+using json = nlohmann::json;
+
+json exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return std::string(buf);
+}
+
+double exact_double(const json& j) {
+  if (!j.is_string()) throw std::invalid_argument("a number is not in exact text");
+  const std::string& s = j.get_ref<const std::string&>();
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  // strtod skips leading white space; the exact text has none.
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || end != s.c_str() + s.size())
+    throw std::invalid_argument("'" + quote_input(s, 24) + "' is not a number in exact text");
+  return v;
+}
+
+// The scale (moments.hpp) is written only when it is not 1, so that states of ordinary values
+// read and write as before it existed.
+json exact(const Moments& m) {
+  json j = json::array({exact(m.n), exact(m.mean), exact(m.m2), exact(m.m3), exact(m.m4)});
+  if (m.scale != 1) j.push_back(exact(m.scale));
+  return j;
+}
+
+Moments exact_moments(const json& j) {
+  if (!j.is_array() || (j.size() != 5 && j.size() != 6))
+    throw std::invalid_argument("moments are not 5 numbers (n, mean, m2, m3, m4) or 6 (a scale)");
+  Moments m;
+  m.n = exact_double(j.at(0));
+  m.mean = exact_double(j.at(1));
+  m.m2 = exact_double(j.at(2));
+  m.m3 = exact_double(j.at(3));
+  m.m4 = exact_double(j.at(4));
+  if (j.size() == 6) {
+    // A power of two above 1 (moments.hpp): written only when the sums needed it.
+    m.scale = exact_double(j.at(5));
+    int exponent = 0;
+    if (!(std::isfinite(m.scale) && m.scale > 1 && std::frexp(m.scale, &exponent) == 0.5))
+      throw std::invalid_argument("moments with a scale that is not a power of two above 1");
+  }
+  // What push() and merge() can leave: a whole count; nothing but zeros for no values or for the
+  // spread of one; finite moments of finite values, and m2 a sum of squares.
+  if (!(m.n >= 0 && m.n <= 0x1p53 && m.n == std::floor(m.n)))
+    throw std::invalid_argument("moments of n = " + exact(m.n).get<std::string>() +
+                                " values: not a count");
+  if (m.n == 0 && (m.mean != 0 || m.m2 != 0 || m.m3 != 0 || m.m4 != 0))
+    throw std::invalid_argument("moments of no values that are not zero");
+  if (!std::isfinite(m.mean) || !std::isfinite(m.m2) || !std::isfinite(m.m3) ||
+      !std::isfinite(m.m4))
+    throw std::invalid_argument("moments of " + std::to_string(static_cast<std::uint64_t>(m.n)) +
+                                " finite values that are not finite (NaN or infinity)");
+  if (m.m2 < 0) throw std::invalid_argument("moments with a negative sum of squares (m2)");
+  if (m.n == 1 && (m.m2 != 0 || m.m3 != 0 || m.m4 != 0))
+    throw std::invalid_argument("moments of one value with a spread");
+  return m;
+}
+
+std::int64_t exact_count(const json& j, const std::string& what) {
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() <= std::uint64_t{INT64_MAX})
+    return j.get<std::int64_t>();
+  if (j.is_number_integer() && !j.is_number_unsigned() && j.get<std::int64_t>() >= 0)
+    return j.get<std::int64_t>();
+  throw std::invalid_argument(what + " " + quote_input(j.dump(), 24) + " is not a count");
+}
+
+std::string exact_vector(const std::vector<double>& v) {
+  static const char* hex = "0123456789abcdef";
+  std::string s(v.size() * 16, '0');
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    std::uint64_t b;
+    std::memcpy(&b, &v[i], 8);
+    for (int k = 0; k < 8; ++k) {  // little-endian bytes, each as two hex digits
+      const unsigned byte = (b >> (8 * k)) & 0xff;
+      s[i * 16 + 2 * k] = hex[byte >> 4];
+      s[i * 16 + 2 * k + 1] = hex[byte & 15];
+    }
+  }
+  return s;
+}
+
+void append_exact_vector(const std::string& hex, std::vector<double>& out) {
+  if (hex.size() % 16 != 0)
+    throw std::invalid_argument("a vector of " + std::to_string(hex.size()) +
+                                " hex digits, not a multiple of 16 (8 bytes a value)");
+  const auto digit = [](char c) -> unsigned {
+    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+    throw std::invalid_argument("a vector holds a character that is not a hex digit");
+  };
+  for (std::size_t i = 0; i < hex.size(); i += 16) {
+    std::uint64_t b = 0;
+    for (int k = 0; k < 8; ++k)
+      b |= static_cast<std::uint64_t>(digit(hex[i + 2 * k]) << 4 | digit(hex[i + 2 * k + 1]))
+           << (8 * k);
+    double d;
+    std::memcpy(&d, &b, 8);
+    out.push_back(d);
+  }
+}
+
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string content_checksum(const json& doc) {
+  if (doc.is_object() && doc.contains("checksum")) {  // the content is the rest
+    json rest = doc;
+    rest.erase("checksum");
+    return content_checksum(rest);
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016" PRIx64, fnv1a64(doc.dump()));
+  return buf;
+}
+
+}  // namespace attn
