@@ -5,33 +5,33 @@
 //
 // Measures (natural logarithms; source: Wiegreffe and Pinter, "Attention is not not
 // Explanation", EMNLP 2019, seed variance; Jain and Wallace, "Attention is not Explanation",
-// NAACL 2019):
-//   JSD(p, q) = ½ KL(p‖m) + ½ KL(q‖m), m = (p + q)/2, 0 ln 0 = 0; for two maps the mean over the
-//   loss rows R of the JSD of their rows. Mean map: the entrywise mean of P over the seeds.
-//   Pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ...; output distance of a pair: the
-//   root mean square over R of ‖O_a − O_b‖. Argmax agreement: per row of R the fraction of seeds
-//   whose row argmax (lowest index on a tie) is the most common one; the mean over R.
-// Seeds whose loss or map is not finite (a diverged run) are counted and left out of the map
-// measures; they count as not converged.
+// NAACL 2019): experiments/map_measures.hpp.
 //
-// Memory: the maps on R (8 (n − r0) n bytes per seed) and the loss are kept for the JSD to the
-// mean map and the exact quantiles; pairs are measured as the chunks arrive.
-#include <unistd.h>
-
+// The work goes through the chunk driver (host/chunks.hpp): chunks of consecutive seeds (whole
+// pairs), so ranks, --shard parts, --checkpoint and resume give the bits of one process. Memory
+// is bounded at any seed count: a chunk sends a MapSummary, never its maps. The JSD of each seed
+// to the mean map needs the mean of all seeds first, so it is a second pass: over the seeds'
+// results kept by the first pass when they fit --map-memory, else by training every seed again
+// (a second job on the driver: twice the training, no memory or disk per seed). With --shard,
+// the parts hold the first pass and `demo merge` runs the second.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
-#include "experiments/attention_sweep.hpp"
+#include "experiments/map_measures.hpp"
+#include "experiments/per_seed_maps.hpp"
+#include "experiments/quantile_sketch.hpp"
 #include "experiments/registry.hpp"
+#include "host/chunks.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
@@ -40,52 +40,12 @@
 
 namespace attn {
 
-// See attention_sweep.hpp.
-double rms_distance(const double* a, const double* b, int count, int rows) {
-  double sq = 0;
-  for (int e = 0; e < count; ++e) {
-    const double d = a[e] - b[e];
-    sq += d * d;
-  }
-  if (std::isfinite(sq)) return std::sqrt(sq / rows);
-  double largest = 0;  // of (a - b) / 2, which cannot overflow
-  for (int e = 0; e < count; ++e) {
-    if (!std::isfinite(a[e]) || !std::isfinite(b[e])) return std::sqrt(sq / rows);
-    largest = std::fmax(largest, std::fabs(0.5 * a[e] - 0.5 * b[e]));
-  }
-  const int k = std::ilogb(largest) + 2;  // |a - b| / 2^k < 1
-  double scaled = 0;
-  for (int e = 0; e < count; ++e) {
-    const double d = std::ldexp(a[e], -k) - std::ldexp(b[e], -k);
-    scaled += d * d;
-  }
-  return std::ldexp(std::sqrt(scaled / rows), k);
-}
-
 namespace {
 
 const std::vector<double> kProbs = {0.05, 0.25, 0.5, 0.75, 0.95};
 constexpr int kJsdBins = 40;            // the JSD histogram: kJsdBins bins on [0, ln 2]
 constexpr std::size_t kScatter = 4000;  // seeds (the first ones) in the loss-vs-JSD figure
 constexpr int kMaxSize = 1024;          // --words, --d-model, --d-k, --d-v at most
-
-// JSD of two distributions of length len (natural log, 0 ln 0 = 0). Between 0 and ln 2.
-double jsd(const double* p, const double* q, int len) {
-  double sum = 0;
-  for (int j = 0; j < len; ++j) {
-    const double m = 0.5 * (p[j] + q[j]);
-    if (p[j] > 0) sum += 0.5 * p[j] * std::log(p[j] / m);
-    if (q[j] > 0) sum += 0.5 * q[j] * std::log(q[j] / m);
-  }
-  return sum;
-}
-
-// The mean over `rows` rows of length n of the rows' JSD.
-double map_jsd(const double* a, const double* b, int rows, int n) {
-  double sum = 0;
-  for (int r = 0; r < rows; ++r) sum += jsd(a + r * n, b + r * n, n);
-  return sum / rows;
-}
 
 struct Shape {
   int n, d_model, d_k, d_v, r0;
@@ -188,9 +148,6 @@ void make_task(const RunContext& ctx, const Shape& s, std::vector<double>& x,
   for (double& v : y) v = numpy_rng::normal(g);
 }
 
-// Per-seed CSV: the bytes of one row, at most (seed up to 20 digits, %.17g up to 24 characters).
-double per_seed_row_bytes(const Shape& s) { return 20 + 2 + 25.0 * (2 + s.map_size()) + 1; }
-
 // Figures -----------------------------------------------------------------------------------
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
@@ -268,243 +225,327 @@ std::string scatter_script(const Table& t) {
 
 // The run --------------------------------------------------------------------------------
 
-std::vector<Table> run(const RunContext& ctx) {
-  const Shape s = check_shape(ctx);
-  const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
-  const std::uint64_t count = seeds.size();
-  const double converged_below = ctx.get<double>("--converged-below");
-  const std::string& per_seed_file = ctx.get<std::string>("--per-seed");
-  std::vector<double> x, y;
-  make_task(ctx, s, x, y);
-  head::Model m = model_of(ctx, s);
-  m.x = x.data();
-  m.y = y.data();
-  const std::int64_t result = head::result_size(m);
-  const std::int64_t workspace = head::layout(m).total;
-  const int map = s.map_size();
+// Seeds per chunk: a whole number of pairs, about 2^28 FLOPs of training (so that a chunk takes a
+// fraction of a second on one core and a stop comes soon), between 2 and 4096; more when the
+// sweep would otherwise cut into more chunks than the driver takes. Fixed by the request alone.
+std::uint64_t seeds_per_chunk(const head::Model& m, std::uint64_t count) {
+  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
+  const double work =
+      m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
+  std::uint64_t per = 4096;
+  while (per > 2 && static_cast<double>(per) * work > 268435456.0) per /= 2;
+  const std::uint64_t least = (count + kMaxChunks - 1) / kMaxChunks;
+  per = std::max(per, least + least % 2);
+  return per;
+}
 
-  // Seeds per backend call: the backend's size, fewer for large shapes (at most about 4 GB of
-  // results and workspaces per call: the GPU keeps one workspace per seed of the call) or long
-  // runs, and even, so that the pairs never straddle two calls.
-  // By work too: the backend's size is for training-sweep's ~1e6 FLOPs per seed; a call here
-  // does at most about 5e6 FLOPs per seed of that size (CPU: 2^14 x 5e6 = 8e10 FLOPs; GPU:
-  // 2^20 x 5e6, seconds). Within that the calls are paced to about 0.1 s (ChunkPacer), so that
-  // progress and Ctrl-C stay responsive where a whole call at the lesson's size would take
-  // seconds. Seeds train alone, so the calls' sizes leave the bits.
-  const double per_seed_bytes = 8.0 * (result + workspace);
+// Seeds per backend call: the backend's size, fewer for large shapes (at most about 4 GB of
+// results and workspaces per call: the GPU keeps one workspace per seed of the call) or long
+// runs (the backend's size is for about 1e6 FLOPs per seed; a CPU call does at most 2^14 x 5e6
+// FLOPs). Seeds train alone, so the calls' sizes leave the bits.
+std::uint64_t seeds_per_call(const RunContext& ctx, const head::Model& m) {
+  const double per_seed_bytes = 8.0 * (head::result_size(m) + head::layout(m).total);
   const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
   const double work =
       m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
   const double per_call = static_cast<double>(ctx.backend.seeds_per_call());
-  std::uint64_t chunk = static_cast<std::uint64_t>(
+  return static_cast<std::uint64_t>(
       std::max(2.0, std::min({per_call, 4e9 / per_seed_bytes, per_call * 5e6 / work})));
-  chunk -= chunk % 2;
-  chunk = std::max<std::uint64_t>(chunk, 2);
+}
 
-  // Refusals that depend on the sweep's size: host memory (kept maps + one call's results + the
-  // CPU's workspaces, one lane pack per thread) and, with --per-seed, the disk.
-  const double kept = static_cast<double>(count) * (8.0 * (map + 2) + 1);
-  const double call = static_cast<double>(std::min<std::uint64_t>(chunk, count)) * 8.0 * result +
-                      64.0 * workspace * std::max(1, ctx.backend.threads());
-  if (!per_seed_file.empty()) {
-    const double need = static_cast<double>(count) * per_seed_row_bytes(s);
-    std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
-    if (dir.empty()) dir = ".";
-    std::error_code ec;
-    const auto space = std::filesystem::space(dir, ec);
-    if (!ec && need > static_cast<double>(space.available))
-      throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
-                                  " of rows, " + human_bytes(static_cast<double>(space.available)) +
-                                  " free on that disk; use fewer seeds or leave out --per-seed");
+// A monitor for the training calls inside the driver's chunks: a large head's seed trains long,
+// so the CPU's threads ask it between steps.
+const Monitor& signal_monitor() {
+  struct Signals : Monitor {
+    bool stop_requested() const override { return stop_requested_by_signal(); }
+  };
+  static const Signals m;
+  return m;
+}
+
+// One sweep: the request, its chunks, the first pass's summary, the second pass's measures.
+struct Sweep {
+  Sweep(const RunContext& c, const Shape& shape) : ctx(c), s(shape) {}
+
+  const RunContext& ctx;
+  const Shape s;
+  head::Model m;
+  std::vector<double> x, y;  // the task
+  SeedResults shape;
+  const SeedSet* seeds = nullptr;
+  std::uint64_t count = 0, per_chunk = 0, chunks = 0;
+  std::uint64_t budget = 0;  // values kept per quantity for exact quantiles
+  bool keep = false;         // the first pass keeps every seed's results for the second
+  std::string per_seed_file;
+  std::unique_ptr<PerSeedMaps> per_seed;
+  std::optional<MapSummary> summary;
+  std::vector<double> kept;  // keep: every seed's results, in order
+  std::vector<double> mean_map;
+  // The second pass's result.
+  std::optional<QuantileSketch> to_mean;
+  std::vector<std::int64_t> histogram = std::vector<std::int64_t>(kJsdBins, 0);
+  std::vector<double> scatter_loss, scatter_jsd;
+  std::uint64_t measured = 0;  // seeds through the second pass's fold
+  double train_seconds = 0;    // the first pass's
+
+  std::uint64_t first_of(std::uint64_t chunk) const { return chunk * per_chunk; }
+  std::uint64_t count_of(std::uint64_t chunk) const {
+    return std::min(per_chunk, count - first_of(chunk));
   }
-  const double memory = memory_available();
-  if (kept + call > 0.8 * memory)
-    throw std::invalid_argument("--seeds " + seeds.text() + ": the sweep needs about " +
-                                human_bytes(kept + call) + " of memory (" + human_bytes(8.0 * map) +
-                                " per seed for its map), " + human_bytes(memory) +
-                                " available; use fewer seeds or words");
-  std::unique_ptr<AtomicFile> per_seed;
-  if (!per_seed_file.empty()) per_seed = std::make_unique<AtomicFile>(per_seed_file, ctx.opt.force);
+  double work_of(std::uint64_t chunk) const {
+    return static_cast<double>(count_of(chunk)) * m.steps;
+  }
 
-  // Train, chunk by chunk; keep loss and map, measure the pairs and argmaxes on the way.
-  std::vector<double> losses(count), maps(count * map);
-  std::vector<char> finite(count);
-  std::vector<double> pair_jsd, pair_out;
-  std::vector<std::int64_t> argmax_counts(static_cast<std::size_t>(s.rows()) * s.n, 0);
-  std::int64_t converged = 0, not_finite = 0;
-  Progress progress("attention-sweep", static_cast<double>(count) * m.steps, "seed-steps",
-                    ctx.opt.quiet);
-  std::vector<std::uint64_t> chunk_seeds;
-  std::vector<double> out;
-  ChunkPacer pacer(2, 2, chunk, 0.1, 2);  // even chunks: i0 stays even
-  for (std::uint64_t i0 = 0, c = 0; i0 < count; i0 += c) {
-    progress.stop_point();
-    c = pacer.next(count - i0);
-    chunk_seeds.resize(c);
-    out.resize(c * result);
-    for (std::uint64_t i = 0; i < c; ++i) chunk_seeds[i] = seeds.at(i0 + i);
-    ctx.backend.train_heads(m, chunk_seeds.data(), static_cast<std::int64_t>(c), out.data(),
-                            progress);
-    for (std::uint64_t i = 0; i < c; ++i) {
-      const double* r = out.data() + i * result;
-      bool ok = std::isfinite(r[0]);
-      for (int e = 0; e < map; ++e) ok = ok && std::isfinite(r[1 + e]);
-      losses[i0 + i] = r[0];
-      std::copy(r + 1, r + 1 + map, maps.begin() + (i0 + i) * map);
-      finite[i0 + i] = ok;
-      if (!ok) {
-        ++not_finite;
-        continue;
-      }
-      if (r[0] < converged_below) ++converged;
-      for (int row = 0; row < s.rows(); ++row) {
-        const double* p = r + 1 + row * s.n;
-        argmax_counts[row * s.n + (std::max_element(p, p + s.n) - p)]++;
+  // Trains chunks [first, first + n) in one backend call: their results, in seed order.
+  std::vector<double> train(std::uint64_t first, std::uint64_t n, const Monitor& monitor) const {
+    const std::uint64_t a = first_of(first), b = first_of(first + n - 1) + count_of(first + n - 1);
+    std::vector<std::uint64_t> chunk_seeds(b - a);
+    for (std::uint64_t i = a; i < b; ++i) chunk_seeds[i - a] = seeds->at(i);
+    std::vector<double> out((b - a) * shape.size());
+    ctx.backend.train_heads(m, chunk_seeds.data(), static_cast<std::int64_t>(b - a), out.data(),
+                            monitor);
+    return out;
+  }
+
+  ChunkJob job(const std::string& label, std::uint64_t batch) const {
+    ChunkJob j;
+    j.label = label;
+    j.unit = "seed-steps";
+    j.chunks = chunks;
+    j.batch = batch;
+    j.work = [this](std::uint64_t i) { return work_of(i); };
+    return j;
+  }
+
+  void first_pass(std::uint64_t batch);
+  void second_pass(std::uint64_t batch);
+  void measure(std::uint64_t chunk, const SeedMeasures& measures);
+  Table table();
+};
+
+void Sweep::first_pass(std::uint64_t batch) {
+  ChunkJob j = job("attention-sweep", batch);
+  const MapSummary empty(shape, budget, ctx.get<double>("--converged-below"));
+  const MapSummary chunk_template(shape, per_chunk, empty.converged_below);
+  summary.emplace(empty);
+  const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
+  j.compute = [&](std::uint64_t first, std::uint64_t n) {
+    const std::vector<double> out = train(first, n, signal_monitor());
+    std::vector<ChunkState> states;
+    const double* r = out.data();
+    for (std::uint64_t i = first; i < first + n; ++i) {
+      MapSummary c = chunk_template;
+      c.add(r, static_cast<std::int64_t>(count_of(i)));
+      ChunkState state = c.to_state();
+      if (keep) state["results"] = exact_vector(std::vector<double>(r, r + count_of(i) * size));
+      states.push_back(std::move(state));
+      r += count_of(i) * size;
+    }
+    return states;
+  };
+  const auto read = [&](std::uint64_t i, const ChunkState& state) {
+    MapSummary c = chunk_template.from_state(state, static_cast<std::int64_t>(count_of(i)));
+    std::vector<double> results;
+    if (keep) {
+      if (!state.contains("results") || !state.at("results").is_string())
+        throw std::invalid_argument("no results of its seeds");
+      append_exact_vector(state.at("results").get<std::string>(), results);
+      if (results.size() != count_of(i) * size)
+        throw std::invalid_argument("results of the wrong length");
+    }
+    return std::make_pair(std::move(c), std::move(results));
+  };
+  j.check = [&](std::uint64_t i, const ChunkState& state) { read(i, state); };
+  j.fold = [&](std::uint64_t i, const ChunkState& state) {
+    auto [c, results] = read(i, state);
+    summary->merge(c);
+    kept.insert(kept.end(), results.begin(), results.end());
+  };
+  j.save = [&] {
+    ChunkState state = summary->to_state();
+    if (keep) state["results"] = exact_vector(kept);
+    return state;
+  };
+  j.load = [&](const ChunkState& state, std::uint64_t next) {
+    const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
+    summary.emplace(empty.from_state(state, folded));
+    kept.clear();
+    if (keep) {
+      if (!state.contains("results") || !state.at("results").is_string())
+        throw std::invalid_argument("no results of its seeds");
+      append_exact_vector(state.at("results").get<std::string>(), kept);
+      if (kept.size() != static_cast<std::uint64_t>(folded) * size)
+        throw std::invalid_argument("results of the wrong length");
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const bool folded = run_chunks(ctx.opt, j);
+  train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (folded) mean_map = summary->mean_map();
+}
+
+// Each seed's JSD to the mean map: from the kept results, or by training the seeds again (the
+// same bits: a seed trains alone from its own start).
+void Sweep::second_pass(std::uint64_t batch) {
+  to_mean.emplace(kJsdScale, budget);
+  spdlog::debug("attention-sweep: measuring each seed's JSD to the mean map ({})",
+                keep ? "from the kept results" : "training every seed again");
+  if (keep) {  // measure() takes the per-seed results from `kept`
+    for (std::uint64_t i = 0; i < chunks; ++i) {
+      stop_point();
+      measure(i, SeedMeasures::of(shape, mean_map, kept.data() + first_of(i) * shape.size(),
+                                  static_cast<std::int64_t>(count_of(i)), false));
+    }
+    return;
+  }
+  mean_map = share_result(nlohmann::json(mean_map)).get<std::vector<double>>();
+  const bool results_wanted = !per_seed_file.empty();
+  ChunkJob j = job("attention-sweep-second-pass", batch);
+  j.second_pass = true;
+  j.compute = [&](std::uint64_t first, std::uint64_t n) {
+    const std::vector<double> out = train(first, n, signal_monitor());
+    std::vector<ChunkState> states;
+    const double* r = out.data();
+    for (std::uint64_t i = first; i < first + n; ++i) {
+      states.push_back(SeedMeasures::of(shape, mean_map, r, static_cast<std::int64_t>(count_of(i)),
+                                        results_wanted)
+                           .to_state());
+      r += count_of(i) * shape.size();
+    }
+    return states;
+  };
+  j.check = [&](std::uint64_t i, const ChunkState& state) {
+    SeedMeasures::from_state(state, shape, static_cast<std::int64_t>(count_of(i)), results_wanted);
+  };
+  j.fold = [&](std::uint64_t i, const ChunkState& state) {
+    measure(i, SeedMeasures::from_state(state, shape, static_cast<std::int64_t>(count_of(i)),
+                                        results_wanted));
+  };
+  j.save = [&] {
+    return ChunkState{{"to_mean", to_mean->to_state()},
+                      {"histogram", histogram},
+                      {"scatter_loss", exact_vector(scatter_loss)},
+                      {"scatter_jsd", exact_vector(scatter_jsd)}};
+  };
+  j.load = [&](const ChunkState& state, std::uint64_t next) {
+    const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
+    to_mean.emplace(QuantileSketch(kJsdScale, budget)
+                        .from_state(state.at("to_mean"), folded, "JSD to the mean map"));
+    const auto h = state.at("histogram").get<std::vector<std::int64_t>>();
+    std::int64_t in_bins = 0;
+    for (std::int64_t c : h) in_bins += c < 0 ? throw std::invalid_argument("a negative count") : c;
+    if (h.size() != histogram.size() || in_bins != to_mean->count())
+      throw std::invalid_argument("a JSD histogram that does not count the finite seeds");
+    histogram = h;
+    scatter_loss.clear();
+    scatter_jsd.clear();
+    append_exact_vector(state.at("scatter_loss").get<std::string>(), scatter_loss);
+    append_exact_vector(state.at("scatter_jsd").get<std::string>(), scatter_jsd);
+    if (scatter_loss.size() != scatter_jsd.size() || scatter_loss.size() > kScatter)
+      throw std::invalid_argument("a scatter of the wrong length");
+    measured = static_cast<std::uint64_t>(folded);
+  };
+  run_chunks(ctx.opt, j);
+}
+
+// Folds one chunk of the second pass, in order: the JSD sketch, its figures, the per-seed files.
+void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
+  const double ln2 = std::log(2.0);
+  const std::uint64_t first = first_of(chunk);
+  for (std::size_t k = 0; k < sm.jsd.size(); ++k) {
+    const double v = sm.jsd[k];
+    if (std::isfinite(v)) {
+      to_mean->push(v);
+      histogram[std::clamp(static_cast<int>(v / ln2 * kJsdBins), 0, kJsdBins - 1)]++;
+      if (scatter_loss.size() < kScatter) {
+        scatter_loss.push_back(sm.loss[k]);
+        scatter_jsd.push_back(v);
       }
     }
-    for (std::uint64_t i = 0; i + 1 < c; i += 2) {  // pairs (1st, 2nd), (3rd, 4th), ...
-      if (!finite[i0 + i] || !finite[i0 + i + 1]) continue;
-      const double* a = out.data() + i * result;
-      const double* b = a + result;
-      pair_jsd.push_back(map_jsd(a + 1, b + 1, s.rows(), s.n));
-      pair_out.push_back(rms_distance(a + 1 + map, b + 1 + map, s.rows() * s.d_v, s.rows()));
+    if (per_seed) {
+      const double* r = sm.results.empty() ? kept.data() + (first + k) * shape.size()
+                                           : sm.results.data() + k * shape.size();
+      per_seed->add(seeds->at(first + k), r, v);
     }
-    pacer.done();
-    progress.advance(static_cast<double>(c) * m.steps);
   }
-  progress.finish();
+  measured += sm.jsd.size();
+}
 
-  // The mean map, each seed's JSD to it, the entries' moments.
-  spdlog::debug("attention-sweep: measuring the maps of {} seeds", count);
-  const std::int64_t used = static_cast<std::int64_t>(count) - not_finite;
-  std::vector<Moments> entry(map);
-  StopEvery stops(double(1 << 22));  // units: map entries (each a few FLOPs, a log in a JSD)
-  for (std::uint64_t i = 0; i < count; ++i) {
-    stops.add(map);
-    if (finite[i])
-      for (int e = 0; e < map; ++e) entry[e].push(maps[i * map + e]);
-  }
-  std::vector<double> mean_map(map);
-  for (int e = 0; e < map; ++e) mean_map[e] = entry[e].mean;
-  std::vector<double> to_mean(count, NAN);
-  for (std::uint64_t i = 0; i < count; ++i) {
-    stops.add(map);
-    if (finite[i]) to_mean[i] = map_jsd(&maps[i * map], mean_map.data(), s.rows(), s.n);
-  }
-
+Table Sweep::table() {
+  const MapSummary& su = *summary;
   Table t;
   t.name = "attention-sweep";
   t.title = "attention maps across seeds: how far apart the maps are, and how far the outputs";
   t.columns = {{"quantity"},    {"seeds"},       {"mean", "%.4g"}, {"std", "%.4g"},
                {"min", "%.4g"}, {"p05", "%.4g"}, {"p25", "%.4g"},  {"p50", "%.4g"},
-               {"p75", "%.4g"}, {"p95", "%.4g"}, {"max", "%.4g"}};
-  auto distribution = [&](const std::string& name, std::vector<double> v) {
-    v.erase(std::remove_if(v.begin(), v.end(), [](double z) { return !std::isfinite(z); }),
-            v.end());
-    Moments mo;
-    double lo = INFINITY, hi = -INFINITY;
-    for (double z : v) {
-      stops.add(1);
-      mo.push(z);
-      lo = std::min(lo, z);
-      hi = std::max(hi, z);
-    }
-    const std::int64_t k = static_cast<std::int64_t>(v.size());
-    if (v.empty()) {
-      t.add_row({name, k, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN});
+               {"p75", "%.4g"}, {"p95", "%.4g"}, {"max", "%.4g"},  {"quantiles"}};
+  std::vector<std::string> binned;
+  auto distribution = [&](const std::string& name, QuantileSketch& q) {
+    stop_point();
+    if (q.count() == 0) {
+      t.add_row({name, std::int64_t{0}, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, Cell{}});
       return;
     }
-    const std::vector<double> q = ctx.backend.quantiles(std::move(v), kProbs);
-    t.add_row({name, k, mo.mean, mo.stddev(), lo, q[0], q[1], q[2], q[3], q[4], hi});
+    const QuantileSketch::Mode mode = q.mode();
+    const auto qs = q.quantiles(kProbs, ctx.backend);
+    auto at = [&](int k) { return qs ? Cell((*qs)[k]) : Cell(); };
+    const char* how = mode == QuantileSketch::Mode::exact    ? "exact"
+                      : mode == QuantileSketch::Mode::binned ? "binned"
+                                                             : "";
+    if (mode == QuantileSketch::Mode::binned) binned.push_back(name);
+    t.add_row({name, q.count(), q.moments().mean, q.moments().stddev(), q.min(), at(0), at(1),
+               at(2), at(3), at(4), q.max(), how[0] ? Cell(std::string(how)) : Cell{}});
   };
   auto scalar = [&](const std::string& name, std::int64_t k, double value) {
-    t.add_row({name, k, value, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}});
+    t.add_row(
+        {name, k, value, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}});
   };
-  distribution("final loss", losses);
+  const std::int64_t used = su.seeds - su.not_finite;
+  QuantileSketch loss = su.loss;
+  distribution("final loss", loss);
   scalar("converged (fraction)", static_cast<std::int64_t>(count),
-         static_cast<double>(converged) / static_cast<double>(count));
-  distribution("JSD to the mean map", to_mean);
+         static_cast<double>(su.converged) / static_cast<double>(count));
+  distribution("JSD to the mean map", *to_mean);
+  QuantileSketch pair_jsd = su.pair_jsd, pair_out = su.pair_out;
   distribution("JSD between pairs of seeds", pair_jsd);
   distribution("output distance between pairs", pair_out);
   double agree = 0;
   for (int row = 0; row < s.rows(); ++row)
-    agree += static_cast<double>(*std::max_element(argmax_counts.begin() + row * s.n,
-                                                   argmax_counts.begin() + (row + 1) * s.n));
+    agree += static_cast<double>(
+        *std::max_element(su.argmax.begin() + row * s.n, su.argmax.begin() + (row + 1) * s.n));
   scalar("argmax agreement", used, used > 0 ? agree / s.rows() / static_cast<double>(used) : NAN);
-  std::vector<double> column(used);
-  for (int e = 0; e < map; ++e) {
-    std::size_t k = 0;
-    stop_point();
-    for (std::uint64_t i = 0; i < count; ++i)
-      if (finite[i]) column[k++] = maps[i * map + e];
-    distribution("P[" + std::to_string(s.r0 + e / s.n) + "][" + std::to_string(e % s.n) + "]",
-                 column);
-  }
-
-  // Per-seed rows, in the order given.
-  if (per_seed) {
-    std::string header = "seed,loss,converged,jsd_to_mean";
-    for (int e = 0; e < map; ++e)
-      header += ",p_" + std::to_string(s.r0 + e / s.n) + "_" + std::to_string(e % s.n);
-    per_seed->write(header + "\n");
-    std::string rows;
-    char cell[96];
-    for (std::uint64_t i = 0; i < count; ++i) {
-      stops.add(map);
-      std::snprintf(cell, sizeof cell, "%llu,%.17g,%d,%.17g",
-                    static_cast<unsigned long long>(seeds.at(i)), losses[i],
-                    finite[i] && losses[i] < converged_below ? 1 : 0, to_mean[i]);
-      rows += cell;
-      for (int e = 0; e < map; ++e) {
-        std::snprintf(cell, sizeof cell, ",%.17g", maps[i * map + e]);
-        rows += cell;
-      }
-      rows += "\n";
-      if (rows.size() > (1u << 20)) {
-        per_seed->write(rows);
-        rows.clear();
-      }
-    }
-    per_seed->write(rows);
-    per_seed->commit();
-  }
-
-  // Figures' data and notes.
   nlohmann::json mean_rows = nlohmann::json::array(), std_rows = nlohmann::json::array();
   for (int row = 0; row < s.rows(); ++row) {
     nlohmann::json a = nlohmann::json::array(), b = nlohmann::json::array();
     for (int j = 0; j < s.n; ++j) {
-      a.push_back(entry[row * s.n + j].mean);
-      b.push_back(used > 1 ? entry[row * s.n + j].stddev() : 0.0);
+      const Moments& mo = su.entries[row * s.n + j].moments();
+      a.push_back(mo.mean);
+      b.push_back(used > 1 ? mo.stddev() : 0.0);
     }
     mean_rows.push_back(a);
     std_rows.push_back(b);
   }
-  std::vector<std::int64_t> hist(kJsdBins, 0);
-  const double ln2 = std::log(2.0);
-  for (double v : to_mean)
-    if (std::isfinite(v)) hist[std::clamp(static_cast<int>(v / ln2 * kJsdBins), 0, kJsdBins - 1)]++;
-  nlohmann::json scatter_loss = nlohmann::json::array(), scatter_jsd = nlohmann::json::array();
-  for (std::uint64_t i = 0; i < count && scatter_loss.size() < kScatter; ++i)
-    if (finite[i]) {
-      scatter_loss.push_back(losses[i]);
-      scatter_jsd.push_back(to_mean[i]);
-    }
+  for (int e = 0; e < s.map_size(); ++e) {
+    QuantileSketch entry = su.entries[e];
+    distribution("P[" + std::to_string(s.r0 + e / s.n) + "][" + std::to_string(e % s.n) + "]",
+                 entry);
+  }
   t.extra["first_loss_row"] = s.r0;
   t.extra["mean_map"] = mean_rows;
   t.extra["std_map"] = std_rows;
-  t.extra["jsd_histogram"] = {{"bins", kJsdBins}, {"range", {0.0, ln2}}, {"counts", hist}};
+  t.extra["jsd_histogram"] = {
+      {"bins", kJsdBins}, {"range", {0.0, std::log(2.0)}}, {"counts", histogram}};
   t.extra["scatter"] = {{"loss", scatter_loss}, {"jsd", scatter_jsd}};
 
-  const double seconds = progress.elapsed_seconds();
   const double seed_steps = static_cast<double>(count) * m.steps;
-  char line[200];
+  char line[240];
   std::snprintf(line, sizeof line,
                 "%.3g seed-steps in %.3g s: %.3g seed-steps/s, %.3g GFLOP/s (%.0f useful FLOPs "
-                "per seed-step)",
-                seed_steps, seconds, seed_steps / seconds,
-                seed_steps * head::flops_per_step(m) / seconds / 1e9, head::flops_per_step(m));
-  if (m.grad == head::Grad::analytic) t.notes.push_back(line);
+                "per seed-step)%s",
+                seed_steps, train_seconds, seed_steps / train_seconds,
+                seed_steps * head::flops_per_step(m) / train_seconds / 1e9, head::flops_per_step(m),
+                keep ? "" : "; the first of two passes");
+  if (m.grad == head::Grad::analytic && ctx.opt.shards == 0) t.notes.push_back(line);
   t.notes.push_back("converged: final loss < " + ctx.settings.text("--converged-below") +
                     "; JSD in nats (0: same map, ln 2 = 0.693: maps that share nothing), the mean "
                     "over the loss rows R = queries " +
@@ -512,14 +553,30 @@ std::vector<Table> run(const RunContext& ctx) {
   t.notes.push_back(
       "pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ...; output "
       "distance: RMS over R of |O_a - O_b|");
+  if (!keep)
+    t.notes.push_back(
+        "JSD to the mean map: every seed trained a second time once the mean map was known (the "
+        "seeds' results did not fit --map-memory)");
+  if (!binned.empty()) {
+    char bound[200];
+    std::snprintf(bound, sizeof bound,
+                  "binned quantiles (past --quantile-budget values each): within %.2g (map "
+                  "entries), %.2g (JSD) absolute, %.2g of the value (loss, distance)",
+                  QuantileSketch::error_bound(kEntryScale), QuantileSketch::error_bound(kJsdScale),
+                  QuantileSketch::error_bound(kLossScale));
+    t.notes.push_back(bound);
+  }
+  if (!su.entry_quantiles())
+    t.notes.push_back("map entries: moments and extremes only (more than " +
+                      std::to_string(kMaxEntrySketches) + " entries)");
   if (std::isnan(ctx.get<double>("--lr")) || std::isnan(ctx.get<double>("--init-scale"))) {
     char what[160];
     std::snprintf(what, sizeof what, "--lr %g, --init-scale %g (auto for --task %s)", m.lr,
                   m.init_scale, s.lesson ? "lesson" : "random");
     t.notes.push_back(what);
   }
-  if (not_finite > 0)
-    t.notes.push_back(std::to_string(not_finite) +
+  if (su.not_finite > 0)
+    t.notes.push_back(std::to_string(su.not_finite) +
                       " runs ended with a non-finite loss or map (left out of the map measures)");
   t.run = {
       {"task", ctx.get<std::string>("--task")},
@@ -533,14 +590,86 @@ std::vector<Table> run(const RunContext& ctx) {
       {"grad", ctx.get<std::string>("--grad")},
       {"schedule", ctx.get<std::string>("--schedule")},
       {"init_scale", m.init_scale},
-      {"seeds", seeds.text()},
-      {"converged_below", converged_below},
+      {"seeds", seeds->text()},
+      {"converged_below", summary->converged_below},
+      {"quantile_budget", budget},
+      {"passes", keep ? 1 : 2},
       {"useful_flops_per_seed_step", head::flops_per_step(m)},
       {"init", "numpy default_rng(seed).normal(size=...) for W_Q, W_K, W_V, times --init-scale"}};
   if (!s.lesson) t.run["task_seed"] = ctx.get<std::uint64_t>("--task-seed");
-  return {t};
+  return t;
 }
 
+std::vector<Table> run(const RunContext& ctx) {
+  Sweep w(ctx, check_shape(ctx));
+  const Shape& s = w.s;
+  w.seeds = &ctx.get<SeedSet>("--seeds");
+  w.count = w.seeds->size();
+  w.per_seed_file = ctx.get<std::string>("--per-seed");
+  make_task(ctx, s, w.x, w.y);
+  w.m = model_of(ctx, s);
+  w.m.x = w.x.data();
+  w.m.y = w.y.data();
+  w.shape = SeedResults{s.rows(), s.n, s.d_v};
+  w.per_chunk = seeds_per_chunk(w.m, w.count);
+  w.chunks = (w.count + w.per_chunk - 1) / w.per_chunk;
+  // Values kept per quantity: the budget shared by the table's quantities (the loss, the JSDs,
+  // the distance, each map entry that keeps quantiles).
+  const int quantities = 4 + (s.map_size() <= kMaxEntrySketches ? s.map_size() : 0);
+  w.budget = ctx.get<std::uint64_t>("--quantile-budget") / static_cast<std::uint64_t>(quantities);
+  const double result_bytes = 8.0 * w.shape.size();
+  w.keep = static_cast<double>(w.count) * result_bytes <=
+           static_cast<double>(ctx.get<std::uint64_t>("--map-memory"));
+  if (!w.per_seed_file.empty() && !ctx.opt.checkpoint.empty())
+    throw std::invalid_argument(
+        "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
+
+  // Refusals that depend on the sweep's size, before any work: the disk for --per-seed, and
+  // memory for what a backend call and the summaries hold.
+  if (!w.per_seed_file.empty()) {
+    const double need = PerSeedMaps::bytes(w.per_seed_file, w.shape, w.count);
+    std::filesystem::path dir = std::filesystem::path(w.per_seed_file).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    const auto space = std::filesystem::space(dir, ec);
+    if (!ec && need > static_cast<double>(space.available))
+      throw std::invalid_argument("--per-seed " + w.per_seed_file + ": about " + human_bytes(need) +
+                                  " of results, " +
+                                  human_bytes(static_cast<double>(space.available)) +
+                                  " free on that disk; use fewer seeds or leave out --per-seed");
+  }
+  const std::uint64_t call = std::max<std::uint64_t>(seeds_per_call(ctx, w.m), w.per_chunk);
+  const double call_bytes = static_cast<double>(std::min(call, w.count)) * result_bytes * 3 +
+                            64.0 * 8 * head::layout(w.m).total * std::max(1, ctx.backend.threads());
+  const double summary_bytes = (w.keep ? static_cast<double>(w.count) * result_bytes * 3 : 0) +
+                               static_cast<double>(quantities) * 8 * static_cast<double>(w.budget) +
+                               static_cast<double>(s.map_size()) * 400;
+  const double memory = memory_available();
+  if (call_bytes + summary_bytes > 0.8 * memory)
+    throw std::invalid_argument("--seeds " + w.seeds->text() + ": the sweep needs about " +
+                                human_bytes(call_bytes + summary_bytes) + " of memory, " +
+                                human_bytes(memory) +
+                                " available; use fewer words, a smaller --quantile-budget or "
+                                "--map-memory");
+  if (!w.per_seed_file.empty() && reports_results(ctx.opt))
+    w.per_seed = std::make_unique<PerSeedMaps>(w.per_seed_file, ctx.opt.force, w.shape, s.r0,
+                                               w.count, ctx.get<double>("--converged-below"));
+  spdlog::debug("attention-sweep: {} seeds in {} chunks of {}, {} pass{}", w.count, w.chunks,
+                w.per_chunk, w.keep ? 1 : 2, w.keep ? "" : "es");
+
+  if (!w.keep && ctx.opt.shards == 0)
+    spdlog::info(
+        "attention-sweep: the seeds' results need more than --map-memory: every seed trains "
+        "twice (the second time for its JSD to the mean map)");
+  const std::uint64_t batch = std::max<std::uint64_t>(1, call / w.per_chunk);
+  w.first_pass(batch);
+  if (w.mean_map.empty() && (w.keep || ctx.opt.shards > 0)) return {};  // a part, or a rank
+  if (!w.keep || reports_results(ctx.opt)) w.second_pass(batch);
+  if (!reports_results(ctx.opt)) return {};
+  spdlog::debug("attention-sweep: measured the maps of {} seeds", w.measured);
+  if (w.per_seed) w.per_seed->commit();
+  return {w.table()};
+}
 }  // namespace
 
 const Experiment& attention_sweep_experiment() {
@@ -583,7 +712,18 @@ const Experiment& attention_sweep_experiment() {
                            0, 1e6),
                  param::real("--converged-below", "1e-4",
                              "A run converged if its loss ends below X", 0, 1e300, true),
-                 param::output_file("--per-seed", "Also write one CSV row per run to FILE")},
+                 param::output_file(
+                     "--per-seed",
+                     "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the "
+                     "maps as an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)"),
+                 param::count_up_to("--quantile-budget", "4194304",
+                                    "Values kept for exact quantiles, shared by the table's "
+                                    "quantities (8 bytes each); beyond, binned quantiles",
+                                    std::uint64_t{1} << 30),
+                 param::count_up_to("--map-memory", "33554432",
+                                    "Bytes of seeds' results kept for the JSD to the mean map; "
+                                    "a larger sweep trains its seeds a second time instead",
+                                    std::uint64_t{1} << 40)},
       .figures = {{"attention-sweep-map", true, heatmap_script},
                   {"attention-sweep-jsd", false, jsd_histogram_script},
                   {"attention-sweep-loss-jsd", false, scatter_script}},
@@ -591,7 +731,8 @@ const Experiment& attention_sweep_experiment() {
                    "--seeds 0:10000 --steps 1000",
                    "demo --table attention-sweep --task lesson --words 2 --d-model 2 --d-k 2 "
                    "--train qk"},
-      .run = run};
+      .run = run,
+      .chunked = true};
   return e;
 }
 

@@ -300,6 +300,12 @@ std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape) {
   return xt::dump_npy(view);
 }
 
+std::string npy_header(const std::string& descr, const std::vector<std::size_t>& shape) {
+  std::ostringstream out;
+  xt::detail::write_header(out, descr, false, shape);
+  return out.str();
+}
+
 template std::string npy_bytes<float>(const float*, const std::vector<std::size_t>&);
 template std::string npy_bytes<double>(const double*, const std::vector<std::size_t>&);
 

@@ -43,6 +43,11 @@ template <class T>
 std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape);
 
 // "(3, 2)" for any shape.
+// The header of a .npy file (version 1.0, C order) of this dtype ("<f8", "<u8") and shape, made
+// by xtensor's writer: the array's bytes, little-endian, follow it. For arrays written as they
+// are computed, too large to hold.
+std::string npy_header(const std::string& descr, const std::vector<std::size_t>& shape);
+
 std::string shape_text(const std::vector<std::size_t>& shape);
 
 }  // namespace attn

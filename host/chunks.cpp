@@ -291,6 +291,11 @@ void check_part_fields(const json& j, const std::string& where) {
 
 }  // namespace
 
+ChunkState share_result(const ChunkState& on_rank_0) {
+  if (cluster::size() == 1) return on_rank_0;
+  return json::parse(cluster::broadcast(cluster::is_root() ? on_rank_0.dump() : std::string()));
+}
+
 bool reports_results(const Options& o) { return o.shards == 0 && cluster::is_root(); }
 
 void prepare_chunks(const Options& o) {
@@ -621,10 +626,11 @@ void fold_ready(JobRun& run) {
   }
 }
 
-// A state arrives (computed here or received): it counts for progress, is held and, where this
-// process folds, folded as soon as it can be; the checkpoint is saved when it is due.
-void deliver(JobRun& run, std::uint64_t i, ChunkState s) {
-  run.progress->advance(run.job.work(i));
+// A state arrives (computed here or received): it counts for progress (unless counted already),
+// is held and, where this process folds, folded as soon as it can be; the checkpoint is saved
+// when it is due.
+void deliver(JobRun& run, std::uint64_t i, ChunkState s, bool counted = false) {
+  if (!counted) run.progress->advance(run.job.work(i));
   run.held.emplace(i, std::move(s));
   if (run.fold_here) fold_ready(run);
   if (run.checkpoint && std::chrono::duration<double>(Clock::now() - run.last_save).count() >=
@@ -660,7 +666,12 @@ std::uint64_t compute_batch(JobRun& run, ChunkPacer& pacer, std::uint64_t first)
     for (std::uint64_t k = 0; k < count; ++k) m.push_back(json::array({first + k, states[k]}));
     cluster::send(0, run.tag, m.dump());
   } else {
-    for (std::uint64_t k = 0; k < count; ++k) deliver(run, first + k, std::move(states[k]));
+    // The call's work counts as one advance of progress (the stop audit measures the work
+    // between the checks of one call).
+    double work = 0;
+    for (std::uint64_t k = 0; k < count; ++k) work += run.job.work(first + k);
+    run.progress->advance(work);
+    for (std::uint64_t k = 0; k < count; ++k) deliver(run, first + k, std::move(states[k]), true);
   }
   if (run.mpi && run.root) receive(run);
   return first + count;
@@ -715,7 +726,8 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
   Driver& d = driver();
   // Every rank runs the same jobs in the same order: the job's number tags its messages.
   const int tag = 100 + (d.jobs++ % 30000);
-  if (d.merging) {
+  if (job.second_pass && o.shards > 0) return false;  // demo merge runs it
+  if (d.merging && !job.second_pass) {
     fold_parts(d.parts, job);
     return true;
   }

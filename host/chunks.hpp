@@ -86,6 +86,10 @@ struct ChunkJob {
   // std::invalid_argument saying what is wrong (the run then stops, before any work).
   std::function<ChunkState()> save;
   std::function<void(const ChunkState& state, std::uint64_t next)> load;
+  // A second pass: a job whose chunks need the whole result of an earlier job of the same table
+  // (handed to every rank with share_result). A --shard does not run it (its part holds the
+  // first pass alone); demo merge runs it, after folding the parts, in its own process.
+  bool second_pass = false;
 };
 
 // Runs the job as this process's part of the run (see the top of this file). A job of more
@@ -95,6 +99,11 @@ struct ChunkJob {
 // OUT/LABEL.part.json; another MPI rank). Throws Interrupted on Ctrl-C/SIGTERM (after saving the
 // checkpoint), std::runtime_error for a failed file.
 bool run_chunks(const Options& o, const ChunkJob& job);
+
+// The state on MPI rank 0, on every rank of the job (a collective call: every rank calls it, in
+// the same order); the state itself in a job of one. For a second pass (ChunkJob::second_pass)
+// whose chunks need what rank 0 folded.
+ChunkState share_result(const ChunkState& on_rank_0);
 
 // Whether this process makes the final tables and files (not a shard, not an MPI rank but 0).
 bool reports_results(const Options& o);

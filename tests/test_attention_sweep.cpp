@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -199,11 +200,114 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   };
   for (const auto& [args, says] : cases)
     test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
-  // Memory (no --per-seed): a sweep whose maps would not fit, refused before work (exit 2).
+  // Memory (no --per-seed): a sweep told to keep results that cannot fit, refused before work.
   test::expect_refused(
-      "--table attention-sweep -q --task random --words 64 --d-model 4 --d-k 4 --seeds "
-      "0:1000000000000",
+      "--table attention-sweep -q --task random --words 8 --d-model 16 --d-k 16 --seeds "
+      "0:100000000 --map-memory 1099511627776",
       2, {"of memory"});
+}
+
+// The second pass (each seed's JSD to the mean map) from the results the first pass kept, or
+// by training every seed again (--map-memory 0): the same bytes, table and per-seed rows.
+TEST(AttentionSweep, KeptAndRetrainedSecondPassesGiveTheSameBytes) {
+  TempDir dir;
+  const std::string args =
+      "--table attention-sweep --format csv --task random --words 4 --d-model 6 --d-k 4 "
+      "--seeds 0:3000 --steps 200 --per-seed ";
+  const auto kept = test::run_demo(args + dir.file("kept.csv") + " -q");
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  const auto again = test::run_demo(args + dir.file("again.csv") + " --map-memory 0 -v");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("training every seed again"), std::string::npos) << again.err;
+  EXPECT_EQ(again.out, kept.out);
+  EXPECT_EQ(test::read_file(dir.file("again.csv")), test::read_file(dir.file("kept.csv")));
+}
+
+// Past --quantile-budget the quantiles come from bins: within the bounds the notes state (map
+// entries 2^-15 and the JSD ln 2 / 2^17 absolute, loss and distance 2^-15 of the value) of the
+// exact ones, every other cell the same.
+TEST(AttentionSweep, BinnedQuantilesAreWithinTheirBounds) {
+  const std::string args =
+      "--table attention-sweep -q --format csv --task random --words 3 --d-model 4 --d-k 3 "
+      "--seeds 0:2000 --steps 50";
+  const auto exact = test::run_demo(args);
+  const auto binned = test::run_demo(args + " --quantile-budget 100");
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  ASSERT_EQ(binned.exit_code, 0) << binned.err;
+  const auto rows_of = [](const std::string& csv) {
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& line : test::split(csv, '\n'))
+      if (!line.empty()) rows.push_back(test::split(line, ','));
+    return rows;
+  };
+  const auto a = rows_of(exact.out), b = rows_of(binned.out);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 10u);
+  int binned_rows = 0;
+  for (std::size_t r = 1; r < a.size(); ++r) {
+    const std::string& q = a[r][0];
+    SCOPED_TRACE(q);
+    ASSERT_EQ(a[r].size(), b[r].size());
+    for (std::size_t c = 0; c < 5; ++c) EXPECT_EQ(a[r][c], b[r][c]);  // name, seeds, mean, std, min
+    EXPECT_EQ(a[r][10], b[r][10]);                                    // max
+    if (b[r][11] != "binned") {
+      EXPECT_EQ(a[r], b[r]);
+      continue;
+    }
+    ++binned_rows;
+    EXPECT_EQ(a[r][11], "exact");
+    for (std::size_t c = 5; c < 10; ++c) {
+      const double x = std::stod(a[r][c]), y = std::stod(b[r][c]);
+      const double bound = q.rfind("P[", 0) == 0                ? std::ldexp(1.0, -15)
+                           : q.find("JSD") != std::string::npos ? std::log(2.0) / (1 << 17)
+                                                                : std::ldexp(std::fabs(x), -15);
+      EXPECT_LE(std::fabs(x - y), bound * (1 + 1e-12)) << "column " << c;
+    }
+  }
+  EXPECT_EQ(binned_rows, 4 + 9);  // loss, JSD to mean, pair JSD, distance, 9 entries
+}
+
+// --per-seed FILE.npy: the maps as one array (seeds, |R|, n) numpy maps without reading, and
+// the seeds, losses, JSDs and outputs beside it; the same numbers as the CSV rows.
+TEST(AttentionSweep, PerSeedNpyHoldsTheRowsAsArrays) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  TempDir dir;
+  const std::string args =
+      "--table attention-sweep -q --task random --words 4 --d-model 6 --d-k 4 --d-v 5 "
+      "--seeds 7:507 --steps 30 --per-seed ";
+  ASSERT_EQ(test::run_demo(args + dir.file("rows.csv")).exit_code, 0);
+  const auto r = test::run_demo(args + dir.file("maps.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = test::run_python(
+      "import numpy as np, csv\n"
+      "d = '" +
+      dir.file("") +
+      "'\n"
+      "m = np.load(d + 'maps.npy', mmap_mode='r')\n"
+      "s = np.load(d + 'maps.seeds.npy'); l = np.load(d + 'maps.loss.npy')\n"
+      "j = np.load(d + 'maps.jsd.npy'); o = np.load(d + 'maps.out.npy', mmap_mode='r')\n"
+      "rows = list(csv.DictReader(open(d + 'rows.csv')))\n"
+      "ok = m.shape == (500, 4, 4) and o.shape == (500, 4, 5) and s.dtype == np.uint64\n"
+      "ok = ok and (s == np.arange(7, 507)).all() and m.dtype == np.float64\n"
+      "for k, row in enumerate(rows):\n"
+      "    ok = ok and float(row['loss']) == l[k] and float(row['jsd_to_mean']) == j[k]\n"
+      "    ok = ok and all(float(row['p_%d_%d' % (a, b)]) == m[k, a, b] for a in range(4) "
+      "for b in range(4))\n"
+      "ok = ok and np.allclose(m.sum(axis=2), 1) and (o != 0).any()\n"
+      "print('ok' if ok and len(rows) == 500 else 'mismatch')\n");
+  EXPECT_EQ(out, "ok\n");
+}
+
+// A sweep far larger than memory is accepted, says how long it will take, and stops on SIGTERM.
+TEST(AttentionSweep, ABillionSeedsIsAcceptedWithATimeEstimate) {
+  const auto r = test::signal_when_ready(
+      "--table attention-sweep --task random --words 8 --d-model 16 --d-k 16 --steps 1 "
+      "--seeds 0:1000000000 --device cpu",
+      "expected to take about", SIGTERM);
+  SCOPED_TRACE(r.err);
+  ASSERT_TRUE(r.ready);
+  EXPECT_FALSE(r.hung);
+  EXPECT_EQ(r.exit_code, 143);
 }
 
 // Runs that blow up (losses up to 4.5e307, every one finite): the final loss's mean and std are

@@ -30,11 +30,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The three bulk tables, with a few chunks each (dk-std 5, saturation 13, the sweep 6).
+// The bulk tables, with a few chunks each (dk-std 5, saturation 13, the sweeps 6).
 const std::vector<std::string> kBulk = {
     "--table dk-std --rng philox --dk 2,64,512 --samples 6e5",
     "--table softmax-saturation --samples 2000 --keys 3",
-    "--table training-sweep --seeds 0:10000 --steps 200 --grad analytic"};
+    "--table training-sweep --seeds 0:10000 --steps 200 --grad analytic",
+    // attention-sweep, 6 chunks: its second pass from the kept results, and by training again.
+    "--table attention-sweep --task random --words 4 --d-model 6 --d-k 4 --seeds 0:3000 "
+    "--steps 200",
+    "--table attention-sweep --task random --words 4 --d-model 6 --d-k 4 --seeds 0:3000 "
+    "--steps 200 --map-memory 0"};
 
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())) / name;
@@ -178,14 +183,47 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// attention-sweep's per-seed arrays: parts of the first pass, the second pass (training again)
+// in merge, which writes every array as one process does.
+TEST(Shards, PerSeedArraysOfAMergedSweepAreThoseOfOneRun) {
+  const std::string args = kBulk[4] + " -q --format csv";
+  const fs::path one = scratch("one-maps.npy"), maps = scratch("maps.npy");
+  const auto single = test::run_demo(args + " --per-seed " + one.string());
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  std::string dirs;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path part = scratch("maps-part" + std::to_string(i));
+    const auto s = test::run_demo(args + " --per-seed " + maps.string() + " --shard " +
+                                  std::to_string(i) + "/3 --out " + part.string());
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_FALSE(fs::exists(maps)) << "a shard writes no per-seed arrays";
+    dirs += " " + part.string();
+  }
+  const auto m = test::run_demo("merge" + dirs + " -q --format csv");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(m.out, single.out);
+  for (const char* ext : {".npy", ".seeds.npy", ".loss.npy", ".jsd.npy", ".out.npy"}) {
+    const std::string a = (one.parent_path() / (std::string("one-maps") + ext)).string();
+    const std::string b = (one.parent_path() / (std::string("maps") + ext)).string();
+    EXPECT_EQ(test::read_file(b), test::read_file(a)) << ext;
+    EXPECT_GT(test::read_file(a).size(), 3000u * 8) << ext;
+  }
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // The calls of work (what a Progress counts) a whole run of `args` makes: from the stop audit of
 // a run that is never asked to stop ("... (N calls)").
+// (The sum over its Progress meters: a table of two passes has two.)
 int calls_of(const std::string& args) {
   const auto r = test::run_demo(args, "ATTNLAB_STOP_AUDIT=1000000000");
-  const std::size_t at = r.err.rfind(" calls)");
-  if (r.exit_code != 0 || at == std::string::npos) return -1;
-  const std::size_t from = r.err.rfind('(', at);
-  return std::stoi(r.err.substr(from + 1, at - from - 1));
+  if (r.exit_code != 0) return -1;
+  int calls = 0;
+  for (std::size_t at = r.err.find(" calls)"); at != std::string::npos;
+       at = r.err.find(" calls)", at + 1)) {
+    const std::size_t from = r.err.rfind('(', at);
+    calls += std::stoi(r.err.substr(from + 1, at - from - 1));
+  }
+  return calls > 0 ? calls : -1;
 }
 
 TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
@@ -220,6 +258,23 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
                      "ATTNLAB_TEST_KILL_AT_CALL=2");
   EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
   EXPECT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).out, sweep_one.out);
+  // attention-sweep's two passes (two jobs in one checkpoint), killed at a random call of either.
+  const std::string heads = kBulk[4] + " --threads 1 --format csv -q";
+  const auto heads_one = test::run_demo(heads);
+  ASSERT_EQ(heads_one.exit_code, 0) << heads_one.err;
+  const int head_calls = calls_of(heads);
+  ASSERT_GT(head_calls, 2);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const fs::path hk = scratch("ck-heads" + std::to_string(attempt) + ".json");
+    const int at = 1 + static_cast<int>(rd() % static_cast<unsigned>(head_calls - 1));
+    const auto k =
+        test::run_demo(heads + " --checkpoint " + hk.string() + " --checkpoint-every 1e-9",
+                       "ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at));
+    EXPECT_EQ(k.exit_code, 128 + SIGKILL) << "killed at call " << at;
+    const auto resumed = test::run_demo(heads + " --checkpoint " + hk.string());
+    ASSERT_EQ(resumed.exit_code, 0) << "killed at call " << at << ": " << resumed.err;
+    EXPECT_EQ(resumed.out, heads_one.out) << "killed at call " << at;
+  }
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 

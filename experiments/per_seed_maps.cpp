@@ -1,0 +1,106 @@
+// per_seed_maps.cpp: see per_seed_maps.hpp.
+#include "experiments/per_seed_maps.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "host/array_io.hpp"
+
+namespace attn {
+namespace {
+
+bool is_npy(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+}
+
+std::string stem(const std::string& path) { return path.substr(0, path.size() - 4); }
+
+// The order of files_ and buffers_ for .npy.
+enum Npy { kMaps, kSeeds, kLoss, kJsd, kOut, kNpyFiles };
+
+template <class T>
+void append(std::string& buffer, const T* values, std::size_t count) {
+  static_assert(sizeof(T) == 8);
+  const std::size_t at = buffer.size();
+  buffer.resize(at + 8 * count);
+  std::memcpy(buffer.data() + at, values, 8 * count);  // little-endian machines (x86-64, arm64)
+}
+
+}  // namespace
+
+std::vector<std::string> PerSeedMaps::files(const std::string& path) {
+  if (!is_npy(path)) return {path};
+  const std::string s = stem(path);
+  return {path, s + ".seeds.npy", s + ".loss.npy", s + ".jsd.npy", s + ".out.npy"};
+}
+
+double PerSeedMaps::bytes(const std::string& path, const SeedResults& shape, std::uint64_t count) {
+  const double seeds = static_cast<double>(count);
+  // CSV: the seed (up to 20 digits), %.17g numbers (up to 24 characters) and separators.
+  if (!is_npy(path)) return seeds * (20 + 2 + 25.0 * (2 + shape.map_size()) + 1);
+  return 5 * 128 + seeds * 8 * (3 + shape.map_size() + shape.rows * shape.d_v);
+}
+
+PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const SeedResults& shape, int r0,
+                         std::uint64_t count, double converged_below)
+    : shape_(shape), converged_below_(converged_below), count_(count), npy_(is_npy(path)) {
+  for (const std::string& f : files(path)) files_.push_back(std::make_unique<AtomicFile>(f, force));
+  buffers_.resize(files_.size());
+  if (npy_) {
+    const std::size_t seeds = count, rows = shape.rows;
+    buffers_[kMaps] = npy_header("<f8", {seeds, rows, static_cast<std::size_t>(shape.n)});
+    buffers_[kSeeds] = npy_header("<u8", {seeds});
+    buffers_[kLoss] = npy_header("<f8", {seeds});
+    buffers_[kJsd] = npy_header("<f8", {seeds});
+    buffers_[kOut] = npy_header("<f8", {seeds, rows, static_cast<std::size_t>(shape.d_v)});
+    return;
+  }
+  std::string header = "seed,loss,converged,jsd_to_mean";
+  for (int e = 0; e < shape.map_size(); ++e)
+    header += ",p_" + std::to_string(r0 + e / shape.n) + "_" + std::to_string(e % shape.n);
+  buffers_[0] = header + "\n";
+}
+
+void PerSeedMaps::add(std::uint64_t seed, const double* r, double jsd_to_mean) {
+  ++added_;
+  const int map = shape_.map_size();
+  if (npy_) {
+    append(buffers_[kMaps], r + 1, static_cast<std::size_t>(map));
+    append(buffers_[kSeeds], &seed, 1);
+    append(buffers_[kLoss], r, 1);
+    append(buffers_[kJsd], &jsd_to_mean, 1);
+    append(buffers_[kOut], r + 1 + map, static_cast<std::size_t>(shape_.rows) * shape_.d_v);
+  } else {
+    char cell[96];
+    const bool converged = shape_.finite(r) && r[0] < converged_below_;
+    std::snprintf(cell, sizeof cell, "%llu,%.17g,%d,%.17g", static_cast<unsigned long long>(seed),
+                  r[0], converged ? 1 : 0, jsd_to_mean);
+    std::string& rows = buffers_[0];
+    rows += cell;
+    for (int e = 0; e < map; ++e) {
+      std::snprintf(cell, sizeof cell, ",%.17g", r[1 + e]);
+      rows += cell;
+    }
+    rows += "\n";
+  }
+  flush(false);
+}
+
+void PerSeedMaps::flush(bool all) {
+  for (std::size_t k = 0; k < files_.size(); ++k)
+    if (all || buffers_[k].size() >= (std::size_t{1} << 20)) {
+      files_[k]->write(buffers_[k]);
+      buffers_[k].clear();
+    }
+}
+
+void PerSeedMaps::commit() {
+  if (added_ != count_)
+    throw std::logic_error("--per-seed: " + std::to_string(added_) + " seeds written of " +
+                           std::to_string(count_));
+  flush(true);
+  for (auto& f : files_) f->commit();
+}
+
+}  // namespace attn
