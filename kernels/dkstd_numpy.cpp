@@ -148,7 +148,7 @@ void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
 // redraws) from its lane's state. The values are compacted over the words the rare paths drew,
 // in the same walk. Bits: the same operations as ziggurat_first and standard_normal_rare
 // (uint64 -> double is exact below 2^52, the sign is the sign bit), tested at every split and
-// at each level. The loop is written once (numpy_simd.inc) over an ISA shim.
+// at each level. The loop is written once (run) over an ISA shim (IsaV4, IsaV3).
 using numpy_rng::u128;
 
 constexpr unsigned kBlockVectors = 128;  // vectors a block: its lists take 17 KiB of stack
@@ -173,8 +173,9 @@ struct BlockEnd {
 // The normals of the block of words [base, base + words), a true normal start at base: the
 // first m entries of `listed` are its vectors with a lane not surely accepted. slot: the
 // candidate values by word (null when locating); the normals' values are left at slot[0 .. n).
-BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t words, unsigned m,
-                       const Listed& listed, double* slot) {
+__attribute__((noinline)) BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base,
+                                                 std::uint64_t words, unsigned m,
+                                                 const Listed& listed, double* slot) {
   const std::uint64_t end = base + words;
   std::uint64_t c = base, n = 0;  // c: where the next normal starts
   u128 state = 0;
@@ -239,35 +240,35 @@ alignas(64) constexpr std::array<KW, 256> kLayers = [] {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v4")
-namespace v4 {
-struct Isa {  // one AVX-512 register
+// The ISA shims: each member carries its level's target (cpu_clones.hpp).
+struct IsaV4 {  // one AVX-512 register
   using V = __m512i;
   using D = __m512d;
-  static V set1(std::uint64_t x) { return _mm512_set1_epi64(static_cast<long long>(x)); }
-  static V load(const std::uint64_t* p) { return _mm512_load_si512(p); }
-  static void store(std::uint64_t* p, V v) { _mm512_store_si512(p, v); }
-  static void storeu(double* p, D v) { _mm512_storeu_pd(p, v); }
-  static V add(V a, V b) { return _mm512_add_epi64(a, b); }
-  static V and_(V a, V b) { return _mm512_and_si512(a, b); }
-  static V xor_(V a, V b) { return _mm512_xor_si512(a, b); }
-  static D xor_(D a, V b) {
+  ATTN_TARGET_V4 static V set1(std::uint64_t x) {
+    return _mm512_set1_epi64(static_cast<long long>(x));
+  }
+  ATTN_TARGET_V4 static V load(const std::uint64_t* p) { return _mm512_load_si512(p); }
+  ATTN_TARGET_V4 static void store(std::uint64_t* p, V v) { _mm512_store_si512(p, v); }
+  ATTN_TARGET_V4 static void storeu(double* p, D v) { _mm512_storeu_pd(p, v); }
+  ATTN_TARGET_V4 static V add(V a, V b) { return _mm512_add_epi64(a, b); }
+  ATTN_TARGET_V4 static V and_(V a, V b) { return _mm512_and_si512(a, b); }
+  ATTN_TARGET_V4 static V xor_(V a, V b) { return _mm512_xor_si512(a, b); }
+  ATTN_TARGET_V4 static D xor_(D a, V b) {
     return _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(a), b));
   }
   template <int N>
-  static V srl(V a) {
+  ATTN_TARGET_V4 static V srl(V a) {
     return _mm512_srli_epi64(a, N);
   }
   template <int N>
-  static V sll(V a) {
+  ATTN_TARGET_V4 static V sll(V a) {
     return _mm512_slli_epi64(a, N);
   }
-  static V mul_u32(V a, V b) { return _mm512_mul_epu32(a, b); }
-  static V mul_lo(V a, V b) { return _mm512_mullo_epi64(a, b); }
-  static V rotr(V x, V r) { return _mm512_rorv_epi64(x, r); }
+  ATTN_TARGET_V4 static V mul_u32(V a, V b) { return _mm512_mul_epu32(a, b); }
+  ATTN_TARGET_V4 static V mul_lo(V a, V b) { return _mm512_mullo_epi64(a, b); }
+  ATTN_TARGET_V4 static V rotr(V x, V r) { return _mm512_rorv_epi64(x, r); }
   // hi + 1 where sum < addend (the carry out of sum = addend + something, mod 2^64).
-  static V add_carry(V hi, V sum, V addend) {
+  ATTN_TARGET_V4 static V add_carry(V hi, V sum, V addend) {
     return _mm512_mask_add_epi64(hi, _mm512_cmplt_epu64_mask(sum, addend), hi, set1(1));
   }
   // The lanes surely accepted: rabs >> 36 < k16[idx] (k16 = kZigguratK >> 36, so then rabs <
@@ -276,7 +277,7 @@ struct Isa {  // one AVX-512 register
   // k16[idx] (p = 2^-16) is left to resolve_block's exact test, as are the rejected ones.
   struct KTable {
     __m512i t[8];
-    KTable() {
+    ATTN_TARGET_V4 KTable() {
       alignas(64) std::uint16_t k[256];
       for (int i = 0; i < 256; ++i) k[i] = static_cast<std::uint16_t>(zig::kZigguratK[i] >> 36);
       for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(k + 32 * i);
@@ -287,9 +288,11 @@ struct Isa {  // one AVX-512 register
     const KTable& k;
     V idx;
   };
-  static Layer layer(const KTable& k, V idx) { return {k, idx}; }
-  static D width(const Layer& l) { return _mm512_i64gather_pd(l.idx, zig::kZigguratW, 8); }
-  static unsigned surely_accepted(const Layer& l, V rabs) {
+  ATTN_TARGET_V4 static Layer layer(const KTable& k, V idx) { return {k, idx}; }
+  ATTN_TARGET_V4 static D width(const Layer& l) {
+    return _mm512_i64gather_pd(l.idx, zig::kZigguratW, 8);
+  }
+  ATTN_TARGET_V4 static unsigned surely_accepted(const Layer& l, V rabs) {
     const KTable& k = l.k;
     const V idx = l.idx;
     const __m512i p0 = _mm512_permutex2var_epi16(k.t[0], idx, k.t[1]);
@@ -302,75 +305,83 @@ struct Isa {  // one AVX-512 register
                                         _mm512_mask_blend_epi64(b6, p2, p3));
     return _mm512_cmplt_epu64_mask(srl<36>(rabs), and_(t, set1(0xffff)));
   }
-  static D to_double(V a) { return _mm512_cvtepu64_pd(a); }
-  static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
+  ATTN_TARGET_V4 static D to_double(V a) { return _mm512_cvtepu64_pd(a); }
+  ATTN_TARGET_V4 static D mul(D a, D b) { return _mm512_mul_pd(a, b); }
 };
-#include "numpy_simd.inc"
-}  // namespace v4
-#pragma GCC pop_options
 
-#pragma GCC push_options
-#pragma GCC target("arch=x86-64-v3")
-namespace v3 {
-struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
+struct IsaV3 {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
   struct V {
     __m256i a, b;
   };
   struct D {
     __m256d a, b;
   };
-  static V set1(std::uint64_t x) {
+  ATTN_TARGET_V3 static V set1(std::uint64_t x) {
     const __m256i v = _mm256_set1_epi64x(static_cast<long long>(x));
     return {v, v};
   }
-  static V load(const std::uint64_t* p) {
+  ATTN_TARGET_V3 static V load(const std::uint64_t* p) {
     return {_mm256_load_si256(reinterpret_cast<const __m256i*>(p)),
             _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 4))};
   }
-  static void store(std::uint64_t* p, V v) {
+  ATTN_TARGET_V3 static void store(std::uint64_t* p, V v) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(p), v.a);
     _mm256_store_si256(reinterpret_cast<__m256i*>(p + 4), v.b);
   }
-  static void storeu(double* p, D v) {
+  ATTN_TARGET_V3 static void storeu(double* p, D v) {
     _mm256_storeu_pd(p, v.a);
     _mm256_storeu_pd(p + 4, v.b);
   }
-  static V add(V x, V y) { return {_mm256_add_epi64(x.a, y.a), _mm256_add_epi64(x.b, y.b)}; }
-  static V sub(V x, V y) { return {_mm256_sub_epi64(x.a, y.a), _mm256_sub_epi64(x.b, y.b)}; }
-  static V and_(V x, V y) { return {_mm256_and_si256(x.a, y.a), _mm256_and_si256(x.b, y.b)}; }
-  static V or_(V x, V y) { return {_mm256_or_si256(x.a, y.a), _mm256_or_si256(x.b, y.b)}; }
-  static V xor_(V x, V y) { return {_mm256_xor_si256(x.a, y.a), _mm256_xor_si256(x.b, y.b)}; }
-  static D xor_(D x, V y) {
+  ATTN_TARGET_V3 static V add(V x, V y) {
+    return {_mm256_add_epi64(x.a, y.a), _mm256_add_epi64(x.b, y.b)};
+  }
+  ATTN_TARGET_V3 static V sub(V x, V y) {
+    return {_mm256_sub_epi64(x.a, y.a), _mm256_sub_epi64(x.b, y.b)};
+  }
+  ATTN_TARGET_V3 static V and_(V x, V y) {
+    return {_mm256_and_si256(x.a, y.a), _mm256_and_si256(x.b, y.b)};
+  }
+  ATTN_TARGET_V3 static V or_(V x, V y) {
+    return {_mm256_or_si256(x.a, y.a), _mm256_or_si256(x.b, y.b)};
+  }
+  ATTN_TARGET_V3 static V xor_(V x, V y) {
+    return {_mm256_xor_si256(x.a, y.a), _mm256_xor_si256(x.b, y.b)};
+  }
+  ATTN_TARGET_V3 static D xor_(D x, V y) {
     return {_mm256_xor_pd(x.a, _mm256_castsi256_pd(y.a)),
             _mm256_xor_pd(x.b, _mm256_castsi256_pd(y.b))};
   }
   template <int N>
-  static V srl(V x) {
+  ATTN_TARGET_V3 static V srl(V x) {
     return {_mm256_srli_epi64(x.a, N), _mm256_srli_epi64(x.b, N)};
   }
   template <int N>
-  static V sll(V x) {
+  ATTN_TARGET_V3 static V sll(V x) {
     return {_mm256_slli_epi64(x.a, N), _mm256_slli_epi64(x.b, N)};
   }
-  static V mul_u32(V x, V y) { return {_mm256_mul_epu32(x.a, y.a), _mm256_mul_epu32(x.b, y.b)}; }
+  ATTN_TARGET_V3 static V mul_u32(V x, V y) {
+    return {_mm256_mul_epu32(x.a, y.a), _mm256_mul_epu32(x.b, y.b)};
+  }
   // The low 64 bits of x * y from 32-bit halves: x0 y0 + ((x1 y0 + x0 y1) << 32).
-  static V mul_lo(V x, V y) {
+  ATTN_TARGET_V3 static V mul_lo(V x, V y) {
     const V cross = add(mul_u32(srl<32>(x), y), mul_u32(x, srl<32>(y)));
     return add(mul_u32(x, y), sll<32>(cross));
   }
   // AVX2's variable shifts give 0 for a count of 64, so r = 0 leaves x.
-  static V rotr(V x, V r) {
+  ATTN_TARGET_V3 static V rotr(V x, V r) {
     const V left = sub(set1(64), r);
     return {_mm256_or_si256(_mm256_srlv_epi64(x.a, r.a), _mm256_sllv_epi64(x.a, left.a)),
             _mm256_or_si256(_mm256_srlv_epi64(x.b, r.b), _mm256_sllv_epi64(x.b, left.b))};
   }
   // All-ones lanes where x < y, unsigned (a signed compare after flipping the sign bits).
-  static V lt_lanes(V x, V y) {
+  ATTN_TARGET_V3 static V lt_lanes(V x, V y) {
     const V s = set1(0x8000000000000000ull);
     const V xf = xor_(x, s), yf = xor_(y, s);
     return {_mm256_cmpgt_epi64(yf.a, xf.a), _mm256_cmpgt_epi64(yf.b, xf.b)};
   }
-  static V add_carry(V hi, V sum, V addend) { return sub(hi, lt_lanes(sum, addend)); }
+  ATTN_TARGET_V3 static V add_carry(V hi, V sum, V addend) {
+    return sub(hi, lt_lanes(sum, addend));
+  }
   // A vector's layers' k and w, read from kLayers (k and w side by side, 16 bytes a layer): a
   // 16-byte load per lane, two lanes' pairs to a register, and unpacks sort the k's from the
   // w's (lane order: unpacklo of (0, 2) and (1, 3) is (k0, k1 | k2, k3)). Loads, not four
@@ -381,26 +392,28 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
     V k;
     D w;
   };
-  static Layer layer(const KTable&, V idx) {
+  // Layers j0's and j1's (k, w) pairs in one register, from their byte offsets into kLayers.
+  ATTN_TARGET_V3 static __m256i two_layers(const char* base, std::uint64_t off0,
+                                           std::uint64_t off1) {
+    return _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(base + off0))),
+        _mm_load_si128(reinterpret_cast<const __m128i*>(base + off1)), 1);
+  }
+  ATTN_TARGET_V3 static Layer layer(const KTable&, V idx) {
     // The lanes' byte offsets into kLayers (16 bytes a layer), scaled here, eight lanes in two
     // instructions, rather than by a scalar shift per lane.
     alignas(32) std::uint64_t off[8];
     store(off, sll<4>(idx));
     const char* base = reinterpret_cast<const char*>(kLayers.data());
-    auto pair = [&](int j) {
-      return _mm_load_si128(reinterpret_cast<const __m128i*>(base + off[j]));
-    };
-    auto two = [&](int j0, int j1) {
-      return _mm256_inserti128_si256(_mm256_castsi128_si256(pair(j0)), pair(j1), 1);
-    };
-    const __m256i e0 = two(0, 2), o0 = two(1, 3), e1 = two(4, 6), o1 = two(5, 7);
+    const __m256i e0 = two_layers(base, off[0], off[2]), o0 = two_layers(base, off[1], off[3]);
+    const __m256i e1 = two_layers(base, off[4], off[6]), o1 = two_layers(base, off[5], off[7]);
     return {{_mm256_unpacklo_epi64(e0, o0), _mm256_unpacklo_epi64(e1, o1)},
             {_mm256_castsi256_pd(_mm256_unpackhi_epi64(e0, o0)),
              _mm256_castsi256_pd(_mm256_unpackhi_epi64(e1, o1))}};
   }
-  static D width(const Layer& l) { return l.w; }
+  ATTN_TARGET_V3 static D width(const Layer& l) { return l.w; }
   // The lanes accepted: rabs < k[idx], a signed compare (both are below 2^52).
-  static unsigned surely_accepted(const Layer& l, V rabs) {
+  ATTN_TARGET_V3 static unsigned surely_accepted(const Layer& l, V rabs) {
     return static_cast<unsigned>(
                _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(l.k.a, rabs.a)))) |
            static_cast<unsigned>(
@@ -408,19 +421,153 @@ struct Isa {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
                << 4;
   }
   // Exact below 2^52: the bits of 2^52 + x as a double, less 2^52.
-  static D to_double(V x) {
+  ATTN_TARGET_V3 static D to_double(V x) {
     const V m = or_(x, set1(0x4330000000000000ull));
     const __m256d two52 = _mm256_set1_pd(4503599627370496.0);
     return {_mm256_sub_pd(_mm256_castsi256_pd(m.a), two52),
             _mm256_sub_pd(_mm256_castsi256_pd(m.b), two52)};
   }
-  static D mul(D x, D y) { return {_mm256_mul_pd(x.a, y.a), _mm256_mul_pd(x.b, y.b)}; }
+  ATTN_TARGET_V3 static D mul(D x, D y) {
+    return {_mm256_mul_pd(x.a, y.a), _mm256_mul_pd(x.b, y.b)};
+  }
 };
-#include "numpy_simd.inc"
-}  // namespace v3
-#pragma GCC pop_options
 #pragma GCC diagnostic pop
 #endif
+
+// ---- The vector loop, written once over an ISA shim ----------------------------------------
+#if ATTN_HAVE_CPU_LEVELS
+// High 64 bits of a * b, lane by lane, for b = b1 * 2^32 + b0 (b0, b1 in the lanes' low halves).
+template <class Isa>
+typename Isa::V mul_hi(typename Isa::V a, typename Isa::V b0, typename Isa::V b1) {
+  using V = typename Isa::V;
+  const V lo32 = Isa::set1(0xffffffffu);
+  const V a1 = Isa::template srl<32>(a);
+  const V p00 = Isa::mul_u32(a, b0), p01 = Isa::mul_u32(a, b1);
+  const V p10 = Isa::mul_u32(a1, b0), p11 = Isa::mul_u32(a1, b1);
+  const V mid =
+      Isa::add(Isa::add(Isa::template srl<32>(p00), Isa::and_(p01, lo32)), Isa::and_(p10, lo32));
+  return Isa::add(Isa::add(p11, Isa::template srl<32>(p01)),
+                  Isa::add(Isa::template srl<32>(p10), Isa::template srl<32>(mid)));
+}
+
+// The states after words 1 .. 8 of a generator standing at state s, as lanes 0 .. 7.
+template <class Isa>
+void lanes_from(u128 s, u128 inc, typename Isa::V& lo, typename Isa::V& hi) {
+  alignas(64) std::uint64_t l[8], h[8];
+  for (int j = 0; j < 8; ++j) {
+    s = s * Pcg64::kMultiplier + inc;
+    l[j] = static_cast<std::uint64_t>(s);
+    h[j] = static_cast<std::uint64_t>(s >> 64);
+  }
+  lo = Isa::load(l);
+  hi = Isa::load(h);
+}
+
+// Decodes lane l's normals while eight whole words remain before its end (its head already
+// recorded), a block of up to kBlockVectors vectors at a time; values stored when Keep (else
+// only counted: locating needs no values).
+template <class Isa, bool Keep>
+void run(Lane& l) {
+  using V = typename Isa::V;
+  if (l.pos + 8 > l.end) return;
+  const u128 inc = l.g.increment();
+  u128 a8 = 1, c8 = 0;
+  for (int j = 0; j < 8; ++j) {
+    a8 *= Pcg64::kMultiplier;
+    c8 = c8 * Pcg64::kMultiplier + inc;
+  }
+  const V alo = Isa::set1(static_cast<std::uint64_t>(a8));
+  const V alo_hi32 = Isa::template srl<32>(alo);
+  const V ahi = Isa::set1(static_cast<std::uint64_t>(a8 >> 64));
+  const V clo = Isa::set1(static_cast<std::uint64_t>(c8));
+  const V chi = Isa::set1(static_cast<std::uint64_t>(c8 >> 64));
+  const V byte = Isa::set1(0xff), mant = Isa::set1(0x000fffffffffffffull);
+  const V sign = Isa::set1(0x8000000000000000ull);
+  const typename Isa::KTable ktable;
+  Listed listed;
+
+  u128 at = l.g.state();  // the generator standing at pos
+  std::uint64_t pos = l.pos, n = l.n;
+  V lo, hi, last_lo, last_hi;
+  lanes_from<Isa>(at, inc, lo, hi);
+  while (pos + 8 <= l.end) {
+    const unsigned vectors =
+        static_cast<unsigned>(std::min<std::uint64_t>(kBlockVectors, (l.end - pos) / 8));
+    double* slot = Keep ? l.out + n : nullptr;
+    unsigned m = 0;
+    for (unsigned v = 0; v < vectors; ++v) {
+      const V r = Isa::rotr(Isa::xor_(hi, lo), Isa::template srl<58>(hi));  // XSL-RR
+      const V idx = Isa::and_(r, byte);
+      const V rabs = Isa::and_(Isa::template srl<9>(r), mant);
+      const auto layer = Isa::layer(ktable, idx);  // the lanes' layers' k and w
+      const unsigned accepted = Isa::surely_accepted(layer, rabs);
+      if constexpr (Keep)  // rabs * w[idx], the sign bit from bit 8 of r
+        Isa::storeu(slot + 8 * v, Isa::xor_(Isa::mul(Isa::to_double(rabs), Isa::width(layer)),
+                                            Isa::and_(Isa::template sll<55>(r), sign)));
+      // Listed unconditionally; kept when a lane is not surely accepted.
+      Isa::store(listed.los[m], lo);
+      Isa::store(listed.his[m], hi);
+      listed.accepted[m] = accepted;
+      listed.vix[m] = v;
+      m += accepted != 0xffu;
+      // The next eight words' states: s -> A8 s + C8 (mod 2^128).
+      const V mlo = Isa::mul_lo(lo, alo);
+      const V mhi = Isa::add(mul_hi<Isa>(lo, alo, alo_hi32),
+                             Isa::add(Isa::mul_lo(lo, ahi), Isa::mul_lo(hi, alo)));
+      last_lo = lo;
+      last_hi = hi;
+      lo = Isa::add(mlo, clo);
+      hi = Isa::add_carry(Isa::add(mhi, chi), lo, mlo);
+    }
+    const std::uint64_t words = 8 * std::uint64_t{vectors};
+    const BlockEnd e = resolve_block(l.g, pos, words, m, listed, slot);
+    n += e.n;
+    if (e.next > pos + words) {  // a rare path drew past the block: the lanes start again there
+      pos = e.next;
+      at = e.state;
+      lanes_from<Isa>(at, inc, lo, hi);
+    } else {  // the state after the block's last word: lane 7 of its last vector
+      pos += words;
+      alignas(64) std::uint64_t los[8], his[8];
+      Isa::store(los, last_lo);
+      Isa::store(his, last_hi);
+      at = (static_cast<u128>(his[7]) << 64) | los[7];
+    }
+  }
+  l.g.set_state(at);
+  l.pos = pos;
+  l.n = n;
+}
+
+// Lane l decoded with the vector loop over Isa between its recorded head and its last eight
+// words.
+template <class Isa>
+void decode_lane_vectors(Lane l) {
+  while (l.n < static_cast<std::uint64_t>(l.head) && l.pos < l.end) step(l);
+  if (l.out != nullptr)
+    run<Isa, true>(l);
+  else
+    run<Isa, false>(l);
+  while (l.pos < l.end) step(l);
+  finish(l);
+}
+
+#endif
+
+// Lane l decoded eight words at once at level L (scalar at the baseline, where decode() groups
+// lanes by four instead and does not call it).
+template <CpuLevel L>
+ATTN_INLINE void decode_lane_simd_body(Lane l) {
+#if ATTN_HAVE_CPU_LEVELS
+  if constexpr (L == CpuLevel::v4)
+    decode_lane_vectors<IsaV4>(l);
+  else if constexpr (L == CpuLevel::v3)
+    decode_lane_vectors<IsaV3>(l);
+  else
+#endif
+    decode_lane(l);
+}
+ATTN_CPU_LEVELS_BY_LEVEL(void, decode_lane_simd, (Lane l), (l))
 
 // One run of normals to decode: the next `count` from *g (standing at a normal's start; it then
 // stands after them), values kept in *out, or only counted (q located) when out is null.
@@ -461,7 +608,6 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
   const int threads = thread_count(split);
   const int head = std::clamp(split.head_starts, 1, kMaxHead);
   const CpuLevel level = cpu_level();
-  (void)level;  // used only where the build has levels
   struct Todo {
     Job job;
     std::uint64_t done = 0;
@@ -513,18 +659,14 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
         if (t.n > 0) split.decoder(*t.job.g, pieces.data() + t.first, t.n, head, t.buf);
       parallel_items(threads, side_items, true, side.run);
     } else {
-#if ATTN_HAVE_CPU_LEVELS
       if (level != CpuLevel::baseline) {  // a piece at a time, eight words at once
-        const auto one = level == CpuLevel::v4 ? v4::decode_lane_simd : v3::decode_lane_simd;
         parallel_items(threads, side_items + n_pieces, parallel, [&](std::size_t i) {
           if (i < side_items)
             side.run(i);
           else
-            one(lane(i - side_items));
+            decode_lane_simd(lane(i - side_items));
         });
-      } else
-#endif
-      {  // four pieces at a time (decode_lanes4); a short last group gets empty pieces
+      } else {  // four pieces at a time (decode_lanes4); a short last group gets empty pieces
         const std::size_t groups = (n_pieces + 3) / 4;
         pieces.resize(groups * 4, Piece{});  // begin = end = 0: nothing to decode
         owner.resize(groups * 4, 0);
