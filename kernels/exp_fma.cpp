@@ -138,7 +138,7 @@ ATTN_TARGET_V3 ATTN_INLINE __m256d exp_fma_avx2(__m256d x) {
   // lanes' pairs to a register, and unpacks sort the tails from the sbits (lane order: unpacklo
   // of (0, 2) and (1, 3) is (0, 1 | 2, 3)). Loads, not two four-lane gathers: on
   // AVX2 a gather can cost more than four loads (the numpy stream's decoder reads its layer
-  // tables the same way, dkstd_numpy.cpp).
+  // tables the same way, numpy_isa.hpp).
   alignas(32) std::uint64_t j[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(j),
                      _mm256_slli_epi64(_mm256_and_si256(ki, _mm256_set1_epi64x(0x7f)), 1));

@@ -16,7 +16,7 @@
 
 namespace attn::dkstd::stream {
 
-// Each layer's k and w side by side, for the AVX2 decoder's paired loads (v3::Isa::layer).
+// Each layer's k and w side by side, for the AVX2 decoder's paired loads (IsaV3::layer).
 struct alignas(16) KW {
   std::uint64_t k;
   double w;
