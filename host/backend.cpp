@@ -270,7 +270,7 @@ double flops_per_seed_step(const head::Model& m) {
 std::int64_t cpu_seeds_per_call(const head::Model& m, std::int64_t per_call) {
   const double per_seed_bytes =
       8.0 * static_cast<double>(head::result_size(m) + head::layout(m).total);
-  // In attention-sweep's order of operations, so that the rounding and the count are its own.
+  // The rule's product in its defined order (steps, FLOPs a step, factor), rounding included.
   const double work = m.steps * head::flops_per_step(m) * numeric_factor(m);
   const double calls = static_cast<double>(per_call);
   return even_at_least_two(std::min({calls, 4e9 / per_seed_bytes, calls * 5e6 / work}));
