@@ -204,14 +204,14 @@ int main_checked(int argc, char** argv) {
   const bool stdout_open = standard_descriptors_ok();
   Cli cli = parse_command_line(argc, argv, experiments());  // opens no file
   if (!stdout_open && cli.action != Cli::Action::done) {
-    std::fputs("demo: error: stdout is closed; results go to stdout\n", stderr);
+    print_error("stdout is closed; results go to stdout");
     return cli.action == Cli::Action::compare ? 2 : 1;
   }
   if (cli.action == Cli::Action::done) {
     try {
       flush_stdout();  // --help, --version, --list
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "demo: error: %s\n", e.what());
+      print_error(e.what());
       return cli.exit_code != 0 ? cli.exit_code : 1;
     }
     return cli.exit_code;
@@ -226,7 +226,7 @@ int main_checked(int argc, char** argv) {
     try {
       cli = merge_command(cli);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "demo: error: %s\n", e.what());
+      print_error(e.what());
       return 2;
     }
     if (cli.action == Cli::Action::done) return cli.exit_code;
@@ -244,7 +244,7 @@ int main_checked(int argc, char** argv) {
     install_stop_handler();       // again: MPI may have set its own
     prepare_chunks(cli.options);  // --shard and --checkpoint checked before any work
   } catch (const std::exception& e) {
-    if (cluster::is_root()) std::fprintf(stderr, "demo: error: %s\n", e.what());
+    if (cluster::is_root()) print_error(e.what());
     if (cluster::size() > 1) cluster::abort(2);
     return 2;
   }
@@ -260,19 +260,17 @@ int main_checked(int argc, char** argv) {
   } catch (const Interrupted&) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    if (cluster::is_root())
-      std::fprintf(stderr, "\ndemo: interrupted (%s); no results written\n",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (cluster::is_root()) print_interrupted(sig);
     if (cluster::size() > 1) std::_Exit(128 + sig);  // every rank was signalled (mpirun forwards)
     return 128 + sig;
   } catch (const std::invalid_argument& e) {  // a request refused by its table: a usage error
     remove_if_created_and_empty(cli.options, created_out_dir);
-    if (cluster::is_root()) std::fprintf(stderr, "demo: error: %s\n", e.what());
+    if (cluster::is_root()) print_error(e.what());
     if (cluster::size() > 1) cluster::abort(2);
     return 2;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
-    std::fprintf(stderr, "demo: error: %s%s\n", who.c_str(), e.what());
+    print_error(who + e.what());
     if (cluster::size() > 1) {
       std::fflush(stderr);
       cluster::abort(1);
@@ -289,10 +287,10 @@ int main(int argc, char** argv) {
   try {
     return main_checked(argc, argv);
   } catch (const std::bad_alloc&) {
-    std::fputs("demo: error: out of memory\n", stderr);  // allocates nothing
+    print_error("out of memory");  // allocates nothing
     return 1;
   } catch (...) {
-    std::fputs("demo: error: an unexpected failure\n", stderr);
+    print_error("an unexpected failure");
     return 1;
   }
 }

@@ -1,123 +1,369 @@
 #!/usr/bin/python3
-"""Speed of `demo --table attention-sweep` on the CPU against the numpy and PyTorch peers
-(bench/anchors/numpy_head.py, torch_head.py, copied unchanged from the project's shared
-anchors): one head, n = 8, d_model = d_k = d_v = 16, random task, the sequential schedule,
-float64, batched over seeds (np.matmul / torch bmm on Debian's OpenBLAS, libopenblas0-pthread).
+"""Speed of `demo --table attention-sweep` on the CPU against the programs a researcher would
+write instead, all doing the same task (one head, n = 8, d_model = d_k = d_v = 16, random task,
+lr 0.01, init scale 0.25, the sequential schedule, float64, batched over seeds):
+  numpy        bench/anchors/numpy_head.py (np.matmul, Debian's OpenBLAS)
+  torch 1.13   bench/anchors/torch_head.py (bmm, Debian's PyTorch 1.13)
+  JAX          bench/peers/jax_head.py (one seed's step, jax.vmap over seeds, jax.jit over a
+               lax.fori_loop of the steps, float64 via jax_enable_x64; variants autodiff, hand)
+  PyTorch 2    bench/peers/torch2_head.py (torch.func.vmap of one seed's step, batched bmm, and
+               bmm through torch.compile)
+JAX and PyTorch 2 come from the virtual environment bench/setup-peers makes (build/bench-venv);
+a peer that is not installed there is skipped with a note. The two anchors are run unchanged
+(numpy_head.py computes the three gradients three times a step; demo and the new peers' hand
+and bmm variants compute each once, recomputing only what an update changes).
 
-Rates are seed-steps per second of the training loop: the peers time their own loop (after
-their start-up); demo's is its whole process (start, task, init, training, measures), so the
-ratio is conservative. The peers run fewer steps (--peer-steps) since their rate per step is
-flat. It also measures this machine's DGEMM rate as numpy sees it (4096 x 4096 float64
-matmul, median of 3) and demo's useful GFLOP/s (head.hpp flops_per_step: 2 per multiply-add
-of the products), and reports the CPU's ISA level.
-Usage: bench/compare_head.py [--demo build/cpu/demo] [--seeds 10000] [--steps 1000]
-                             [--peer-steps 50] [--threads N] [--markdown FILE]
+Before timing, each peer variant's final losses are checked against the numpy anchor's on a
+few seeds (same starting weights; relative difference at most --tolerance), and, for the demo
+start (default_rng(seed) per seed), against demo's own per-seed losses.
+
+Every contender runs with one thread (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS = 1,
+XLA_FLAGS=--xla_cpu_multi_thread_eigen=false, torch.set_num_threads(1), demo --threads 1; the
+torch anchor's os.cpu_count() is made to answer 1). The machine is shared and its speed drifts,
+so the contenders run in turns, round after round, and the rates are per CPU-second (the
+process's user + system time, all threads), median over the rounds (minimum and maximum shown):
+peers and anchors over their training loop (compile or warm-up reported apart; an anchor's loop
+CPU includes its weights' draw, under 2%), demo over its whole process (start, task, start
+weights, training, measures: conservative). Each round also times numpy's DGEMM (4096 x 4096
+float64 matmul, Debian's OpenBLAS, one thread, best of 2) per CPU-second; demo's useful
+GFLOP per CPU-second (head.hpp flops_per_step: 2 per multiply-add of the matrix products) is
+given as a fraction of it. Targets (issue 31): demo >= 3x the faster of JAX and PyTorch 2,
+>= 50% of DGEMM. Exit status 1 when a target is missed, 2 when a check fails.
+Usage: bench/compare_head.py [--demo build/cpu/demo] [--venv build/bench-venv] [--seeds 10000]
+           [--steps 1000] [--rounds 3] [--steps-for NAME=STEPS ...] [--only NAME,...]
+           [--out results/bench/FILE.txt] [--csv FILE.csv]
 """
-import argparse, os, re, statistics, subprocess, sys, time
+import argparse, csv, datetime, math, os, re, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 ANCHORS = os.path.join(HERE, "anchors")
+PEERS = os.path.join(HERE, "peers")
 PY = "/usr/bin/python3"
 N, D = 8, 16
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+           XLA_FLAGS="--xla_cpu_multi_thread_eigen=false", JAX_PLATFORMS="cpu",
+           TF_CPP_MIN_LOG_LEVEL="2")
+THREADS_NOTE = ("1 thread each: OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = 1, "
+                "XLA_FLAGS=--xla_cpu_multi_thread_eigen=false, torch.set_num_threads(1), "
+                "demo --threads 1")
+# Steps per contender: the full 1,000 for demo; fewer for the others, whose 10^7 seed-steps
+# would take 1.5 (JAX) to 11 (torch 1.13) minutes of CPU here, several times that by the clock
+# on a loaded machine, for each of several rounds. Their rate per step is flat (every step is
+# the same loop), and JAX's compilation does not depend on the number of steps (the loop is
+# not unrolled).
+DEFAULT_STEPS = {"numpy": 30, "torch1.13": 30, "jax-autodiff": 100, "jax-hand": 100,
+                 "torch2-vmap": 30, "torch2-bmm": 60, "torch2-compile": 60}
 
 
 def isa_level():
-    flags = open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
-    if "avx512f" in flags:
-        return "AVX-512 (x86-64-v4)"
-    if "avx2" in flags and "fma" in flags:
-        return "AVX2 + FMA without AVX-512 (x86-64-v3)"
-    return "SSE (x86-64 baseline)"
+    flags = set(open("/proc/cpuinfo").read().split("\nflags")[1].split("\n")[0].split())
+    v2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
+    v3 = v2 | {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
+    v4 = v3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+    for name, need in (("x86-64-v4 (AVX-512)", v4), ("x86-64-v3 (AVX2, FMA)", v3),
+                       ("x86-64-v2 (SSE4.2)", v2)):
+        if need <= flags:
+            return name
+    return "x86-64 baseline"
 
 
-def dgemm_rate():
-    code = ("import numpy as np, time\n"
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def run(cmd):
+    """(stdout, CPU seconds of the child process, wall seconds)"""
+    r0, t0 = os.times(), time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=ROOT)
+    wall, r1 = time.perf_counter() - t0, os.times()
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ...: exit {p.returncode}: {p.stderr[-2000:]}")
+    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+    return p.stdout, cpu, wall
+
+
+def field(out, key):
+    return float(re.search(key + r" (\S+)", out).group(1))
+
+
+def losses_of(out):
+    m = re.search(r"^losses (.*)$", out, re.M)
+    return [float(v) for v in m.group(1).split()]
+
+
+# An anchor run unchanged through runpy, with the loop's CPU time measured around it and the
+# final losses computed from its globals (numpy, from the weights it leaves).
+ANCHOR_WRAP = r"""
+import os, resource, runpy, sys
+import numpy as np
+{pre}
+os.cpu_count = lambda: 1
+sys.argv = [{path!r}] + {argv!r}
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+c0 = cpu()
+g = runpy.run_path({path!r}, run_name="__main__")
+print("run_cpu_s", cpu() - c0)
+if {k}:
+    f = lambda a: np.asarray(a, dtype=np.float64)
+    X, Y = f(g["X"]), f(g["Y"])
+    Wq, Wk, Wv = f(g["Wq"]), f(g["Wk"]), f(g["Wv"])
+    c = 1 / np.sqrt(X.shape[1])
+    S = (X @ Wq) @ (X @ Wk).transpose(0, 2, 1) * c
+    S -= S.max(-1, keepdims=True); P = np.exp(S); P /= P.sum(-1, keepdims=True)
+    L = (((P @ (X @ Wv)) - Y) ** 2).sum((1, 2))
+    print("losses " + " ".join(repr(float(v)) for v in L[:{k}]))
+"""
+
+
+class Contender:
+    def __init__(self, name, label, cmd, steps, kind):
+        self.name, self.label, self.cmd, self.steps, self.kind = name, label, cmd, steps, kind
+        self.rates, self.whole, self.compile, self.gflops = [], [], [], []
+        self.flops = None
+
+    def once(self, seeds, steps, extra=()):
+        return run(self.cmd(seeds, steps, list(extra)))
+
+
+def anchor(script, torch=False):
+    path = os.path.join(ANCHORS, script)
+
+    def cmd(seeds, steps, extra):
+        k = int(extra[1]) if extra else 0
+        pre = "import torch" if torch else ""
+        code = ANCHOR_WRAP.format(pre=pre, path=path, argv=[str(N), str(D), str(seeds),
+                                                             str(steps)], k=k)
+        return [PY, "-c", code]
+    return cmd
+
+
+def peer(python, script, variant):
+    def cmd(seeds, steps, extra):
+        return [python, os.path.join(PEERS, script), str(N), str(D), str(seeds), str(steps),
+                "--variant", variant] + extra
+    return cmd
+
+
+def demo_cmd(demo):
+    def cmd(seeds, steps, extra):
+        c = [demo, "--table", "attention-sweep", "--task", "random", "--task-seed", "1",
+             "--words", str(N), "--d-model", str(D), "--d-k", str(D), "--seeds", f"0:{seeds}",
+             "--steps", str(steps), "--lr", "0.01", "--init-scale", "0.25", "--device", "cpu",
+             "--threads", "1", "-q"]
+        return c + extra
+    return cmd
+
+
+def venv_modules(python):
+    if not os.access(python, os.X_OK):
+        return {}
+    code = ("import importlib\nfor m in ('jax', 'torch'):\n    try:\n"
+            "        print(m, importlib.import_module(m).__version__)\n"
+            "    except Exception as e:\n        print(m, 'missing', type(e).__name__)\n")
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=ENV)
+    found = {}
+    for line in p.stdout.splitlines():
+        name, version = line.split()[:2]
+        if version != "missing":
+            found[name] = version
+    return found
+
+
+def dgemm():
+    code = ("import numpy as np, resource\n"
+            "def cpu():\n    r = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "    return r.ru_utime + r.ru_stime\n"
             "a = np.random.default_rng(0).normal(size=(4096, 4096)); b = a.copy(); a @ b\n"
-            "ts, cs = [], []\n"
-            "for _ in range(3):\n"
-            "    t, c = time.perf_counter(), time.process_time(); a @ b\n"
-            "    ts.append(time.perf_counter() - t); cs.append(time.process_time() - c)\n"
-            "ts.sort(); cs.sort(); print(2 * 4096**3 / ts[1] / 1e9, 2 * 4096**3 / cs[1] / 1e9)\n")
-    wall, cpu = subprocess.run([PY, "-c", code], check=True, capture_output=True,
-                               text=True).stdout.split()
-    return float(wall), float(cpu)
+            "best = 0\nfor _ in range(2):\n    c = cpu(); a @ b\n"
+            "    best = max(best, 2 * 4096**3 / (cpu() - c) / 1e9)\nprint(best)\n")
+    return float(run([PY, "-c", code])[0])
 
 
-def peer(script, seeds, steps):
-    """(seed-steps/s of its loop, seed-steps per CPU-second of its whole process)"""
-    r0 = os.times()
-    out = subprocess.run([PY, os.path.join(ANCHORS, script), str(N), str(D), str(seeds),
-                          str(steps)], check=True, capture_output=True, text=True).stdout
-    r1 = os.times()
-    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-    return float(re.search(r"seed_steps_per_s (\S+)", out).group(1)), seeds * steps / cpu
+def demo_losses(demo, seeds, steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        f = os.path.join(tmp, "seeds.csv")
+        run(demo_cmd(demo)(seeds, steps, ["--per-seed", f]))
+        rows = list(csv.DictReader(open(f)))
+    return [float(r["loss"]) for r in rows[:seeds]]
 
 
-def ours(demo, seeds, steps, threads):
-    cmd = [demo, "--table", "attention-sweep", "--task", "random", "--task-seed", "1",
-           "--words", str(N), "--d-model", str(D), "--d-k", str(D), "--seeds", f"0:{seeds}",
-           "--steps", str(steps), "--lr", "0.01", "--init-scale", "0.25", "--device", "cpu",
-           "-q"]
-    if threads:
-        cmd += ["--threads", str(threads)]
-    t0 = time.perf_counter()
-    r0 = os.times()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    wall = time.perf_counter() - t0
-    r1 = os.times()
-    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-    gflops = float(re.search(r"([0-9.e+]+) GFLOP/s", out).group(1))
-    flops = float(re.search(r"\((\d+) useful FLOPs", out).group(1))
-    return seeds * steps / wall, wall, cpu, gflops, flops
+def close(a, b, tol):
+    return len(a) == len(b) and all(abs(x - y) <= tol * max(abs(y), 1e-300) for x, y in zip(a, b))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--demo", default=os.path.join(HERE, "..", "build", "cpu", "demo"))
+    ap.add_argument("--demo", default=os.path.join(ROOT, "build", "cpu", "demo"))
+    ap.add_argument("--venv", default=os.path.join(ROOT, "build", "bench-venv"))
     ap.add_argument("--seeds", type=int, default=10000)
     ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--peer-steps", type=int, default=50)
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--markdown")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps-for", action="append", default=[], metavar="NAME=STEPS")
+    ap.add_argument("--only", help="comma-separated contender names")
+    ap.add_argument("--check-seeds", type=int, default=4)
+    ap.add_argument("--check-steps", type=int, default=20)
+    ap.add_argument("--tolerance", type=float, default=1e-10)
+    ap.add_argument("--out")
+    ap.add_argument("--csv")
     a = ap.parse_args()
-    rate_np, cpu_np = peer("numpy_head.py", a.seeds, a.peer_steps)
-    rate_torch, cpu_torch = peer("torch_head.py", a.seeds, a.peer_steps)
-    rate, wall, cpu, gflops, flops = ours(a.demo, a.seeds, a.steps, a.threads)
-    dgemm, dgemm_cpu = dgemm_rate()
-    best = max(rate_np, rate_torch)
-    best_cpu = max(cpu_np, cpu_torch)
-    ours_cpu = a.seeds * a.steps / cpu
-    model = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
-                           capture_output=True, text=True).stdout.strip()
-    lines = [
-        f"CPU: {model}, {os.cpu_count()} cores, ISA: {isa_level()}; "
-        f"n {N}, d {D}, {a.seeds} seeds, float64, sequential schedule",
-        "",
-        "| | seed-steps/s (wall) | seed-steps per CPU-second | note |",
-        "|---|---|---|---|",
-        f"| numpy_head.py (np.matmul, OpenBLAS) | {rate_np:.3g} | {cpu_np:.3g} | "
-        f"{a.peer_steps} steps; wall: its loop only |",
-        f"| torch_head.py (bmm, {os.cpu_count()} threads) | {rate_torch:.3g} | {cpu_torch:.3g} | "
-        f"{a.peer_steps} steps; wall: its loop only |",
-        f"| demo --table attention-sweep | {rate:.3g} | {ours_cpu:.3g} | {a.steps} steps, "
-        f"whole process: {wall:.1f} s wall, {cpu:.1f} s CPU |",
-        "",
-        f"ratio against the faster peer: {rate / best:.1f}x by wall clock, "
-        f"{ours_cpu / best_cpu:.1f}x per CPU-second (target 5x)",
-        f"useful FLOPs per seed-step: {flops:.0f}; demo: {gflops:.3g} GFLOP/s by wall clock, "
-        f"{ours_cpu * flops / 1e9:.3g} GFLOP per CPU-second",
-        f"numpy DGEMM (4096^3): {dgemm:.3g} GFLOP/s by wall clock, {dgemm_cpu:.3g} GFLOP per "
-        f"CPU-second; demo reaches {100 * gflops / dgemm:.0f}% of it by wall clock, "
-        f"{100 * ours_cpu * flops / 1e9 / dgemm_cpu:.0f}% per CPU-second (target 20%)",
-        f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a "
-        "shared machine: the per-CPU-second figures are the comparable ones)",
-    ]
+    steps_for = dict(DEFAULT_STEPS)
+    for s in a.steps_for:
+        k, v = s.split("=")
+        steps_for[k] = int(v)
+
+    lines = []
+
+    def say(s=""):
+        print(s, flush=True)
+        lines.append(s)
+
+    say(f"{datetime.datetime.now():%Y-%m-%d %H:%M}; CPU: {cpu_model()}, {os.cpu_count()} cores, "
+        f"ISA level {isa_level()}")
+    say(f"task: n {N}, d_model = d_k = d_v = {D}, random task, {a.seeds} seeds, float64, "
+        "sequential schedule, lr 0.01, init scale 0.25")
+    say(f"threads: {THREADS_NOTE}")
+
+    python = os.path.join(a.venv, "bin", "python")
+    mods = venv_modules(python)
+    demo = os.path.abspath(a.demo)
+    cs = [Contender("demo", "demo --table attention-sweep", demo_cmd(demo), a.steps, "demo"),
+          Contender("numpy", "numpy_head.py (np.matmul, Debian OpenBLAS)",
+                    anchor("numpy_head.py"), 0, "anchor"),
+          Contender("torch1.13", "torch_head.py (bmm, Debian torch 1.13)",
+                    anchor("torch_head.py", torch=True), 0, "anchor")]
+    if "jax" in mods:
+        for v in ("autodiff", "hand"):
+            cs.append(Contender(f"jax-{v}", f"jax_head.py {v} (JAX {mods['jax']}, vmap + jit "
+                                f"+ fori_loop)", peer(python, "jax_head.py", v), 0, "peer"))
+    else:
+        say(f"skipped: JAX (not importable from {python}; run bench/setup-peers)")
+    if "torch" in mods and int(mods["torch"].split(".")[0]) >= 2:
+        for v in ("vmap", "bmm", "compile"):
+            cs.append(Contender(f"torch2-{v}", f"torch2_head.py {v} (PyTorch {mods['torch']})",
+                                peer(python, "torch2_head.py", v), 0, "peer"))
+    else:
+        say(f"skipped: PyTorch 2 (not importable from {python}; run bench/setup-peers)")
+    if a.only:
+        keep = a.only.split(",")
+        cs = [c for c in cs if c.name in keep]
+    for c in cs:
+        if c.kind != "demo":
+            c.steps = steps_for.get(c.name, a.steps)
+
+    # Correctness: the same final losses as the numpy anchor (its start) and as demo (demo's).
+    k, st = a.check_seeds, a.check_steps
+    ref_anchor = losses_of(run(anchor("numpy_head.py")(k, st, ["--print-losses", str(k)]))[0])
+    ref_demo = demo_losses(demo, k, st) if any(c.name == "demo" for c in cs) else None
+    failed = []
+    for c in cs:
+        if c.kind != "peer":
+            continue
+        got_a = losses_of(c.once(k, st, ["--init", "anchor", "--print-losses", str(k)])[0])
+        ok = close(got_a, ref_anchor, a.tolerance)
+        err = max(abs(x - y) / abs(y) for x, y in zip(got_a, ref_anchor))
+        note = f"check {c.name}: {k} seeds x {st} steps, numpy anchor's start: max rel diff " \
+               f"{err:.1e}"
+        if ref_demo is not None:
+            got_d = losses_of(c.once(k, st, ["--init", "demo", "--print-losses", str(k)])[0])
+            ok = ok and close(got_d, ref_demo, a.tolerance)
+            err_d = max(abs(x - y) / abs(y) for x, y in zip(got_d, ref_demo))
+            note += f"; demo's start, against demo's per-seed losses: {err_d:.1e}"
+        say(note + ("" if ok else f"  FAILED (tolerance {a.tolerance:g})"))
+        if not ok:
+            failed.append(c.name)
+    cs = [c for c in cs if c.name not in failed]
+
+    # Timing: the contenders in turns, round after round, DGEMM once a round.
+    dgemms, rows = [], []
+    for r in range(a.rounds):
+        order = cs if r % 2 == 0 else cs[::-1]
+        for c in order:
+            out, cpu, wall = c.once(a.seeds, c.steps)
+            ss = a.seeds * c.steps
+            if c.kind == "demo":
+                run_cpu, comp = cpu, 0.0
+                c.gflops.append(float(re.search(r"([0-9.e+]+) GFLOP/s", out).group(1)))
+                c.flops = float(re.search(r"\((\d+) useful FLOPs", out).group(1))
+            elif c.kind == "anchor":
+                run_cpu, comp = field(out, "run_cpu_s"), 0.0
+            else:
+                run_cpu, comp = field(out, "run_cpu_s"), field(out, "compile_cpu_s")
+            c.rates.append(ss / run_cpu)
+            c.whole.append(cpu)
+            c.compile.append(comp)
+            rows.append(dict(round=r, name=c.name, steps=c.steps, seeds=a.seeds,
+                             run_cpu_s=f"{run_cpu:.3f}", process_cpu_s=f"{cpu:.3f}",
+                             process_wall_s=f"{wall:.3f}", compile_cpu_s=f"{comp:.3f}",
+                             seed_steps_per_cpu_s=f"{ss / run_cpu:.4e}",
+                             load=f"{os.getloadavg()[0]:.2f}"))
+            print(f"  round {r + 1}: {c.name:15s} {ss / run_cpu:10.4g} seed-steps/CPU-s "
+                  f"({run_cpu:.1f} s CPU, {wall:.1f} s wall, load {os.getloadavg()[0]:.1f})",
+                  flush=True)
+        g = dgemm()
+        dgemms.append(g)
+        rows.append(dict(round=r, name="dgemm", gflop_per_cpu_s=f"{g:.3f}",
+                         load=f"{os.getloadavg()[0]:.2f}"))
+        print(f"  round {r + 1}: DGEMM 4096^3 {g:.3g} GFLOP per CPU-second", flush=True)
+
+    med = {c.name: statistics.median(c.rates) for c in cs}
+    say()
+    say(f"seed-steps per CPU-second, median of {a.rounds} rounds (min - max); peers: their "
+        "training loop, compile/warm-up apart; demo: its whole process")
+    say()
+    say("| contender | steps | seed-steps per CPU-second | min - max | compile or warm-up, "
+        "CPU s | whole process, CPU s |")
+    say("|---|---|---|---|---|---|")
+    for c in cs:
+        say(f"| {c.label} | {c.steps} | {med[c.name]:.3g} | {min(c.rates):.3g} - "
+            f"{max(c.rates):.3g} | {statistics.median(c.compile):.2f} | "
+            f"{statistics.median(c.whole):.1f} |")
+    say()
+    missed = False
+    if "demo" in med:
+        d = med["demo"]
+        best = {}
+        for fam in ("jax", "torch2"):
+            got = [(med[c.name], c.name) for c in cs if c.name.startswith(fam + "-")]
+            if got:
+                best[fam] = max(got)
+                say(f"demo / {fam} (its fastest variant, {best[fam][1]}): {d / best[fam][0]:.2f}x")
+        for name in ("numpy", "torch1.13"):
+            if name in med:
+                say(f"demo / {name}: {d / med[name]:.1f}x")
+        if best:
+            top = max(best.values())
+            ratio = d / top[0]
+            missed |= ratio < 3
+            say(f"demo / the faster of JAX and PyTorch 2 ({top[1]}): {ratio:.2f}x (target 3x: "
+                f"{'met' if ratio >= 3 else 'MISSED'})")
+        c = next(c for c in cs if c.name == "demo")
+        gf = d * c.flops / 1e9
+        dg = statistics.median(dgemms)
+        frac = gf / dg
+        missed |= frac < 0.5
+        say(f"useful FLOPs per seed-step {c.flops:.0f}: demo {gf:.3g} GFLOP per CPU-second; "
+            f"numpy DGEMM (4096^3, 1 thread) {dg:.3g} GFLOP per CPU-second (median; rounds "
+            f"{', '.join(f'{g:.3g}' for g in dgemms)}); demo at {100 * frac:.0f}% of it "
+            f"(target 50%: {'met' if frac >= 0.5 else 'MISSED'})")
+    say(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if a.markdown:
-        with open(a.markdown, "w") as f:
+    if a.out:
+        with open(a.out, "w") as f:
             f.write(text)
-    return 0 if ours_cpu / best_cpu >= 5 and ours_cpu * flops / 1e9 / dgemm_cpu >= 0.2 else 1
+    if a.csv:
+        keys = ["round", "name", "steps", "seeds", "run_cpu_s", "process_cpu_s",
+                "process_wall_s", "compile_cpu_s", "seed_steps_per_cpu_s", "gflop_per_cpu_s",
+                "load"]
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+    return 2 if failed else 1 if missed else 0
 
 
 if __name__ == "__main__":

@@ -37,36 +37,13 @@ struct BadInput : std::runtime_error {
 
 const char* const kOutputs[] = {"q", "k", "v", "scores", "weights", "out"};
 
-// The most multiply-adds between two stop points: a piece of the CPU forward
-// (attention_pieces), and a run of whole problems on the GPU, which does them far faster. Both
-// are far below what a core does in a tenth of a second.
-constexpr double kPieceWork = double(1 << 26);
-constexpr double kGpuPieceWork = double(1 << 26) * 256;
-
 // The most words a heatmap figure draws (n^2 cells of entry 0).
 constexpr std::size_t kFigureWords = 1024;
 
-// Entries [b0, b1) of a problem, as a problem of their own.
-template <class T>
-AttentionProblem<T> entries(const AttentionProblem<T>& p, int b0, int b1) {
-  const AttentionShape& s = p.shape;
-  const std::size_t n = s.n, wq = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_k,
-                    wv = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_v;
-  AttentionProblem<T> e = p;
-  e.shape.batch = b1 - b0;
-  const std::size_t b = std::size_t(b0);
-  e.x += b * n * s.d_model;
-  e.w_q += b * wq;
-  e.w_k += b * wq;
-  e.w_v += b * wv;
-  e.q += b * n * s.d_k;
-  e.k += b * n * s.d_k;
-  e.v += b * n * s.d_v;
-  e.scores += b * n * n;
-  e.weights += b * n * n;
-  e.out += b * n * s.d_v;
-  return e;
-}
+// The stop test of a run without a Progress: a signal (Ctrl-C, SIGTERM), as stop_point() asks.
+struct SignalMonitor : Monitor {
+  bool stop_requested() const override { return stop_requested_by_signal(); }
+};
 
 // CPU time of this process, all threads (user + system), in seconds.
 double process_cpu_seconds() {
@@ -278,41 +255,18 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   sh.shared_weights = !p.per_entry;
   sh.causal = p.causal;
   sh.scale = p.scale;
-  // In pieces with a stop point between them (Ctrl-C, SIGTERM): on the CPU, pieces of at most
-  // kPieceWork multiply-adds (attention_pieces: a problem too large for one is cut into rows);
-  // on the GPU, runs of whole problems of at most kGpuPieceWork.
+  // In pieces with a stop point between them (Ctrl-C, SIGTERM): Backend::attention_forward.
   const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = process_cpu_seconds();
-#if defined(ATTNLAB_WITH_CUDA)
-    if (backend.kind() == DeviceKind::cuda) {
-      const AttentionShape& s = prob.shape;
-      const int per = static_cast<int>(
-          std::clamp(std::floor(kGpuPieceWork / attention_work(s)), 1.0, double(s.batch)));
-      for (int b = 0; b < s.batch; b += per) {
-        stop_point();
-        attention_forward_cuda_host(entries(prob, b, std::min(s.batch, b + per)));
-      }
-    } else {
-      for (const AttentionPiece& piece : attention_pieces(prob.shape, kPieceWork)) {
-        stop_point();
-        attention_forward_cpu(prob, piece);
-      }
-    }
-#else
-    (void)backend;
-    for (const AttentionPiece& piece : attention_pieces(prob.shape, kPieceWork)) {
-      stop_point();
-      attention_forward_cpu(prob, piece);
-    }
-#endif
+    backend.attention_forward(prob, SignalMonitor());
     time.cpu += process_cpu_seconds() - c0;
     time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   spdlog::debug(
       "attention: computing {} problem(s) of {} head(s), pieces of at most {} "
       "multiply-adds on the CPU",
-      B, H, kPieceWork);
+      B, H, Backend::kAttentionPieceWork);
   if (H == 1) {  // one head: the kernels write the results in place
     forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
                                 r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),

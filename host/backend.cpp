@@ -5,12 +5,15 @@
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
 #include "cpu_threads.hpp"
 #include "host/format.hpp"
+#include "host/progress.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
@@ -87,13 +90,57 @@ std::string Backend::device_description() const {
          human_count(static_cast<std::uint64_t>(threads_), "thread", "threads");
 }
 
-void Backend::attention_forward(const AttentionProblem<double>& p) const {
+namespace {
+
+// Entries [b0, b1) of a problem, as a problem of their own.
+template <class T>
+AttentionProblem<T> entries(const AttentionProblem<T>& p, int b0, int b1) {
+  const AttentionShape& s = p.shape;
+  const std::size_t n = s.n, wq = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_k,
+                    wv = s.shared_weights ? 0 : std::size_t(s.d_model) * s.d_v;
+  AttentionProblem<T> e = p;
+  e.shape.batch = b1 - b0;
+  const std::size_t b = std::size_t(b0);
+  e.x += b * n * s.d_model;
+  e.w_q += b * wq;
+  e.w_k += b * wq;
+  e.w_v += b * wv;
+  e.q += b * n * s.d_k;
+  e.k += b * n * s.d_k;
+  e.v += b * n * s.d_v;
+  e.scores += b * n * n;
+  e.weights += b * n * n;
+  e.out += b * n * s.d_v;
+  return e;
+}
+
+}  // namespace
+
+template <class T>
+void Backend::attention_forward(const AttentionProblem<T>& p, const Monitor& monitor) const {
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
-  if (kind_ == DeviceKind::cuda) return attention_forward_cuda_host(p);
+  if (kind_ == DeviceKind::cuda) {
+    const AttentionShape& s = p.shape;
+    const int per = static_cast<int>(
+        std::clamp(std::floor(kGpuAttentionPieceWork / attention_work(s)), 1.0, double(s.batch)));
+    for (int b = 0; b < s.batch; b += per) {
+      monitor.stop_point();
+      attention_forward_cuda_host(entries(p, b, std::min(s.batch, b + per)));
+    }
+    return;
+  }
 #endif
-  attention_forward_cpu(p);
+  for (const AttentionPiece& piece : attention_pieces(p.shape, kAttentionPieceWork)) {
+    monitor.stop_point();
+    attention_forward_cpu(p, piece);
+  }
 }
+
+template void Backend::attention_forward<float>(const AttentionProblem<float>&,
+                                                const Monitor&) const;
+template void Backend::attention_forward<double>(const AttentionProblem<double>&,
+                                                 const Monitor&) const;
 
 void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
                            Moments* out) const {
@@ -165,9 +212,25 @@ void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std:
                           double* out, const Monitor& monitor) const {
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
-  if (kind_ == DeviceKind::cuda) return head::train_seeds_cuda(m, seeds, count, out);
+  if (kind_ == DeviceKind::cuda)
+    return head::train_seeds_cuda(
+        m, seeds, count, out,
+        head_sizing::gpu_steps_per_slice(m, std::max<std::int64_t>(count, 1), gpu_.multiprocessors),
+        monitor);
 #endif
   head::train_seeds_cpu(m, seeds, count, out, monitor);
+}
+
+std::int64_t Backend::head_seeds_per_call(const head::Model& m) const {
+  const auto per_call = static_cast<std::int64_t>(seeds_per_call());
+  if (kind_ == DeviceKind::cuda)
+    return head_sizing::gpu_seeds_per_call(m, gpu_.multiprocessors,
+                                           gpu_.memory_gib * 1024.0 * 1024.0 * 1024.0, per_call);
+  return head_sizing::cpu_seeds_per_call(m, per_call);
+}
+
+void Backend::check_head(const head::Model& m) const {
+  if (kind_ == DeviceKind::cuda) head_sizing::check_gpu_head(m);
 }
 
 std::vector<double> Backend::quantiles(std::vector<double> values,
@@ -178,5 +241,78 @@ std::vector<double> Backend::quantiles(std::vector<double> values,
 #endif
   return quantiles_cpu(std::move(values), probs);
 }
+
+namespace head_sizing {
+namespace {
+
+// Rounds a seed count down to an even number, at least 2 (pairs of seeds never straddle calls).
+std::int64_t even_at_least_two(double seeds) {
+  auto c = static_cast<std::int64_t>(std::fmin(std::fmax(seeds, 2.0), 0x1p62));
+  return std::max<std::int64_t>(c - c % 2, 2);
+}
+
+}  // namespace
+
+namespace {
+
+// The factor flops_per_seed_step puts on head::flops_per_step.
+double numeric_factor(const head::Model& m) {
+  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
+  return m.grad == head::Grad::numeric ? 2 * weights : 1.0;
+}
+
+}  // namespace
+
+double flops_per_seed_step(const head::Model& m) {
+  return head::flops_per_step(m) * numeric_factor(m);
+}
+
+std::int64_t cpu_seeds_per_call(const head::Model& m, std::int64_t per_call) {
+  const double per_seed_bytes =
+      8.0 * static_cast<double>(head::result_size(m) + head::layout(m).total);
+  // The rule's product in its defined order (steps, FLOPs a step, factor), rounding included.
+  const double work = m.steps * head::flops_per_step(m) * numeric_factor(m);
+  const double calls = static_cast<double>(per_call);
+  return even_at_least_two(std::min({calls, 4e9 / per_seed_bytes, calls * 5e6 / work}));
+}
+
+std::int64_t gpu_seeds_per_call(const head::Model& m, int multiprocessors, double memory_bytes,
+                                std::int64_t per_call) {
+  const double fill = multiprocessors > 0
+                          ? static_cast<double>(multiprocessors) * kGpuThreadsPerMultiprocessor
+                          : static_cast<double>(per_call);
+  const double result = 8.0 * static_cast<double>(head::result_size(m));
+  const double device_per_seed = 8.0 * static_cast<double>(head::layout(m).total) + result + 8;
+  const double device = memory_bytes > 0 ? memory_bytes / 2 : 4e9;
+  return even_at_least_two(std::min({fill, device / device_per_seed, 4e9 / result}));
+}
+
+double gpu_seed_seconds(const head::Model& m) {
+  return m.steps * flops_per_seed_step(m) / kGpuThreadFlops;
+}
+
+double gpu_step_seconds(const head::Model& m, std::int64_t count, int multiprocessors) {
+  const double device = std::max(multiprocessors, 1) * kGpuMultiprocessorFlops;
+  return flops_per_seed_step(m) *
+         std::max(1 / kGpuThreadFlops, static_cast<double>(count) / device);
+}
+
+int gpu_steps_per_slice(const head::Model& m, std::int64_t count, int multiprocessors) {
+  const double steps = std::floor(kGpuSliceSeconds / gpu_step_seconds(m, count, multiprocessors));
+  return static_cast<int>(std::clamp(steps, 1.0, static_cast<double>(std::max(m.steps, 1))));
+}
+
+void check_gpu_head(const head::Model& m) {
+  const double seconds = gpu_seed_seconds(m);
+  if (seconds <= kGpuSeedSecondsBudget) return;
+  throw std::invalid_argument(fmt::format(
+      "a head of n {}, d_model {}, d_k {}, d_v {} over {} steps is about {:.3g} FLOPs a seed, "
+      "about {} on one GPU thread (the GPU trains one seed per thread; the limit is {}); use "
+      "--device cpu",
+      m.n, m.d_model, m.d_k, m.d_v, m.steps, m.steps * flops_per_seed_step(m),
+      human_duration(seconds), human_duration(kGpuSeedSecondsBudget)));
+}
+
+}  // namespace head_sizing
 
 }  // namespace attn

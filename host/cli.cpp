@@ -9,6 +9,8 @@
 #include <stdexcept>
 
 #include "host/experiment.hpp"
+#include "host/output.hpp"
+#include "host/parse.hpp"
 #include "version.hpp"
 
 namespace attn {
@@ -91,18 +93,6 @@ std::string flag_help(const std::string& flag, const TableFlag& f) {
       }
   if (same && !f.first->default_text.empty()) return help + " [" + f.first->default_text + "]";
   return defaults.empty() ? help : help + " [" + defaults + "]";
-}
-
-// The comma-separated words of text.
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out(1);
-  for (char c : text) {
-    if (c == ',')
-      out.emplace_back();
-    else
-      out.back() += c;
-  }
-  return out;
 }
 
 // `demo --table NAME --help`: that table's own options (from its declaration) and examples; the
@@ -250,7 +240,7 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
     cli.action = Cli::Action::done;
     return cli;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "demo: error: %s (see demo --help)\n", e.what());
+    print_error(std::string(e.what()) + " (see demo --help)");
     cli.exit_code = 2;
     cli.action = Cli::Action::done;
     return cli;
@@ -347,7 +337,7 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
                                       " has no chunks to split (the bulk tables do: " + bulk + ")");
         }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo: error: %s\n", e.what());
+    print_error(e.what());
     cli.exit_code = 2;
     cli.action = Cli::Action::done;
     return cli;

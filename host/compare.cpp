@@ -270,32 +270,13 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
       throw std::runtime_error(why + " (a demo result file is a regular JSON file)");
     throw;
   }
-  // Depth of [ and { outside strings, before the parser and the recursive destructor see it;
-  // and the number of values, for the memory the parsed document will take.
-  int depth = 0;
-  double values = 1;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == ',') {
-      ++values;
-    } else if (c == '[' || c == '{') {
-      ++values;
-      if (++depth > max_depth)
-        throw std::runtime_error("JSON nested deeper than " + std::to_string(max_depth) +
-                                 " levels: not a demo result file");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  // The depth, before the parser and the recursive destructor see it; the number of values, for
+  // the memory the parsed document will take.
+  const JsonNesting nesting = json_nesting(text, max_depth);
+  if (nesting.too_deep)
+    throw std::runtime_error("JSON nested deeper than " + std::to_string(max_depth) +
+                             " levels: not a demo result file");
+  const double values = nesting.values;
   // Planned before parsing: running out of memory inside nlohmann-json can end in a destructor,
   // where it cannot be caught. Per value: 16 bytes, twice while a vector grows, a map node and
   // its key for object members; 96 bytes is an upper estimate.
@@ -320,7 +301,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       try {
         docs[i] = read_result_file(paths[i]);
       } catch (const std::runtime_error& e) {
-        std::fprintf(stderr, "demo: error: compare: %s: %s\n", paths[i].c_str(), e.what());
+        print_error("compare: " + paths[i] + ": " + e.what());
         return 2;
       }
     }
@@ -328,12 +309,11 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     try {
       diffs = compare_results(docs[0], docs[1], rule);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "demo: error: compare: %s vs %s: %s\n", path_a.c_str(), path_b.c_str(),
-                   e.what());
+      print_error("compare: " + path_a + " vs " + path_b + ": " + e.what());
       return 2;
     }
     if (diffs.empty()) {
-      std::fprintf(stderr, "demo: error: compare: no tables in either file\n");
+      print_error("compare: no tables in either file");
       return 2;
     }
     bool ok = true, any_resolution = false;
@@ -383,11 +363,10 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     write_stdout(report);
     return ok ? 0 : 1;
   } catch (const std::bad_alloc&) {
-    std::fputs("demo: error: compare: out of memory (the files are too large to compare)\n",
-               stderr);
+    print_error("compare: out of memory (the files are too large to compare)");
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo: error: compare: %s\n", e.what());
+    print_error(std::string("compare: ") + e.what());
     return 2;
   }
 }

@@ -107,4 +107,33 @@ std::string json_error_text(const std::exception& e) {
   return quote_input(why, 160);
 }
 
+JsonNesting json_nesting(const std::string& text, int max_depth) {
+  JsonNesting out;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ',') {
+      ++out.values;
+    } else if (c == '[' || c == '{') {
+      ++out.values;
+      if (++depth > max_depth) {
+        out.too_deep = true;
+        return out;
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return out;
+}
+
 }  // namespace attn

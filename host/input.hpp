@@ -43,4 +43,15 @@ std::string quote_input(const std::string& text, std::size_t max = kQuoteMax);
 // characters.
 std::string json_error_text(const std::exception& e);
 
+// JSON text as seen before parsing it, by one pass over its characters outside strings:
+// too_deep when [ and { nest more than max_depth levels (the pass stops there), else values,
+// the number of values it holds at most (one, plus one per [, { and ','), from which the
+// memory its parsed document takes is planned. Parsing a deeper document, destroying it and
+// dumping it each recurse once per level.
+struct JsonNesting {
+  bool too_deep = false;
+  double values = 1;
+};
+JsonNesting json_nesting(const std::string& text, int max_depth);
+
 }  // namespace attn

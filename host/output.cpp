@@ -33,6 +33,17 @@ bool process_alive(long pid) {
 
 }  // namespace
 
+void print_error(std::string_view message, std::string_view program) {
+  std::fprintf(stderr, "%.*s: error: %.*s\n", static_cast<int>(program.size()), program.data(),
+               static_cast<int>(message.size()), message.data());
+}
+
+void print_interrupted(int signal, std::string_view program) {
+  std::fprintf(stderr, "\n%.*s: interrupted (%s); no results written\n",
+               static_cast<int>(program.size()), program.data(),
+               signal == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
 void write_stdout(const std::string& text) {
   std::cout.flush();
   errno = 0;

@@ -1,5 +1,8 @@
 // output.hpp: results on stdout and on disk are complete or absent.
 //
+// - stderr: an error is one line, "demo: error: ...", printed by print_error, the one way demo
+//   reports one (spdlog's log carries notices and warnings, and is not set up yet when the
+//   command line is refused, or silenced by --quiet).
 // - stdout: write_stdout/flush_stdout throw when a write fails (a full disk, a closed pipe end,
 //   /dev/full), so that demo exits non-zero instead of reporting success.
 // - files: an AtomicFile writes to "PATH.tmp-PID" and renames it to PATH on commit(); if the run
@@ -15,10 +18,17 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace attn {
+
+// "PROGRAM: error: MESSAGE" as one line on stderr, in one write. Allocates nothing, so that an
+// out-of-memory handler can call it with a literal. program: "demo", or "demo COMMAND".
+void print_error(std::string_view message, std::string_view program = "demo");
+// "\nPROGRAM: interrupted (SIGINT); no results written" (or SIGTERM) on stderr, the same way.
+void print_interrupted(int signal, std::string_view program = "demo");
 
 // Writes text to stdout and flushes it. Throws std::runtime_error("cannot write to stdout: ...")
 // when any byte could not be written.

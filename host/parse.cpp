@@ -16,22 +16,18 @@ namespace {
   throw std::invalid_argument(option + ": expected " + want + ", got '" + text + "'" + hint);
 }
 
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string cur;
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& text, char sep) {
+  std::vector<std::string> parts(1);
   for (char c : text) {
-    if (c == sep) {
-      parts.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
+    if (c == sep)
+      parts.emplace_back();
+    else
+      parts.back() += c;
   }
-  parts.push_back(cur);
   return parts;
 }
-
-}  // namespace
 
 std::uint64_t parse_count(const std::string& option, const std::string& text) {
   const std::string want = "a positive whole number such as 10000 or 1e9";
@@ -124,7 +120,7 @@ double parse_real(const std::string& option, const std::string& text, double lo,
 std::vector<std::int64_t> parse_int_list(const std::string& option, const std::string& text,
                                          std::int64_t lo, std::int64_t hi) {
   std::vector<std::int64_t> out;
-  for (const std::string& part : split(text, ',')) out.push_back(parse_int(option, part, lo, hi));
+  for (const std::string& part : split_list(text)) out.push_back(parse_int(option, part, lo, hi));
   return out;
 }
 
@@ -145,7 +141,7 @@ SeedSet parse_seed_set(const std::string& option, const std::string& text) {
     if (s.end <= s.first) bad(option, text, "a range A:B with A < B (seeds A .. B-1)");
     return s;
   }
-  for (const std::string& part : split(text, ',')) s.list.push_back(parse_u64(option, part));
+  for (const std::string& part : split_list(text)) s.list.push_back(parse_u64(option, part));
   // A seed is one run: given twice, it would count twice in a sweep's statistics.
   std::vector<std::uint64_t> sorted = s.list;
   std::sort(sorted.begin(), sorted.end());
@@ -204,7 +200,7 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
   std::vector<std::string> out;
   std::string choices;
   for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
-  for (const std::string& part : split(text, ',')) {
+  for (const std::string& part : split_list(text)) {
     bool ok = false;
     for (const auto& a : allowed) ok = ok || part == a;
     if (!ok) bad(option, part, "one or more of " + choices, nearest(part, allowed));

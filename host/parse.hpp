@@ -8,6 +8,10 @@
 
 namespace attn {
 
+// The words of text between the separators, empty ones kept: "a,,b" gives "a", "", "b", and ""
+// gives one empty word. Never throws.
+std::vector<std::string> split_list(const std::string& text, char sep = ',');
+
 // A positive whole number, written plainly or in exponent form: "10000", "1e9", "2.5e6".
 // At most 2^53 (so that counts stay exact in double).
 std::uint64_t parse_count(const std::string& option, const std::string& text);

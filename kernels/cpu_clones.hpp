@@ -1,10 +1,22 @@
 // cpu_clones.hpp: build a hot CPU loop for several x86-64 levels and pick one at run time.
 //
-// A hot loop is written once as an always-inline body; ATTN_CPU_LEVELS compiles it three times,
-// for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA: most laptops, desktops and CI runners) and
-// the baseline, and calls the best one this CPU runs. Every level computes the same bits: the
+// The one way the CPU code chooses an instruction set. A hot loop is written once as an
+// always-inline body; ATTN_CPU_LEVELS compiles it three times, for x86-64-v4 (AVX-512),
+// x86-64-v3 (AVX2 + FMA: most laptops, desktops and CI runners) and the baseline, and the
+// function it defines calls the copy for cpu_level(). Every level computes the same bits: the
 // shared math fuses only where it says so (fast_math.hpp), and the baseline computes those
 // fused multiply-adds through libm's fma (slowly).
+//
+// Where one level takes a hand-written path, the body is a template on the level it is compiled
+// for and ATTN_CPU_LEVELS_BY_LEVEL builds it: `if constexpr (L == CpuLevel::v3)` picks the path.
+// Hand-written code is intrinsics in functions that carry the level's target (ATTN_TARGET_V4,
+// ATTN_TARGET_V3), either whole functions or the members of an ISA shim (a struct of the
+// operations a loop needs, one per level) under a loop written once as a template on the shim.
+// GCC does not inline a function with a target into one without it (and refuses to compile an
+// always-inline one called there), so such functions are not always-inline, and the level's
+// copies are compiled with `flatten`: the body and what it calls are inlined into the copy and
+// compiled for its level, the shim's operations included. A function marked noinline stays a
+// call.
 //
 // ATTNLAB_CPU_LEVEL=x86-64|x86-64-v3|x86-64-v4 in the environment lowers the level (never
 // above what the CPU has), so that one machine can test and time the AVX2 path of an AVX-512
@@ -90,8 +102,8 @@ inline CpuLevel cpu_level() {
   ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)
 
 // As ATTN_CPU_LEVELS, for a body that is a template on the level it is compiled for
-// (`template <CpuLevel L> NAME##_body`), so that one level can take a hand-written path
-// (`if constexpr (L == CpuLevel::v3)`). Builds without levels compile every copy as baseline.
+// (`template <CpuLevel L> NAME##_body`), each copy flattened (see above). Builds without levels
+// compile every copy as baseline.
 #if ATTN_HAVE_CPU_LEVELS
 #define ATTN_CPU_LEVEL_V4 ::attn::CpuLevel::v4
 #define ATTN_CPU_LEVEL_V3 ::attn::CpuLevel::v3
@@ -99,8 +111,14 @@ inline CpuLevel cpu_level() {
 #define ATTN_CPU_LEVEL_V4 ::attn::CpuLevel::baseline
 #define ATTN_CPU_LEVEL_V3 ::attn::CpuLevel::baseline
 #endif
-#define ATTN_CPU_LEVELS_BY_LEVEL(RET, NAME, PARAMS, ARGS)                             \
-  ATTN_TARGET_V4 RET NAME##_v4 PARAMS { return NAME##_body<ATTN_CPU_LEVEL_V4> ARGS; } \
-  ATTN_TARGET_V3 RET NAME##_v3 PARAMS { return NAME##_body<ATTN_CPU_LEVEL_V3> ARGS; } \
-  RET NAME##_baseline PARAMS { return NAME##_body<::attn::CpuLevel::baseline> ARGS; } \
+#define ATTN_CPU_LEVELS_BY_LEVEL(RET, NAME, PARAMS, ARGS)        \
+  ATTN_TARGET_V4 __attribute__((flatten)) RET NAME##_v4 PARAMS { \
+    return NAME##_body<ATTN_CPU_LEVEL_V4> ARGS;                  \
+  }                                                              \
+  ATTN_TARGET_V3 __attribute__((flatten)) RET NAME##_v3 PARAMS { \
+    return NAME##_body<ATTN_CPU_LEVEL_V3> ARGS;                  \
+  }                                                              \
+  __attribute__((flatten)) RET NAME##_baseline PARAMS {          \
+    return NAME##_body<::attn::CpuLevel::baseline> ARGS;         \
+  }                                                              \
   ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)

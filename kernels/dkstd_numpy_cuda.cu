@@ -1,6 +1,6 @@
 // dkstd_numpy_cuda.cu: pieces of numpy's normal stream decoded on the GPU, one thread per piece
 // (numpy_pieces.hpp's decode_piece, the code the CPU's threads run); the host joins them
-// (kernels/dkstd_numpy.cpp). Each thread jumps to its piece's first word (Pcg64::advance,
+// (kernels/numpy_decode.cpp). Each thread jumps to its piece's first word (Pcg64::advance,
 // O(log n) 128-bit multiplies) and decodes about piece-size normals into its own stretch of the
 // values, so a piece of a few hundred words keeps the jump's cost small beside the decode.
 #include <cuda_runtime.h>

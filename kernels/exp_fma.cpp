@@ -112,7 +112,7 @@ ATTN_INLINE VecD<N> exp_fma(VecD<N> x) {
 
 // *y = exp(*x) in vectors of N lanes (the x86-64-v4 copy: one zmm register).
 template <int N>
-ATTN_INLINE void exp_pack_body(const PackD* x, PackD* y) {
+ATTN_INLINE void exp_pack_vectors(const PackD* x, PackD* y) {
   for (int i = 0; i < kPackLanes; i += N) {
     VecD<N> v;
     std::memcpy(&v, reinterpret_cast<const double*>(x) + i, sizeof v);
@@ -138,7 +138,7 @@ ATTN_TARGET_V3 ATTN_INLINE __m256d exp_fma_avx2(__m256d x) {
   // lanes' pairs to a register, and unpacks sort the tails from the sbits (lane order: unpacklo
   // of (0, 2) and (1, 3) is (0, 1 | 2, 3)). Loads, not two four-lane gathers: on
   // AVX2 a gather can cost more than four loads (the numpy stream's decoder reads its layer
-  // tables the same way, dkstd_numpy.cpp).
+  // tables the same way, numpy_isa.hpp).
   alignas(32) std::uint64_t j[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(j),
                      _mm256_slli_epi64(_mm256_and_si256(ki, _mm256_set1_epi64x(0x7f)), 1));
@@ -213,29 +213,38 @@ bool agrees_with_libm(ExpPack exp_pack) {
   return true;
 }
 
-}  // namespace
-
-ATTN_TARGET_V4 void exp_pack_v4(const PackD* x, PackD* y) { exp_pack_body<8>(x, y); }
-
 #if ATTN_HAVE_CPU_LEVELS
-ATTN_TARGET_V3 void exp_pack_v3(const PackD* x, PackD* y) {
-  // x lane by lane (volatile: GCC must not merge the reads into vector loads). The AVX2 copy
-  // of the CPU twins builds packs with 8-byte stores, and a 32-byte load of those cannot take
-  // them from the store buffer: it waits until they are written (as long as exp_fma_avx2).
+// *y = exp(*x) in two AVX2 vectors. x is read lane by lane (volatile: GCC must not merge the
+// reads into vector loads). The AVX2 copy of the CPU twins builds packs with 8-byte stores, and
+// a 32-byte load of those cannot take them from the store buffer: it waits until they are
+// written (as long as exp_fma_avx2).
+ATTN_TARGET_V3 void exp_pack_avx2(const PackD* x, PackD* y) {
   const volatile double* in = reinterpret_cast<const volatile double*>(x);
   double* out = reinterpret_cast<double*>(y);
   _mm256_storeu_pd(out, exp_fma_avx2(_mm256_set_pd(in[3], in[2], in[1], in[0])));
   _mm256_storeu_pd(out + 4, exp_fma_avx2(_mm256_set_pd(in[7], in[6], in[5], in[4])));
 }
-#else
-void exp_pack_v3(const PackD* x, PackD* y) { exp_pack_body<4>(x, y); }
 #endif
 
-ExpPack exp_pack_for_level() {
-  const CpuLevel level = cpu_level();
-  if (!ATTN_HAVE_CPU_LEVELS || level == CpuLevel::baseline) return nullptr;
-  const ExpPack f = level == CpuLevel::v4 ? exp_pack_v4 : exp_pack_v3;
-  return agrees_with_libm(f) ? f : nullptr;
+// *y = exp(*x) at level L: glibc's __exp_fma in vectors at v4 and v3, std::exp lane by lane at
+// the baseline (where glibc may pick its exp without FMA).
+template <CpuLevel L>
+ATTN_INLINE void exp_pack_body(const PackD* x, PackD* y) {
+  if constexpr (L == CpuLevel::v4) {
+    exp_pack_vectors<8>(x, y);
+  } else if constexpr (L == CpuLevel::v3) {
+#if ATTN_HAVE_CPU_LEVELS
+    exp_pack_avx2(x, y);
+#endif
+  } else {
+    for (int l = 0; l < kPackLanes; ++l) (*y)[l] = std::exp((*x)[l]);
+  }
 }
+
+}  // namespace
+
+ATTN_CPU_LEVELS_BY_LEVEL(void, exp_pack, (const PackD* x, PackD* y), (x, y))
+
+bool exp_pack_agrees() { return cpu_level() == CpuLevel::baseline || agrees_with_libm(exp_pack); }
 
 }  // namespace attn::exp_fma_detail

@@ -333,23 +333,22 @@ ATTN_HD ATTN_INLINE void descend_of(const Model& m, const Layout& l, M w, int wh
   if (which == 2) descend<T>(m, w, l.wv, l.dv, m.d_v, 0, rows);
 }
 
-// Trains the weights in the workspace for m.steps steps. On return the workspace holds the
-// forward pass at the final weights (P, O valid on the rows of R). stop() is asked before each
-// step and each element of a numeric gradient, rows() before each row of every matrix product
-// (NeverStop by default: a head small enough that a step is short needs no test inside it);
-// once either says true, train returns as soon as the loops it is in end, and the workspace
-// holds nothing usable (the CPU's way to honour Ctrl-C within a large head's run,
-// head_cpu.cpp). A stop test that says true must say true at every later call.
+// Steps [s0, s1) of the training (0 <= s0 <= s1 <= m.steps), from the state the steps before
+// s0 left in the workspace: the weights and the forward pass at them (Q on the rows of R, K, V,
+// P, O), which is all a step reads. train() is forward() then train_steps(0, m.steps); running
+// [0, a), [a, b), ..., [z, m.steps) in turn on one workspace does exactly its arithmetic (the
+// GPU's slices across launches, head_cuda.cu). On return the workspace holds the forward pass
+// at the weights after step s1 − 1. stop() and rows() as train() says.
 template <class T, class M, class Stop = NeverStop, class Rows = NeverStop>
-ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}, Rows rows = {}) {
+ATTN_HD ATTN_INLINE void train_steps(const Model& m, M w, int s0, int s1, Stop stop = {},
+                                     Rows rows = {}) {
   const Layout l = layout(m);
   const int trained = m.train_values ? 3 : 2;
   const std::int64_t wo[3] = {l.wq, l.wk, l.wv};
   const int cols[3] = {m.d_k, m.d_k, m.d_v};
   const std::int64_t goff[3] = {0, static_cast<std::int64_t>(m.d_model) * m.d_k,
                                 2 * static_cast<std::int64_t>(m.d_model) * m.d_k};
-  forward<T>(m, l, w, rows);
-  for (int step = 0; step < m.steps; ++step) {
+  for (int step = s0; step < s1; ++step) {
     if (stop()) return;
     if (m.grad == Grad::numeric) {
       if (m.schedule == Schedule::sequential) {
@@ -384,6 +383,19 @@ ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}, Rows rows = 
       forward<T>(m, l, w, rows);
     }
   }
+}
+
+// Trains the weights in the workspace for m.steps steps. On return the workspace holds the
+// forward pass at the final weights (P, O valid on the rows of R). stop() is asked before each
+// step and each element of a numeric gradient, rows() before each row of every matrix product
+// (NeverStop by default: a head small enough that a step is short needs no test inside it);
+// once either says true, train returns as soon as the loops it is in end, and the workspace
+// holds nothing usable (the CPU's way to honour Ctrl-C within a large head's run,
+// head_cpu.cpp). A stop test that says true must say true at every later call.
+template <class T, class M, class Stop = NeverStop, class Rows = NeverStop>
+ATTN_HD ATTN_INLINE void train(const Model& m, M w, Stop stop = {}, Rows rows = {}) {
+  forward<T>(m, layout(m), w, rows);
+  train_steps<T>(m, w, 0, m.steps, stop, rows);
 }
 
 // Seed s's starting weights (spec "Start"): g = numpy default_rng(s); W_Q, W_K, W_V as three
@@ -431,8 +443,23 @@ ATTN_HD void write_result(const Model& m, Get& get, double* out) {
 void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
                      const Monitor& monitor = silent_monitor());
 #if defined(ATTNLAB_WITH_CUDA)
-// GPU: one seed per thread (see head_cuda.cu for why); host pointers in and out.
-void train_seeds_cuda(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out);
+// GPU, one seed per thread (head_cuda.cu says why), device-resident: steps [s0, s1) of the
+// training of seeds d_seeds[0 .. count) (0 <= s0 <= s1 <= m.steps). m.x, m.y, d_seeds,
+// d_workspace and d_out are device memory; d_workspace holds count * layout(m).total doubles,
+// element e of seed i at [e * count + i], and carries each seed's state from one call to the
+// next (the same count every call). s0 == 0 first draws the starting weights; s1 == m.steps
+// then writes seed i's results to d_out + i * result_size(m). Nothing is allocated or copied;
+// returns once the launch is queued on the default stream. Throws std::invalid_argument for a
+// step range outside [0, m.steps], std::runtime_error for a CUDA error (file and line).
+void train_seeds_cuda_device(const Model& m, const std::uint64_t* d_seeds, std::int64_t count,
+                             double* d_workspace, double* d_out, int s0, int s1);
+// Host wrapper: x, y (in m), seeds and out in host memory, as train_seeds_cpu. Trains in slices
+// of steps_per_slice steps (<= 0: all m.steps in one launch), one launch each, and asks
+// monitor.stop_requested() after each slice but the last has finished, throwing Interrupted
+// when it says true. The results are those of one uninterrupted training, bit for bit, however
+// the steps are sliced.
+void train_seeds_cuda(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
+                      int steps_per_slice = 0, const Monitor& monitor = silent_monitor());
 #endif
 
 }  // namespace attn::head

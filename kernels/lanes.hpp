@@ -17,7 +17,7 @@
 // nan) call std::exp. Guarded twice: tests/test_lanes.cpp (ExpFma.*) compares it with std::exp
 // bit for bit on 1.2e7 inputs (random on [-50, 50] and [-745, 710], random bit patterns, table
 // boundaries, specials, the overflow and subnormal edges) at every level the CPU has (one
-// multiply-add left unfused there changes 4 of those 1.2e7 results: it fails), and exp_pack()
+// multiply-add left unfused there changes 4 of those 1.2e7 results: it fails), and exp_t
 // compares 4096 inputs once per process and falls back to std::exp lane by lane on any
 // difference, against a libm whose exp is another algorithm or table (that sample is too small
 // to see a single differently fused step; the test is what sees that). At the baseline level,
@@ -57,33 +57,37 @@ struct PackOf<float> {
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace exp_fma_detail {
-// *y = exp(*x), glibc 2.36's __exp_fma on every lane (exp_fma.cpp), compiled for x86-64-v4 and
-// x86-64-v3. Out of line: GCC vectorizes the per-lane fused multiply-adds reliably only in a
+// *y = exp(*x) for cpu_level() (cpu_clones.hpp's ATTN_CPU_LEVELS_BY_LEVEL, exp_fma.cpp): glibc
+// 2.36's __exp_fma on every lane at x86-64-v4 and x86-64-v3, std::exp lane by lane at the
+// baseline. Out of line: GCC vectorizes the per-lane fused multiply-adds reliably only in a
 // small function (and a body inlined into the baseline copy could not use FMA).
+void exp_pack(const PackD* x, PackD* y);
+// Its copies for each level, which tests call directly.
 void exp_pack_v4(const PackD* x, PackD* y);
 void exp_pack_v3(const PackD* x, PackD* y);
+void exp_pack_baseline(const PackD* x, PackD* y);
 using ExpPack = void (*)(const PackD*, PackD*);
-// exp_pack_v4 or exp_pack_v3 at cpu_level() v4 or v3 if it gives this process's std::exp bits on
-// a fixed sample of inputs, else nullptr (the baseline level; another libm).
-ExpPack exp_pack_for_level();
+// Whether exp_pack gives this process's std::exp bits on a fixed sample of inputs (true at the
+// baseline; false under a libm whose exp is another algorithm or table).
+bool exp_pack_agrees();
 }  // namespace exp_fma_detail
 
-// The function exp_t(PackD) calls, or nullptr for std::exp lane by lane; chosen once.
-inline exp_fma_detail::ExpPack exp_pack() {
-  static const exp_fma_detail::ExpPack f = [] {
+// Whether exp_t(PackD) calls exp_pack (else std::exp lane by lane); decided once.
+inline bool exp_t_takes_exp_pack() {
+  static const bool ok = [] {
     try {
-      return exp_fma_detail::exp_pack_for_level();
+      return exp_fma_detail::exp_pack_agrees();
     } catch (...) {  // a bad ATTNLAB_CPU_LEVEL: cpu_level()'s other callers report it
-      return exp_fma_detail::ExpPack{};
+      return false;
     }
   }();
-  return f;
+  return ok;
 }
 
 ATTN_INLINE PackD exp_t(PackD x) {
   PackD r;
-  if (const exp_fma_detail::ExpPack f = exp_pack()) {
-    f(&x, &r);
+  if (exp_t_takes_exp_pack()) {
+    exp_fma_detail::exp_pack(&x, &r);
     return r;
   }
   for (int l = 0; l < kPackLanes; ++l) r[l] = std::exp(x[l]);

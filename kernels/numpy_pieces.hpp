@@ -5,7 +5,7 @@
 // a normal's start and takes normals (numpy_rng::standard_normal: one word each, more on the
 // ziggurat's rare paths) until one starts at or after end; it records where its first normals
 // start (head), how many it took (n) and where the next one starts (next). The CPU's threads
-// (kernels/dkstd_numpy.cpp) and the CUDA kernel (kernels/dkstd_numpy_cuda.cu) run this same
+// (kernels/numpy_decode.cpp) and the CUDA kernel (kernels/dkstd_numpy_cuda.cu) run this same
 // code; the host then joins the pieces.
 #pragma once
 

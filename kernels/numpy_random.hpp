@@ -127,7 +127,7 @@ class Pcg64 {
   }
 
   // The raw 128-bit state and increment, for decoders that step several words at once
-  // (kernels/dkstd_numpy.cpp): state <- state * kMultiplier + increment per word.
+  // (kernels/numpy_simd.cpp): state <- state * kMultiplier + increment per word.
   static constexpr u128 kMultiplier =
       (static_cast<u128>(0x2360ED051FC65DA4ull) << 64) | 0x4385DF649FCCF645ull;
   ATTN_HD u128 state() const { return state_; }

@@ -3,6 +3,7 @@
 // same code the CUDA kernel runs per thread; a run alone takes its numeric gradient's loss
 // evaluations as a pack's lanes. Every lane gives the scalar code's bits.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "cpu_clones.hpp"
@@ -73,31 +74,30 @@ ATTN_INLINE void train_item_body(Config c, const std::uint64_t* seeds, int lanes
                          static_cast<double>(f.out[1][l]), static_cast<double>(loss[l])};
 }
 
-// train_item_body compiled for each x86-64 level (cpu_clones.hpp), called at cpu_level().
-template <class T>
-ATTN_TARGET_V4 void train_item_v4(Config c, const std::uint64_t* seeds, int lanes,
-                                  const TrainOptions& o, TrainResult* out) {
-  train_item_body<T>(c, seeds, lanes, o, out);
+ATTN_INLINE void train_item_f64_body(Config c, const std::uint64_t* seeds, int lanes,
+                                     const TrainOptions& o, TrainResult* out) {
+  train_item_body<double>(c, seeds, lanes, o, out);
 }
-template <class T>
-ATTN_TARGET_V3 void train_item_v3(Config c, const std::uint64_t* seeds, int lanes,
-                                  const TrainOptions& o, TrainResult* out) {
-  train_item_body<T>(c, seeds, lanes, o, out);
+ATTN_INLINE void train_item_f32_body(Config c, const std::uint64_t* seeds, int lanes,
+                                     const TrainOptions& o, TrainResult* out) {
+  train_item_body<float>(c, seeds, lanes, o, out);
 }
+// Each compiled for every CPU level (cpu_clones.hpp); the best one runs.
+ATTN_CPU_LEVELS(void, train_item_f64,
+                (Config c, const std::uint64_t* seeds, int lanes, const TrainOptions& o,
+                 TrainResult* out),
+                (c, seeds, lanes, o, out))
+ATTN_CPU_LEVELS(void, train_item_f32,
+                (Config c, const std::uint64_t* seeds, int lanes, const TrainOptions& o,
+                 TrainResult* out),
+                (c, seeds, lanes, o, out))
 template <class T>
-void train_item_baseline(Config c, const std::uint64_t* seeds, int lanes, const TrainOptions& o,
-                         TrainResult* out) {
-  train_item_body<T>(c, seeds, lanes, o, out);
-}
-template <class T>
-void train_item(CpuLevel level, Config c, const std::uint64_t* seeds, int lanes,
-                const TrainOptions& o, TrainResult* out) {
-  if (level == CpuLevel::v4)
-    train_item_v4<T>(c, seeds, lanes, o, out);
-  else if (level == CpuLevel::v3)
-    train_item_v3<T>(c, seeds, lanes, o, out);
+void train_item(Config c, const std::uint64_t* seeds, int lanes, const TrainOptions& o,
+                TrainResult* out) {
+  if constexpr (std::is_same_v<T, double>)
+    train_item_f64(c, seeds, lanes, o, out);
   else
-    train_item_baseline<T>(c, seeds, lanes, o, out);
+    train_item_f32(c, seeds, lanes, o, out);
 }
 
 // Runs i < n, run i being config_of(i) from seeds[i]. Work items: packs of up to kPackLanes
@@ -127,14 +127,14 @@ void train_items(ConfigOf config_of, const std::uint64_t* seeds, std::int64_t n,
   };
   std::stable_sort(items.begin(), items.end(),
                    [&](const Item& a, const Item& b) { return cost(a) > cost(b); });
-  const CpuLevel level = cpu_level();  // may throw: here, not in the parallel region
+  (void)cpu_level();  // may throw (a bad ATTNLAB_CPU_LEVEL): here, not in the parallel region
   // A run of the lesson's 3000 steps alone takes about half a millisecond: two items already
   // pay for a thread.
 #pragma omp parallel for schedule(dynamic, 1) if (items.size() > 1)
   for (std::size_t k = 0; k < items.size(); ++k) {
     bind_this_thread();
     const Item& it = items[k];
-    train_item<T>(level, config_of(it.first), seeds + it.first, it.lanes, o, out + it.first);
+    train_item<T>(config_of(it.first), seeds + it.first, it.lanes, o, out + it.first);
   }
 }
 

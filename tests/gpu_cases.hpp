@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attention.hpp"
+#include "head.hpp"
 #include "tiny_model.hpp"
 
 namespace attn::gpu_cases {
@@ -219,6 +220,86 @@ inline const std::vector<TrainingCase>& training_cases() {
 inline constexpr double kTrainingF64Tolerance = 1e-9;
 inline double training_f32_allowance(double cpu_f32, double cpu_f64) {
   return 4 * std::fabs(cpu_f32 - cpu_f64) + 1e-4;
+}
+
+// ---- General head (head.hpp) -----------------------------------------------------------------
+// One seed per thread against the CPU's lane packs: the same arithmetic in the same order
+// except exp (CUDA's vs glibc's, each within an ulp or two), so every result (loss, map, outputs)
+// agrees as numpy's allclose does, |gpu - cpu| <= 1e-12 + 1e-8 |cpu|, after 3000 steps of the
+// lesson's task and 300 of random ones (at the peers' stable lr 0.01 and init 0.25). The
+// absolute floor is for final losses near 1e-27, where one ulp of a device exp is a large
+// relative difference. Slicing a training across launches changes no arithmetic: slices and
+// one whole launch agree bit for bit (tolerance 0).
+struct HeadCase {
+  const char* name;
+  int n, d_model, d_k, d_v;
+  int r0;  // > 0: the lesson's task (x = I, y = e_0 on the last row); 0: random x, y ~ N(0, 1)
+  int steps;
+  bool train_values;
+  head::Schedule schedule;
+  std::int64_t seeds;  // the test's size
+};
+
+inline const std::vector<HeadCase>& head_cases() {
+  using head::Schedule;
+  static const std::vector<HeadCase> cases = {
+      {"lesson-qkv", 2, 2, 2, 2, 1, 3000, true, Schedule::sequential, 3001},
+      {"lesson-qk", 2, 2, 2, 2, 1, 3000, false, Schedule::sequential, 3001},
+      {"random-8x16", 8, 16, 16, 16, 0, 300, true, Schedule::sequential, 3001},
+      {"random-odd-simultaneous", 5, 7, 3, 4, 0, 300, true, Schedule::simultaneous, 3001},
+  };
+  return cases;
+}
+
+// The case's model over x and y (head_task fills them); x, y must outlive the model.
+inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
+                              const std::vector<double>& y) {
+  head::Model m;
+  m.n = c.n;
+  m.d_model = c.d_model;
+  m.d_k = c.d_k;
+  m.d_v = c.d_v;
+  m.r0 = c.r0;
+  m.steps = c.steps;
+  m.train_values = c.train_values;
+  m.schedule = c.schedule;
+  if (c.r0 == 0) {
+    m.lr = 0.01;
+    m.init_scale = 0.25;
+  }
+  m.x = x.data();
+  m.y = y.data();
+  return m;
+}
+
+// The case's task: x (n, d_model), y (n, d_v); normals come from `normal` (random cases only).
+template <class Normal>
+void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y, Normal normal) {
+  x.assign(static_cast<std::size_t>(c.n) * c.d_model, 0.0);
+  y.assign(static_cast<std::size_t>(c.n) * c.d_v, 0.0);
+  if (c.r0 > 0) {  // the lesson's task
+    for (int i = 0; i < c.n; ++i) x[static_cast<std::size_t>(i) * c.d_model + i] = 1;
+    y[static_cast<std::size_t>(c.n - 1) * c.d_v] = 1;
+    return;
+  }
+  for (double& v : x) v = normal();
+  for (double& v : y) v = normal();
+}
+
+// numpy's allclose, the rule above: |gpu - cpu| <= 1e-12 + 1e-8 |cpu|; NaN on both sides (both
+// diverged) agrees, NaN on one side does not.
+inline bool head_close(double gpu, double cpu) {
+  if (std::isnan(gpu) && std::isnan(cpu)) return true;
+  return std::fabs(gpu - cpu) <= 1e-12 + 1e-8 * std::fabs(cpu);
+}
+
+// FLOPs of a case: every seed's steps (head::flops_per_step). Bytes: each seed's workspace read
+// and written once per step, a lower bound.
+inline double head_flops(const HeadCase& c, const head::Model& m) {
+  return static_cast<double>(c.seeds) * c.steps * head::flops_per_step(m);
+}
+inline double head_bytes(const HeadCase& c, const head::Model& m) {
+  return 16.0 * static_cast<double>(c.seeds) * c.steps * static_cast<double>(head::layout(m).total);
 }
 
 // ---- Softmax saturation (saturation.hpp) -----------------------------------------------------

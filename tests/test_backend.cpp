@@ -1,0 +1,219 @@
+// test_backend.cpp (test_host): Backend on the CPU and the arithmetic that sizes its GPU calls
+// (head_sizing), which runs without a GPU.
+// - head_seeds_per_call on the CPU is the attention-sweep's rule; on the GPU one seed per
+//   resident thread, capped by device memory and host results; even and >= 2 always.
+// - Slices of steps: about kGpuSliceSeconds each by the estimate, within [1, steps].
+// - check_head: nothing refused on the CPU; on the GPU a head whose one seed would train for
+//   days on one thread (n = d = 1024) is refused with one line that says --device cpu.
+// - attention_forward in pieces gives the bits of one whole call, float and double, and a stop
+//   asked before a piece throws Interrupted.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attention.hpp"
+#include "head.hpp"
+#include "host/backend.hpp"
+
+namespace attn {
+namespace {
+
+head::Model model(int n, int d, int steps) {
+  head::Model m;
+  m.n = n;
+  m.d_model = m.d_k = m.d_v = d;
+  m.r0 = 0;
+  m.steps = steps;
+  return m;
+}
+
+// attention-sweep's own arithmetic, written out again as the reference.
+std::int64_t sweep_rule(const head::Model& m, double per_call) {
+  const double per_seed_bytes = 8.0 * (head::result_size(m) + head::layout(m).total);
+  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
+  const double work =
+      m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
+  auto chunk = static_cast<std::uint64_t>(
+      std::max(2.0, std::min({per_call, 4e9 / per_seed_bytes, per_call * 5e6 / work})));
+  chunk -= chunk % 2;
+  return static_cast<std::int64_t>(std::max<std::uint64_t>(chunk, 2));
+}
+
+TEST(HeadSizing, CpuSeedsPerCallIsTheSweepsRule) {
+  const Backend cpu = Backend::select("cpu", 1);
+  for (int n : {2, 8, 64, 1024})
+    for (int d : {2, 16, 128, 1024})
+      for (int steps : {1, 1000, 3000})
+        for (head::Grad grad : {head::Grad::analytic, head::Grad::numeric}) {
+          head::Model m = model(n, d, steps);
+          m.grad = grad;
+          const std::int64_t got = cpu.head_seeds_per_call(m);
+          EXPECT_EQ(got, sweep_rule(m, double(cpu.seeds_per_call())))
+              << "n " << n << " d " << d << " steps " << steps;
+          EXPECT_EQ(got % 2, 0);
+          EXPECT_GE(got, 2);
+        }
+  // The lesson's size at one step: the backend's whole call.
+  EXPECT_EQ(cpu.head_seeds_per_call(model(8, 16, 1)), std::int64_t(cpu.seeds_per_call()));
+}
+
+TEST(HeadSizing, GpuSeedsFillTheDeviceWithinMemory) {
+  const double gib = 1024.0 * 1024 * 1024;
+  // Small heads: one seed per resident thread.
+  const head::Model small = model(8, 16, 1000);
+  EXPECT_EQ(head_sizing::gpu_seeds_per_call(small, 132, 141 * gib, 1 << 20),
+            132 * head_sizing::kGpuThreadsPerMultiprocessor);
+  // An unknown device: the backend's call, within 4e9 bytes of device memory.
+  const double small_seed = 8.0 * (head::layout(small).total + head::result_size(small)) + 8;
+  const std::int64_t unknown = head_sizing::gpu_seeds_per_call(small, 0, 0, 1 << 20);
+  EXPECT_EQ(unknown, std::min<std::int64_t>(1 << 20, std::int64_t(4e9 / small_seed) / 2 * 2));
+  // Large heads: half the device memory holds every workspace, result and seed of the call.
+  const head::Model large = model(256, 256, 10);
+  const std::int64_t c = head_sizing::gpu_seeds_per_call(large, 132, 4 * gib, 1 << 20);
+  const double per_seed = 8.0 * (head::layout(large).total + head::result_size(large)) + 8;
+  EXPECT_LE(c * per_seed, 2 * gib);
+  EXPECT_GT((c + 2) * per_seed, 2 * gib);
+  EXPECT_EQ(c % 2, 0);
+  // Host results at most 4e9 bytes a call.
+  const std::int64_t h = head_sizing::gpu_seeds_per_call(large, 132, 1e15, 1 << 20);
+  EXPECT_LE(8.0 * head::result_size(large) * h, 4e9);
+  // Never below 2, whatever the size.
+  EXPECT_EQ(head_sizing::gpu_seeds_per_call(model(1024, 1024, 1), 1, 1e6, 1 << 20), 2);
+}
+
+TEST(HeadSizing, SlicesLastAFractionOfASecondWithinTheSteps) {
+  const head::Model m = model(8, 16, 1000);
+  // One seed: the thread's rate; a full device: the device's.
+  EXPECT_DOUBLE_EQ(head_sizing::gpu_step_seconds(m, 1, 132),
+                   head::flops_per_step(m) / head_sizing::kGpuThreadFlops);
+  const std::int64_t full = 132 * head_sizing::kGpuThreadsPerMultiprocessor;
+  EXPECT_DOUBLE_EQ(head_sizing::gpu_step_seconds(m, full, 132),
+                   head::flops_per_step(m) * full / (132 * head_sizing::kGpuMultiprocessorFlops));
+  for (std::int64_t count : {std::int64_t{2}, std::int64_t{10000}, full, 64 * full}) {
+    const int slice = head_sizing::gpu_steps_per_slice(m, count, 132);
+    EXPECT_GE(slice, 1);
+    EXPECT_LE(slice, m.steps);
+    const double seconds = slice * head_sizing::gpu_step_seconds(m, count, 132);
+    if (slice > 1 && slice < m.steps) {
+      EXPECT_LE(seconds, head_sizing::kGpuSliceSeconds) << count;
+      EXPECT_GT(seconds + head_sizing::gpu_step_seconds(m, count, 132),
+                head_sizing::kGpuSliceSeconds)
+          << count;
+    }
+  }
+  // More seeds than the device holds at once: shorter slices.
+  EXPECT_LT(head_sizing::gpu_steps_per_slice(m, 64 * full, 132),
+            head_sizing::gpu_steps_per_slice(m, 2, 132));
+  // A step longer than a slice: one step a launch; a short training: one launch.
+  EXPECT_EQ(head_sizing::gpu_steps_per_slice(model(256, 256, 50), 2, 132), 1);
+  EXPECT_EQ(head_sizing::gpu_steps_per_slice(model(2, 2, 3), 2, 132), 3);
+  EXPECT_EQ(head_sizing::gpu_steps_per_slice(model(2, 2, 0), 2, 132), 1);
+  // Numeric gradients: 2 d_model (2 d_k + d_v) forward passes a step.
+  head::Model numeric = model(2, 2, 3000);
+  numeric.grad = head::Grad::numeric;
+  EXPECT_DOUBLE_EQ(head_sizing::flops_per_seed_step(numeric),
+                   head::flops_per_step(numeric) * 2 * 2 * (2 * 2 + 2));
+}
+
+// Slices as train_heads runs them cover [0, steps) once, in order: the loop of head_cuda.cu.
+TEST(HeadSizing, SlicesCoverTheStepsOnce) {
+  for (int steps : {0, 1, 7, 1000, 3001})
+    for (int slice : {1, 3, 7, 1000, 5000}) {
+      std::vector<int> seen;
+      for (int s0 = 0;;) {
+        const int s1 = steps - s0 > slice ? s0 + slice : steps;
+        for (int s = s0; s < s1; ++s) seen.push_back(s);
+        if (s1 == steps) break;
+        s0 = s1;
+      }
+      ASSERT_EQ(int(seen.size()), steps);
+      for (int s = 0; s < steps; ++s) EXPECT_EQ(seen[s], s);
+    }
+}
+
+TEST(HeadSizing, CheckHeadRefusesDaysOnOneGpuThreadOnly) {
+  const head::Model huge = model(1024, 1024, 3000);
+  try {
+    head_sizing::check_gpu_head(huge);
+    ADD_FAILURE() << "n = d = 1024 accepted on the GPU";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("--device cpu"), std::string::npos) << what;
+    EXPECT_NE(what.find("n 1024"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(head_sizing::check_gpu_head(model(8, 16, 3000)));
+  EXPECT_NO_THROW(head_sizing::check_gpu_head(model(2, 2, 3000)));
+  EXPECT_GT(head_sizing::gpu_seed_seconds(huge), 86400.0);
+  const Backend cpu = Backend::select("cpu", 1);
+  EXPECT_NO_THROW(cpu.check_head(huge));
+}
+
+// The CPU's pieces (Backend::kAttentionPieceWork) give the bits of one whole call.
+template <class T>
+void pieces_equal_whole() {
+  AttentionShape sh;
+  sh.batch = 2;
+  sh.n = 1600;
+  sh.d_model = 64;
+  sh.d_k = 48;
+  sh.d_v = 40;
+  sh.causal = true;
+  // More than one piece, and a problem cut into rows.
+  ASSERT_GT(attention_work(sh) / sh.batch, Backend::kAttentionPieceWork);
+  std::mt19937_64 rng(9);
+  std::normal_distribution<double> nd;
+  auto random = [&](std::size_t n) {
+    std::vector<T> v(n);
+    for (T& x : v) x = T(nd(rng) * 0.2);
+    return v;
+  };
+  const std::size_t rows = std::size_t(sh.batch) * sh.n;
+  const auto x = random(rows * sh.d_model), wq = random(sh.batch * sh.d_model * sh.d_k),
+             wk = random(wq.size()), wv = random(sh.batch * sh.d_model * sh.d_v);
+  struct Out {
+    std::vector<T> q, k, v, s, p, o;
+  } a, b;
+  for (Out* o : {&a, &b}) {
+    o->q.resize(rows * sh.d_k);
+    o->k.resize(rows * sh.d_k);
+    o->v.resize(rows * sh.d_v);
+    o->s.resize(rows * sh.n);
+    o->p.resize(rows * sh.n);
+    o->o.resize(rows * sh.d_v);
+  }
+  auto problem = [&](Out& o) {
+    return AttentionProblem<T>{sh,         x.data(),   wq.data(),  wk.data(),
+                               wv.data(),  o.q.data(), o.k.data(), o.v.data(),
+                               o.s.data(), o.p.data(), o.o.data()};
+  };
+  attention_forward_cpu(problem(a));
+  const Backend cpu = Backend::select("cpu", 2);
+  const std::uint64_t calls = cpu.kernel_calls();
+  cpu.attention_forward(problem(b));
+  EXPECT_EQ(cpu.kernel_calls(), calls + 1);
+  EXPECT_EQ(a.q, b.q);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.v, b.v);
+  EXPECT_EQ(std::memcmp(a.s.data(), b.s.data(), a.s.size() * sizeof(T)), 0);  // -inf masked
+  EXPECT_EQ(a.p, b.p);
+  EXPECT_EQ(a.o, b.o);
+  struct Stopping : Monitor {
+    bool stop_requested() const override { return true; }
+  };
+  EXPECT_THROW(cpu.attention_forward(problem(b), Stopping()), Interrupted);
+}
+
+TEST(BackendAttention, CpuPiecesEqualOneWholeCall) {
+  pieces_equal_whole<double>();
+  pieces_equal_whole<float>();
+}
+
+}  // namespace
+}  // namespace attn
