@@ -239,20 +239,6 @@ std::uint64_t seeds_per_chunk(const head::Model& m, std::uint64_t count) {
   return per;
 }
 
-// Seeds per backend call: the backend's size, fewer for large shapes (at most about 4 GB of
-// results and workspaces per call: the GPU keeps one workspace per seed of the call) or long
-// runs (the backend's size is for about 1e6 FLOPs per seed; a CPU call does at most 2^14 x 5e6
-// FLOPs). Seeds train alone, so the calls' sizes leave the bits.
-std::uint64_t seeds_per_call(const RunContext& ctx, const head::Model& m) {
-  const double per_seed_bytes = 8.0 * (head::result_size(m) + head::layout(m).total);
-  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
-  const double work =
-      m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
-  const double per_call = static_cast<double>(ctx.backend.seeds_per_call());
-  return static_cast<std::uint64_t>(
-      std::max(2.0, std::min({per_call, 4e9 / per_seed_bytes, per_call * 5e6 / work})));
-}
-
 // A monitor for the training calls inside the driver's chunks: a large head's seed trains long,
 // so the CPU's threads ask it between steps.
 const Monitor& signal_monitor() {
@@ -313,6 +299,7 @@ struct Sweep {
     j.unit = "seed-steps";
     j.chunks = chunks;
     j.batch = batch;
+    j.paced = ctx.backend.kind() == DeviceKind::cpu;
     j.work = [this](std::uint64_t i) { return work_of(i); };
     return j;
   }
@@ -638,7 +625,9 @@ std::vector<Table> run(const RunContext& ctx) {
                                   human_bytes(static_cast<double>(space.available)) +
                                   " free on that disk; use fewer seeds or leave out --per-seed");
   }
-  const std::uint64_t call = std::max<std::uint64_t>(seeds_per_call(ctx, w.m), w.per_chunk);
+  ctx.backend.check_head(w.m);
+  const std::uint64_t call = std::max<std::uint64_t>(
+      static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w.m)), w.per_chunk);
   const double call_bytes = static_cast<double>(std::min(call, w.count)) * result_bytes * 3 +
                             64.0 * 8 * head::layout(w.m).total * std::max(1, ctx.backend.threads());
   const double summary_bytes = (w.keep ? static_cast<double>(w.count) * result_bytes * 3 : 0) +

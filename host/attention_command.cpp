@@ -629,15 +629,14 @@ int run_attention_command(const AttentionRequest& r, const std::string& command_
     const Plan p = plan_request(r);
     return p.f32 ? run_typed<float>(r, p, command_line) : run_typed<double>(r, p, command_line);
   } catch (const BadInput& e) {
-    std::fprintf(stderr, "demo attention: error: %s\n", e.what());
+    print_error(e.what(), "demo attention");
     return 2;
   } catch (const Interrupted&) {
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    std::fprintf(stderr, "\ndemo attention: interrupted (%s); no results written\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    print_interrupted(sig, "demo attention");
     return 128 + sig;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "demo attention: error: %s\n", e.what());
+    print_error(e.what(), "demo attention");
     return 1;
   }
 }

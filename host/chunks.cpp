@@ -57,26 +57,9 @@ json read_json_file(const std::string& path, const std::string& what, bool follo
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(where + e.what());
   }
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxStateDepth)
-        throw std::invalid_argument(where + "JSON nested deeper than " +
-                                    std::to_string(kMaxStateDepth) + " levels: not demo's");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  if (json_nesting(text, kMaxStateDepth).too_deep)
+    throw std::invalid_argument(where + "JSON nested deeper than " +
+                                std::to_string(kMaxStateDepth) + " levels: not demo's");
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -178,7 +161,9 @@ void check_section(const std::string& label, const json& s, const std::string& w
 }
 
 // Chunk i's owner among n processes: contiguous ranges of about equal work (the midpoint of
-// each chunk's work decides), the same on every process.
+// each chunk's work decides), the same on every process. A process that owns no chunk (more
+// processes than chunks) gets the empty range where its successors' chunks begin, so that rank
+// 0 always waits for every chunk from its hi on.
 std::pair<std::uint64_t, std::uint64_t> owned_range(const ChunkJob& job, std::uint64_t p,
                                                     std::uint64_t n) {
   if (n <= 1) return {0, job.chunks};
@@ -190,14 +175,14 @@ std::pair<std::uint64_t, std::uint64_t> owned_range(const ChunkJob& job, std::ui
     const double w = job.work(i);
     const auto owner = std::min<std::uint64_t>(
         n - 1, static_cast<std::uint64_t>(static_cast<double>(n) * (before + w / 2) / total));
-    if (owner == p && lo == job.chunks) lo = i;
+    if (owner >= p && lo == job.chunks) lo = i;  // owning nothing: the empty range at i
     if (owner > p) {
       hi = i;
       break;
     }
     before += w;
   }
-  if (lo == job.chunks) hi = lo;  // more processes than chunks: nothing here
+  if (lo == job.chunks) hi = lo;  // no chunk here or after: the empty range at the end
   return {lo, hi};
 }
 
@@ -682,7 +667,8 @@ std::uint64_t compute_batch(JobRun& run, ChunkPacer& pacer, std::uint64_t first)
 // compute() call: up to the backend's batch, paced to about 0.1 s a call so that progress and
 // Ctrl-C stay responsive (the states, and so the result, do not depend on it).
 void compute_chunks(JobRun& run) {
-  ChunkPacer pacer(1, 1, std::max<std::uint64_t>(1, run.job.batch));
+  const std::uint64_t batch = std::max<std::uint64_t>(1, run.job.batch);
+  ChunkPacer pacer(run.job.paced ? 1 : batch, run.job.paced ? 1 : batch, batch);
   for (std::uint64_t i = run.lo; i < run.hi;)
     i = is_done(run, i) ? i + 1 : compute_batch(run, pacer, i);
   if (run.mpi && !run.root) cluster::flush(*run.progress);

@@ -373,8 +373,8 @@ TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
 // starts, so a table that refuses its request prints its error alone.
 TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
   const auto r = test::expect_refused(
-      "--table attention-sweep --task random --words 64 --d-model 2 "
-      "--d-k 2 --seeds 0:1000000000000",
+      "--table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
+      "--seeds 0:100000000 --map-memory 1099511627776",
       2);
   EXPECT_EQ(r.err.rfind("demo: error:", 0), 0u) << r.err;
   // And a run that works still says where it runs, once.

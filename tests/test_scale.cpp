@@ -116,7 +116,7 @@ TEST(Mpi, OneProcessCommandsPrintAndWriteOnceUnderALauncher) {
         test::run_command(mpirun(np) + attention + " --no-plots --out " + out.string());
     EXPECT_EQ(files.exit_code, 0) << files.err;
     EXPECT_TRUE(fs::exists(out / "out.npy"));
-    // A table without chunks, with a per-seed file: the rows of one process.
+    // Fewer chunks than ranks (rank 0 owns none), with a per-seed file: the rows of one process.
     const std::string sweep = "--table attention-sweep --steps 5 --seeds 0:8 --format csv -q";
     const fs::path rows = dir / ("rows-" + std::to_string(np) + ".csv");
     const fs::path rows1 = dir / ("rows1-" + std::to_string(np) + ".csv");

@@ -1,0 +1,71 @@
+// test_chunks.cpp (test_host): the chunk driver's calls in one process: chunks folded in order,
+// and how many chunks each compute() call takes, paced by time or a fixed batch.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "host/chunks.hpp"
+
+namespace attn {
+namespace {
+
+struct Calls {
+  std::vector<std::uint64_t> sizes, folded;
+};
+
+ChunkJob counting_job(Calls& calls, std::uint64_t chunks, std::uint64_t batch, bool paced) {
+  ChunkJob j;
+  j.label = "count";
+  j.unit = "chunks";
+  j.chunks = chunks;
+  j.batch = batch;
+  j.paced = paced;
+  j.work = [](std::uint64_t) { return 1.0; };
+  j.compute = [&calls](std::uint64_t first, std::uint64_t count) {
+    calls.sizes.push_back(count);
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count; ++i) states.push_back(i);
+    return states;
+  };
+  j.fold = [&calls](std::uint64_t i, const ChunkState& s) {
+    EXPECT_EQ(s.get<std::uint64_t>(), i);
+    calls.folded.push_back(i);
+  };
+  j.check = [](std::uint64_t, const ChunkState&) {};
+  j.save = [] { return ChunkState(); };
+  j.load = [](const ChunkState&, std::uint64_t) {};
+  return j;
+}
+
+Options quiet_options() {
+  Options o;
+  o.quiet = true;
+  return o;
+}
+
+TEST(ChunkDriver, UnpacedCallsTakeTheWholeBatch) {
+  Calls calls;
+  ASSERT_TRUE(run_chunks(quiet_options(), counting_job(calls, 12, 5, false)));
+  EXPECT_EQ(calls.sizes, (std::vector<std::uint64_t>{5, 5, 2}));
+  std::vector<std::uint64_t> order(12);
+  for (std::uint64_t i = 0; i < 12; ++i) order[i] = i;
+  EXPECT_EQ(calls.folded, order);
+}
+
+TEST(ChunkDriver, PacedCallsStartWithOneChunk) {
+  Calls calls;
+  ASSERT_TRUE(run_chunks(quiet_options(), counting_job(calls, 12, 5, true)));
+  ASSERT_FALSE(calls.sizes.empty());
+  EXPECT_EQ(calls.sizes[0], 1u);
+  std::uint64_t total = 0;
+  for (std::uint64_t s : calls.sizes) {
+    EXPECT_LE(s, 5u);
+    total += s;
+  }
+  EXPECT_EQ(total, 12u);
+  EXPECT_EQ(calls.folded.size(), 12u);
+}
+
+}  // namespace
+}  // namespace attn
