@@ -579,7 +579,8 @@ Table Sweep::table() {
       {"init_scale", m.init_scale},
       {"seeds", seeds->text()},
       {"converged_below", summary->converged_below},
-      {"quantile_budget", budget},
+      {"quantile_budget", ctx.get<std::uint64_t>("--quantile-budget")},
+      {"quantile_budget_per_quantity", budget},
       {"passes", keep ? 1 : 2},
       {"useful_flops_per_seed_step", head::flops_per_step(m)},
       {"init", "numpy default_rng(seed).normal(size=...) for W_Q, W_K, W_V, times --init-scale"}};
