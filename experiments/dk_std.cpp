@@ -295,8 +295,8 @@ const Experiment& dk_std_experiment() {
       .figures = {{"dk-std", true, figure_script}},
       .examples = {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy "
                    "stream",
-                   "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   (seconds on a "
-                   "GPU, about 10 minutes on 2 CPU cores)"},
+                   "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   a GPU-sized run "
+                   "(the progress line says how long it will take here)"},
       .run = run,
       .chunked = true};
   return e;

@@ -1,8 +1,11 @@
 // per_seed_maps.cpp: see per_seed_maps.hpp.
 #include "experiments/per_seed_maps.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "host/array_io.hpp"
@@ -45,7 +48,14 @@ double PerSeedMaps::bytes(const std::string& path, const SeedResults& shape, std
 PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const SeedResults& shape, int r0,
                          std::uint64_t count, double converged_below)
     : shape_(shape), converged_below_(converged_below), count_(count), npy_(is_npy(path)) {
-  for (const std::string& f : files(path)) files_.push_back(std::make_unique<AtomicFile>(f, force));
+  for (const std::string& f : files(path)) {
+    // A killed run's temporaries of the arrays beside FILE (demo clears FILE's own before work).
+    const std::filesystem::path p(f);
+    const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
+    for (const std::string& stale : remove_stale_temporaries(dir, p.filename().string()))
+      spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", stale);
+    files_.push_back(std::make_unique<AtomicFile>(f, force));
+  }
   buffers_.resize(files_.size());
   if (npy_) {
     const std::size_t seeds = count, rows = shape.rows;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -296,6 +297,22 @@ TEST(AttentionSweep, PerSeedNpyHoldsTheRowsAsArrays) {
       "ok = ok and np.allclose(m.sum(axis=2), 1) and (o != 0).any()\n"
       "print('ok' if ok and len(rows) == 500 else 'mismatch')\n");
   EXPECT_EQ(out, "ok\n");
+}
+
+// The arrays beside FILE.npy: one that exists is refused before any work (like FILE itself),
+// and a killed run's temporary of one is cleared.
+TEST(AttentionSweep, PerSeedNpySiblingsAreOutputsToo) {
+  TempDir dir;
+  const std::string args =
+      "--table attention-sweep -q --steps 5 --seeds 0:10 --per-seed " + dir.file("maps.npy");
+  const std::string stale = dir.file("maps.loss.npy.tmp-" + std::to_string(test::dead_pid()));
+  test::write_file(stale, "partial");
+  const auto ok = test::run_demo(args);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  std::filesystem::remove(dir.file("maps.npy"));
+  test::expect_refused(args, 1, {".npy exists; pass --force"},
+                       test::Refusal().leaves_no(dir.file("maps.npy")));
 }
 
 // A sweep far larger than memory is accepted, says how long it will take, and stops on SIGTERM.
