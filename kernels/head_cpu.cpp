@@ -50,13 +50,19 @@ ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, in
   const auto stop = [&] {
     return stopped || ((++tests & mask) == 0 && (stopped = monitor.stop_requested()));
   };
-  if (flops < kRowTestFlops) {
-    NeverStop rows;
-    pack::train<L>(m, ws, stop, rows);
-  } else {
-    auto rows = [&] { return stopped || (stopped = monitor.stop_requested()); };
-    pack::train<L>(m, ws, stop, rows);
+  struct Asking {
+    bool* stopped;
+    const Monitor* monitor;
+  } asking{&stopped, &monitor};
+  pack::RowTest rows;
+  if (flops >= kRowTestFlops) {
+    rows.context = &asking;
+    rows.ask = [](void* context) {
+      const Asking& a = *static_cast<const Asking*>(context);
+      return *a.stopped || (*a.stopped = a.monitor->stop_requested());
+    };
   }
+  pack::train<L>(m, ws, stop, rows);
   if (stopped) return;
   const std::int64_t size = result_size(m);
   for (int lane = 0; lane < lanes; ++lane) {

@@ -56,19 +56,51 @@ struct View {
   ATTN_INLINE E at(std::int64_t r, std::int64_t c) const { return p[r * rs + c * cs]; }
 };
 
-// fin(r, c, Σ_t a(r, t) b(t, c)) for the RB × CB elements from (r, c): each sum is the chain
-// 0 + a_0 b_0 + a_1 b_1 + ... in order, as head.hpp writes it.
-template <int RB, int CB, class EA, class Fin>
-ATTN_INLINE void block(std::int64_t r, std::int64_t c, int inner, View<EA> a, View<P> b, Fin& fin) {
+// head.hpp's row test (its Stop contract) as one type, so that the products below are one
+// function whatever the caller's test: off (ask == nullptr, never stops) or ask(context).
+struct RowTest {
+  bool (*ask)(void*) = nullptr;
+  void* context = nullptr;
+  ATTN_INLINE bool operator()() const { return ask != nullptr && ask(context); }
+};
+
+// What a product does with each sum acc of its element (r, c), out(r, c) being
+// out[r * out_rs + c]: stores it; stores acc * factor (factor exact: see the top);
+// stores acc / factor; or out(r, c) ← out(r, c) − factor acc (a descent step).
+enum class Finish { store, times, over, descend };
+
+// One product: out(r, c) ← finish(Σ_{t < inner} a(r, t) b(t, c)) for rows [r_begin, r_end)
+// and columns [0, cols). rows() is asked before each block of rows; once it says true the
+// product stops there.
+template <class EA>
+struct Product {
+  int r_begin, r_end, cols, inner;
+  View<EA> a;
+  View<P> b;
+  P* out;
+  std::int64_t out_rs;
+  Finish finish;
+  double factor;
+  const RowTest* rows;
+};
+
+// The RB × CB elements from (r, c): each sum is the chain 0 + a_0 b_0 + a_1 b_1 + ... in order,
+// as head.hpp writes it. Unit: b's columns are adjacent (b.cs == 1), which the compiler then
+// reaches from one pointer.
+template <int RB, int CB, bool Unit, class EA>
+ATTN_INLINE void block(const Product<EA>& job, std::int64_t r, std::int64_t c) {
+  const View<EA> a = job.a;
+  const std::int64_t bcs = Unit ? 1 : job.b.cs;
+  const P* b = job.b.p + c * bcs;
   P acc[RB][CB];
 #pragma GCC unroll 16
   for (int i = 0; i < RB; ++i)
 #pragma GCC unroll 16
     for (int j = 0; j < CB; ++j) acc[i][j] = splat<P>(0.0);
-  for (int t = 0; t < inner; ++t) {
+  for (int t = 0; t < job.inner; ++t) {
     P bt[CB];
 #pragma GCC unroll 16
-    for (int j = 0; j < CB; ++j) bt[j] = b.at(t, c + j);
+    for (int j = 0; j < CB; ++j) bt[j] = b[t * job.b.rs + j * bcs];
 #pragma GCC unroll 16
     for (int i = 0; i < RB; ++i) {
       const EA at = a.at(r + i, t);
@@ -76,47 +108,101 @@ ATTN_INLINE void block(std::int64_t r, std::int64_t c, int inner, View<EA> a, Vi
       for (int j = 0; j < CB; ++j) acc[i][j] = acc[i][j] + at * bt[j];
     }
   }
+  P* out = job.out + r * job.out_rs + c;
+  const std::int64_t rs = job.out_rs;
+  const double f = job.factor;
+  switch (job.finish) {
+    case Finish::store:
 #pragma GCC unroll 16
-  for (int i = 0; i < RB; ++i)
+      for (int i = 0; i < RB; ++i)
 #pragma GCC unroll 16
-    for (int j = 0; j < CB; ++j) fin(r + i, c + j, acc[i][j]);
+        for (int j = 0; j < CB; ++j) out[i * rs + j] = acc[i][j];
+      break;
+    case Finish::times:
+#pragma GCC unroll 16
+      for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 16
+        for (int j = 0; j < CB; ++j) out[i * rs + j] = acc[i][j] * f;
+      break;
+    case Finish::over:
+#pragma GCC unroll 16
+      for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 16
+        for (int j = 0; j < CB; ++j) out[i * rs + j] = acc[i][j] / f;
+      break;
+    case Finish::descend:
+#pragma GCC unroll 16
+      for (int i = 0; i < RB; ++i)
+#pragma GCC unroll 16
+        for (int j = 0; j < CB; ++j) out[i * rs + j] = out[i * rs + j] - f * acc[i][j];
+      break;
+  }
 }
 
 // Columns [0, cols) of RB rows from r: blocks of CB columns, then 4, 2, 1 for the rest.
-template <int RB, int CB, class EA, class Fin>
-ATTN_INLINE void row_block(std::int64_t r, int cols, int inner, View<EA> a, View<P> b, Fin& fin) {
+template <int RB, int CB, bool Unit, class EA>
+ATTN_INLINE void row_block(const Product<EA>& job, std::int64_t r) {
   int c = 0;
-  for (; c + CB <= cols; c += CB) block<RB, CB>(r, c, inner, a, b, fin);
+  for (; c + CB <= job.cols; c += CB) block<RB, CB, Unit>(job, r, c);
   if constexpr (CB > 4)
-    if (c + 4 <= cols) {
-      block<RB, 4>(r, c, inner, a, b, fin);
+    if (c + 4 <= job.cols) {
+      block<RB, 4, Unit>(job, r, c);
       c += 4;
     }
   if constexpr (CB > 2)
-    if (c + 2 <= cols) {
-      block<RB, 2>(r, c, inner, a, b, fin);
+    if (c + 2 <= job.cols) {
+      block<RB, 2, Unit>(job, r, c);
       c += 2;
     }
   if constexpr (CB > 1)
-    if (c < cols) block<RB, 1>(r, c, inner, a, b, fin);
+    if (c < job.cols) block<RB, 1, Unit>(job, r, c);
 }
 
-// fin(r, c, Σ_{t < inner} a(r, t) b(t, c)) for rows [r_begin, r_end) and columns [0, cols), in
-// blocks of Block<L>. rows() is asked before each block of rows; once it says true the product
-// stops there (head.hpp's Stop contract).
-template <CpuLevel L, class EA, class Fin, class Rows>
-ATTN_INLINE void product(int r_begin, int r_end, int cols, int inner, View<EA> a, View<P> b,
-                         Fin fin, Rows& rows) {
+template <CpuLevel L, bool Unit, class EA>
+ATTN_INLINE void rows_of(const Product<EA>& job) {
   constexpr int RB = Block<L>::rows, CB = Block<L>::cols;
-  int r = r_begin;
-  for (; r + RB <= r_end; r += RB) {
-    if (rows()) return;
-    row_block<RB, CB>(r, cols, inner, a, b, fin);
+  int r = job.r_begin;
+  for (; r + RB <= job.r_end; r += RB) {
+    if ((*job.rows)()) return;
+    row_block<RB, CB, Unit>(job, r);
   }
-  for (; r < r_end; ++r) {
-    if (rows()) return;
-    row_block<1, CB>(r, cols, inner, a, b, fin);
+  for (; r < job.r_end; ++r) {
+    if ((*job.rows)()) return;
+    row_block<1, CB, Unit>(job, r);
   }
+}
+
+template <CpuLevel L, class EA>
+ATTN_INLINE void product_body(const Product<EA>& job) {
+  if (job.b.cs == 1)
+    rows_of<L, true>(job);
+  else
+    rows_of<L, false>(job);
+}
+
+// The products compiled once for each level, out of line: the training inlines everything
+// else, and a copy of every product at each of its call sites would be a large function for
+// no speed (a product is hundreds of cycles at the smallest sizes; a call is a few).
+#define ATTN_HEAD_PRODUCTS(TARGET, SUFFIX, LEVEL)                                             \
+  TARGET __attribute__((noinline)) inline void product_##SUFFIX(const Product<P>& job) {      \
+    product_body<LEVEL>(job);                                                                 \
+  }                                                                                           \
+  TARGET __attribute__((noinline)) inline void product_##SUFFIX(const Product<double>& job) { \
+    product_body<LEVEL>(job);                                                                 \
+  }
+ATTN_HEAD_PRODUCTS(ATTN_TARGET_V4, v4, ATTN_CPU_LEVEL_V4)
+ATTN_HEAD_PRODUCTS(ATTN_TARGET_V3, v3, ATTN_CPU_LEVEL_V3)
+ATTN_HEAD_PRODUCTS(, baseline, CpuLevel::baseline)
+#undef ATTN_HEAD_PRODUCTS
+
+template <CpuLevel L, class EA>
+ATTN_INLINE void product(const Product<EA>& job) {
+  if constexpr (L == CpuLevel::v4)
+    product_v4(job);
+  else if constexpr (L == CpuLevel::v3)
+    product_v3(job);
+  else
+    product_baseline(job);
 }
 
 // s > top ? s : top in every lane (pick_gt(s, top, s, top)).
@@ -129,26 +215,25 @@ ATTN_INLINE P greater(P s, P top) {
 }
 
 // The matrix steps of head.hpp on one workspace of packs, with the layout and constants of one
-// model; each says which step of head.hpp it computes.
+// model; each is named after the step of head.hpp it computes.
 template <CpuLevel L>
 struct Steps {
   const Model& m;
   Layout l;
   P* w;
-  double root;      // √d_k
-  double inv_root;  // 1/√d_k, exact when root_is_pow2
-  bool root_is_pow2;
-  bool fast_exp;  // exp_t's choice, made once
+  const RowTest& rows;
+  Finish by_root;  // dividing by √d_k: times (1/√d_k exact) or over
+  double root;     // the factor for by_root: 1/√d_k or √d_k
+  bool fast_exp;   // exp_t's choice, made once
 
-  Steps(const Model& model, P* workspace)
-      : m(model), l(layout(model)), w(workspace), root(std::sqrt(static_cast<double>(model.d_k))) {
+  Steps(const Model& model, P* workspace, const RowTest& row_test)
+      : m(model), l(layout(model)), w(workspace), rows(row_test) {
+    root = std::sqrt(static_cast<double>(model.d_k));
     int e = 0;
-    root_is_pow2 = std::frexp(root, &e) == 0.5;
-    inv_root = 1.0 / root;
+    by_root = std::frexp(root, &e) == 0.5 ? Finish::times : Finish::over;
+    if (by_root == Finish::times) root = 1.0 / root;
     fast_exp = exp_t_takes_exp_pack();
   }
-
-  ATTN_INLINE P over_root(P x) const { return root_is_pow2 ? x * inv_root : x / root; }
 
   ATTN_INLINE P exp(P x) const {
     P r;
@@ -164,25 +249,31 @@ struct Steps {
     return exp_t(x);
   }
 
-  // project: out = X W on rows [r_begin, n).
-  template <class Rows>
-  ATTN_INLINE void project(std::int64_t wo, std::int64_t oo, int cols, int r_begin, Rows& rows) {
-    P* out = w + oo;
-    auto fin = [out, cols](std::int64_t i, std::int64_t c, P acc) { out[i * cols + c] = acc; };
-    product<L>(r_begin, m.n, cols, m.d_model, View<double>{m.x, m.d_model, 1},
-               View<P>{w + wo, cols, 1}, fin, rows);
+  ATTN_INLINE const P* at(std::int64_t offset, std::int64_t row, std::int64_t width) const {
+    return w + offset + row * width;
+  }
+
+  // project: out = X W on rows [r_begin, n); W at wo (d_model, cols), out at oo (n, cols).
+  ATTN_INLINE void project(std::int64_t wo, std::int64_t oo, int cols, int r_begin) const {
+    product<L>(Product<double>{r_begin,
+                               m.n,
+                               cols,
+                               m.d_model,
+                               {m.x, m.d_model, 1},
+                               {w + wo, cols, 1},
+                               w + oo,
+                               cols,
+                               Finish::store,
+                               0,
+                               &rows});
   }
 
   // scores_softmax.
-  template <class Rows>
-  ATTN_INLINE void scores_softmax(Rows& rows) {
+  ATTN_INLINE void scores_softmax() const {
     const int n = m.n;
     P* p = w + l.p;
-    auto fin = [this, p, n](std::int64_t i, std::int64_t j, P acc) {
-      p[i * n + j] = over_root(acc);
-    };
-    product<L>(m.r0, n, n, m.d_k, View<P>{w + l.q, m.d_k, 1}, View<P>{w + l.k, 1, m.d_k}, fin,
-               rows);
+    product<L>(Product<P>{
+        m.r0, n, n, m.d_k, {w + l.q, m.d_k, 1}, {w + l.k, 1, m.d_k}, p, n, by_root, root, &rows});
     for (int i = m.r0; i < n; ++i) {
       if (rows()) return;
       P* row = p + static_cast<std::int64_t>(i) * n;
@@ -199,17 +290,22 @@ struct Steps {
   }
 
   // outputs: O = P V on the rows of R.
-  template <class Rows>
-  ATTN_INLINE void outputs(Rows& rows) {
-    P* o = w + l.o;
-    const int dv = m.d_v;
-    auto fin = [o, dv](std::int64_t i, std::int64_t c, P acc) { o[i * dv + c] = acc; };
-    product<L>(m.r0, m.n, dv, m.n, View<P>{w + l.p, m.n, 1}, View<P>{w + l.v, dv, 1}, fin, rows);
+  ATTN_INLINE void outputs() const {
+    product<L>(Product<P>{m.r0,
+                          m.n,
+                          m.d_v,
+                          m.n,
+                          {w + l.p, m.n, 1},
+                          {w + l.v, m.d_v, 1},
+                          w + l.o,
+                          m.d_v,
+                          Finish::store,
+                          0,
+                          &rows});
   }
 
-  // backward_scores: dO, dP = dO Vᵀ, dS in place of dP.
-  template <class Rows>
-  ATTN_INLINE void backward_scores(Rows& rows) {
+  // backward_scores: dO, then dP = dO Vᵀ, then dS in place of dP.
+  ATTN_INLINE void backward_scores() const {
     const int n = m.n, dv = m.d_v;
     P* d_o = w + l.d_o;
     const P* o = w + l.o;
@@ -217,8 +313,8 @@ struct Steps {
          e < static_cast<std::int64_t>(n) * dv; ++e)
       d_o[e] = 2.0 * (o[e] - m.y[e]);
     P* d_p = w + l.d_p;
-    auto fin = [d_p, n](std::int64_t i, std::int64_t j, P acc) { d_p[i * n + j] = acc; };
-    product<L>(m.r0, n, n, dv, View<P>{d_o, dv, 1}, View<P>{w + l.v, 1, dv}, fin, rows);
+    product<L>(Product<P>{
+        m.r0, n, n, dv, {d_o, dv, 1}, {w + l.v, 1, dv}, d_p, n, Finish::store, 0, &rows});
     const P* p = w + l.p;
     for (int i = m.r0; i < n; ++i) {
       if (rows()) return;
@@ -231,106 +327,116 @@ struct Steps {
   }
 
   // grad_queries: dQ = dS K / √d_k.
-  template <class Rows>
-  ATTN_INLINE void grad_queries(Rows& rows) {
-    P* dq = w + l.dq;
-    const int dk = m.d_k;
-    auto fin = [this, dq, dk](std::int64_t i, std::int64_t c, P acc) {
-      dq[i * dk + c] = over_root(acc);
-    };
-    product<L>(m.r0, m.n, dk, m.n, View<P>{w + l.d_p, m.n, 1}, View<P>{w + l.k, dk, 1}, fin, rows);
+  ATTN_INLINE void grad_queries() const {
+    product<L>(Product<P>{m.r0,
+                          m.n,
+                          m.d_k,
+                          m.n,
+                          {w + l.d_p, m.n, 1},
+                          {w + l.k, m.d_k, 1},
+                          w + l.dq,
+                          m.d_k,
+                          by_root,
+                          root,
+                          &rows});
   }
 
   // grad_keys: dK = dSᵀ Q / √d_k; the sums run over the rows of R.
-  template <class Rows>
-  ATTN_INLINE void grad_keys(Rows& rows) {
-    P* dkk = w + l.dk;
-    const int dk = m.d_k, r0 = m.r0;
-    auto fin = [this, dkk, dk](std::int64_t j, std::int64_t c, P acc) {
-      dkk[j * dk + c] = over_root(acc);
-    };
-    product<L>(0, m.n, dk, m.n - r0,
-               View<P>{w + l.d_p + static_cast<std::int64_t>(r0) * m.n, 1, m.n},
-               View<P>{w + l.q + static_cast<std::int64_t>(r0) * dk, dk, 1}, fin, rows);
+  ATTN_INLINE void grad_keys() const {
+    product<L>(Product<P>{0,
+                          m.n,
+                          m.d_k,
+                          m.n - m.r0,
+                          {at(l.d_p, m.r0, m.n), 1, m.n},
+                          {at(l.q, m.r0, m.d_k), m.d_k, 1},
+                          w + l.dk,
+                          m.d_k,
+                          by_root,
+                          root,
+                          &rows});
   }
 
   // grad_values: dV = Pᵀ dO; the sums run over the rows of R.
-  template <class Rows>
-  ATTN_INLINE void grad_values(Rows& rows) {
-    P* dvv = w + l.dv;
-    const int dv = m.d_v, r0 = m.r0;
-    auto fin = [dvv, dv](std::int64_t j, std::int64_t c, P acc) { dvv[j * dv + c] = acc; };
-    product<L>(0, m.n, dv, m.n - r0, View<P>{w + l.p + static_cast<std::int64_t>(r0) * m.n, 1, m.n},
-               View<P>{w + l.d_o + static_cast<std::int64_t>(r0) * dv, dv, 1}, fin, rows);
+  ATTN_INLINE void grad_values() const {
+    product<L>(Product<P>{0,
+                          m.n,
+                          m.d_v,
+                          m.n - m.r0,
+                          {at(l.p, m.r0, m.n), 1, m.n},
+                          {at(l.d_o, m.r0, m.d_v), m.d_v, 1},
+                          w + l.dv,
+                          m.d_v,
+                          Finish::store,
+                          0,
+                          &rows});
   }
 
-  // descend: W ← W − lr Xᵀ dZ over rows [r_begin, n).
-  template <class Rows>
-  ATTN_INLINE void descend(std::int64_t wo, std::int64_t go, int cols, int r_begin, Rows& rows) {
-    P* wt = w + wo;
-    const double lr = m.lr;
-    auto fin = [wt, cols, lr](std::int64_t k, std::int64_t c, P acc) {
-      wt[k * cols + c] = wt[k * cols + c] - lr * acc;
-    };
-    product<L>(0, m.d_model, cols, m.n - r_begin,
-               View<double>{m.x + static_cast<std::int64_t>(r_begin) * m.d_model, 1, m.d_model},
-               View<P>{w + go + static_cast<std::int64_t>(r_begin) * cols, cols, 1}, fin, rows);
+  // descend: W ← W − lr Xᵀ dZ over rows [r_begin, n); W at wo (d_model, cols), dZ at go.
+  ATTN_INLINE void descend(std::int64_t wo, std::int64_t go, int cols, int r_begin) const {
+    product<L>(Product<double>{0,
+                               m.d_model,
+                               cols,
+                               m.n - r_begin,
+                               {m.x + static_cast<std::int64_t>(r_begin) * m.d_model, 1, m.d_model},
+                               {at(go, r_begin, cols), cols, 1},
+                               w + wo,
+                               cols,
+                               Finish::descend,
+                               m.lr,
+                               &rows});
   }
 
-  template <class Rows>
-  ATTN_INLINE void forward(Rows& rows) {
-    project(l.wq, l.q, m.d_k, m.r0, rows);
-    project(l.wk, l.k, m.d_k, 0, rows);
-    project(l.wv, l.v, m.d_v, 0, rows);
-    scores_softmax(rows);
-    outputs(rows);
+  ATTN_INLINE void forward() const {
+    project(l.wq, l.q, m.d_k, m.r0);
+    project(l.wk, l.k, m.d_k, 0);
+    project(l.wv, l.v, m.d_v, 0);
+    scores_softmax();
+    outputs();
   }
 
-  template <class Rows>
-  ATTN_INLINE void grad_of(int which, Rows& rows) {
-    if (which == 0) grad_queries(rows);
-    if (which == 1) grad_keys(rows);
-    if (which == 2) grad_values(rows);
+  ATTN_INLINE void grad_of(int which) const {
+    if (which == 0) grad_queries();
+    if (which == 1) grad_keys();
+    if (which == 2) grad_values();
   }
 
-  template <class Rows>
-  ATTN_INLINE void descend_of(int which, Rows& rows) {
-    if (which == 0) descend(l.wq, l.dq, m.d_k, m.r0, rows);
-    if (which == 1) descend(l.wk, l.dk, m.d_k, 0, rows);
-    if (which == 2) descend(l.wv, l.dv, m.d_v, 0, rows);
+  ATTN_INLINE void descend_of(int which) const {
+    if (which == 0) descend(l.wq, l.dq, m.d_k, m.r0);
+    if (which == 1) descend(l.wk, l.dk, m.d_k, 0);
+    if (which == 2) descend(l.wv, l.dv, m.d_v, 0);
   }
 };
 
 // head.hpp's train(m, w, stop, rows) for a workspace of packs at level L: the same steps in the
 // same order (see there), the analytic gradient on the blocked products above, the numeric
 // gradient on head.hpp's own loops.
-template <CpuLevel L, class Stop, class Rows>
-ATTN_INLINE void train(const Model& m, P* w, Stop& stop, Rows& rows) {
+template <CpuLevel L, class Stop>
+ATTN_INLINE void train(const Model& m, P* w, Stop& stop, const RowTest& rows) {
   if (m.grad == Grad::numeric) {
     head::train<P>(m, w, stop, rows);
     return;
   }
-  Steps<L> s(m, w);
+  const Steps<L> s(m, w, rows);
   const int trained = m.train_values ? 3 : 2;
-  s.forward(rows);
+  s.forward();
   for (int step = 0; step < m.steps; ++step) {
     if (stop()) return;
     if (m.schedule == Schedule::sequential) {
       for (int which = 0; which < trained; ++which) {
-        s.backward_scores(rows);
-        s.grad_of(which, rows);
-        s.descend_of(which, rows);
-        if (which == 0) s.project(s.l.wq, s.l.q, m.d_k, m.r0, rows);
-        if (which == 1) s.project(s.l.wk, s.l.k, m.d_k, 0, rows);
-        if (which == 2) s.project(s.l.wv, s.l.v, m.d_v, 0, rows);
-        if (which < 2) s.scores_softmax(rows);
-        s.outputs(rows);
+        s.backward_scores();
+        s.grad_of(which);
+        s.descend_of(which);
+        if (which == 0) s.project(s.l.wq, s.l.q, m.d_k, m.r0);
+        if (which == 1) s.project(s.l.wk, s.l.k, m.d_k, 0);
+        if (which == 2) s.project(s.l.wv, s.l.v, m.d_v, 0);
+        if (which < 2) s.scores_softmax();
+        s.outputs();
       }
     } else {
-      s.backward_scores(rows);
-      for (int which = 0; which < trained; ++which) s.grad_of(which, rows);
-      for (int which = 0; which < trained; ++which) s.descend_of(which, rows);
-      s.forward(rows);
+      s.backward_scores();
+      for (int which = 0; which < trained; ++which) s.grad_of(which);
+      for (int which = 0; which < trained; ++which) s.descend_of(which);
+      s.forward();
     }
   }
 }
