@@ -10,6 +10,7 @@
 #include "cpu_clones.hpp"
 #include "cpu_threads.hpp"
 #include "head.hpp"
+#include "head_pack.hpp"
 #include "lanes.hpp"
 
 namespace attn::head {
@@ -27,7 +28,8 @@ struct Free {
 
 // Trains seeds[0 .. lanes) (lanes <= kPackLanes; a short group repeats its last seed) in the
 // workspace ws (layout(m).total packs) and writes their results; writes nothing when the
-// monitor asked to stop.
+// monitor asked to stop. The training is head_pack.hpp's, compiled for level L.
+template <CpuLevel L>
 ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
                                   double* out, const Monitor& monitor) {
   for (int lane = 0; lane < kPackLanes; ++lane) {
@@ -48,10 +50,19 @@ ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, in
   const auto stop = [&] {
     return stopped || ((++tests & mask) == 0 && (stopped = monitor.stop_requested()));
   };
-  if (flops < kRowTestFlops)
-    train<P>(m, ws, stop);
-  else
-    train<P>(m, ws, stop, [&] { return stopped || (stopped = monitor.stop_requested()); });
+  struct Asking {
+    bool* stopped;
+    const Monitor* monitor;
+  } asking{&stopped, &monitor};
+  pack::RowTest rows;
+  if (flops >= kRowTestFlops) {
+    rows.context = &asking;
+    rows.ask = [](void* context) {
+      const Asking& a = *static_cast<const Asking*>(context);
+      return *a.stopped || (*a.stopped = a.monitor->stop_requested());
+    };
+  }
+  pack::train<L>(m, ws, stop, rows);
   if (stopped) return;
   const std::int64_t size = result_size(m);
   for (int lane = 0; lane < lanes; ++lane) {
@@ -61,10 +72,10 @@ ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, in
 }
 
 // Compiled for every CPU level (kernels/cpu_clones.hpp); the best one runs.
-ATTN_CPU_LEVELS(void, train_group,
-                (const Model& m, const std::uint64_t* seeds, int lanes, P* ws, double* out,
-                 const Monitor& monitor),
-                (m, seeds, lanes, ws, out, monitor))
+ATTN_CPU_LEVELS_BY_LEVEL(void, train_group,
+                         (const Model& m, const std::uint64_t* seeds, int lanes, P* ws, double* out,
+                          const Monitor& monitor),
+                         (m, seeds, lanes, ws, out, monitor))
 
 }  // namespace
 

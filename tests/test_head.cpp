@@ -1,7 +1,8 @@
 // test_head.cpp (test_kernels): the general head's math (kernels/head.hpp), on the CPU.
 // - The analytic gradient (softmax Jacobian) against central differences, on random shapes
 //   n <= 16, d <= 32, at 1e-6 relative; one training step (both schedules) against the same.
-// - The CPU's training honours a stop within a step, and watching it changes no bit.
+// - The CPU's training honours a stop within a step, and watching it changes no bit; its lane
+//   packs give the bits of one seed trained in plain doubles.
 // The table built on it, `demo --table attention-sweep`, is test_attention_sweep.cpp's.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,6 +199,57 @@ TEST(HeadTraining, CpuStopsWithinAStepWhenTheMonitorSaysSo) {
         EXPECT_EQ(silent, watched);
         EXPECT_GT(never.asked.load(), 0);
       }
+    }
+  }
+}
+
+// The CPU's lane packs (head_cpu.cpp, head_pack.hpp: blocked products, whole-pack max, 1/√d_k
+// where exact) against head.hpp's training of one seed in plain doubles, the GPU's arithmetic:
+// every result bit for bit, on random shapes (d_k a power of two or not, loss rows from 0 or
+// later, tails of every block size), both schedules, --train qk, both gradients, and an X with
+// zeros and signed weights (products of −0). 11 seeds: a full lane group and a short one.
+TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
+  std::mt19937_64 rng(13);
+  for (int trial = 0; trial < 40; ++trial) {
+    Case c = random_case(rng);
+    std::uniform_int_distribution<int> words(1, 11), dims(1, 19);
+    c.m.n = trial == 0 ? 8 : words(rng);
+    c.m.d_model = trial == 0 ? 16 : dims(rng);
+    const int powers[] = {1, 4, 16};
+    c.m.d_k = trial == 0 ? 16 : trial % 3 == 0 ? powers[trial % 9 / 3] : dims(rng);
+    c.m.d_v = trial == 0 ? 16 : dims(rng);
+    c.m.r0 = trial % 2 ? 0 : std::uniform_int_distribution<int>(0, c.m.n - 1)(rng);
+    c.m.schedule = trial % 4 < 2 ? head::Schedule::sequential : head::Schedule::simultaneous;
+    c.m.train_values = trial % 5 != 4;
+    if (!c.m.train_values) c.m.d_v = c.m.d_model;
+    c.m.grad = trial % 8 == 7 ? head::Grad::numeric : head::Grad::analytic;
+    c.m.steps = c.m.grad == head::Grad::numeric ? 2 : 7;
+    c.m.lr = 0.1;
+    c.m.init_scale = 0.5;
+    std::normal_distribution<double> normal;
+    c.x.resize(c.m.n * c.m.d_model);
+    c.y.resize(c.m.n * c.m.d_v);
+    for (double& v : c.x) v = trial % 6 == 5 ? (rng() % 3 == 0 ? 1.0 : 0.0) : normal(rng);
+    for (double& v : c.y) v = normal(rng);
+    c.m.x = c.x.data();
+    c.m.y = c.y.data();
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": n " + std::to_string(c.m.n) + " d_model " +
+                 std::to_string(c.m.d_model) + " d_k " + std::to_string(c.m.d_k) + " d_v " +
+                 std::to_string(c.m.d_v) + " r0 " + std::to_string(c.m.r0));
+    const std::int64_t count = 11, size = head::result_size(c.m);
+    std::vector<std::uint64_t> seeds(count);
+    for (std::int64_t i = 0; i < count; ++i) seeds[i] = 100 + 7 * i;
+    std::vector<double> packs(count * size);
+    head::train_seeds_cpu(c.m, seeds.data(), count, packs.data());
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::vector<double> ws(head::layout(c.m).total), one(size);
+      auto store = [&ws](std::int64_t at, double v) { ws[at] = v; };
+      head::initial_weights(c.m, seeds[i], store);
+      head::train<double>(c.m, ws.data());
+      auto get = [&ws](std::int64_t at) { return ws[at]; };
+      head::write_result(c.m, get, one.data());
+      ASSERT_EQ(std::memcmp(one.data(), packs.data() + i * size, sizeof(double) * size), 0)
+          << "seed " << seeds[i];
     }
   }
 }
