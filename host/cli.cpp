@@ -111,85 +111,248 @@ std::string table_help(const Experiment& e) {
   return s + "\nThe options every table shares (--device, --format, --out, ...): demo --help\n";
 }
 
+// The tables that --table's text names, "all" expanded to the lesson's tables, each once in
+// the order first named.
+std::vector<std::string> chosen_tables(const std::vector<Experiment>& all,
+                                       const std::string& text) {
+  std::vector<std::string> names = {"all"};
+  for (const auto& e : all) names.push_back(e.name);
+  std::vector<std::string> tables;
+  for (const std::string& name : parse_name_list("--table", text, names)) {
+    std::vector<std::string> add;
+    if (name == "all") {
+      for (const auto& e : all)
+        if (e.in_all) add.push_back(e.name);
+    } else {
+      add.push_back(name);
+    }
+    for (const auto& a : add)
+      if (std::find(tables.begin(), tables.end(), a) == tables.end()) tables.push_back(a);
+  }
+  return tables;
+}
+
+// The help --help prints when --table names tables: their own options, not the whole list.
+// Empty when --help is not asked for or no table is named.
+std::string named_tables_help(int argc, char** argv, const std::vector<Experiment>& all) {
+  bool help = false;
+  std::string text;
+  for (int i = 1; i < argc; ++i) {
+    const std::string w = argv[i];
+    help = help || w == "--help" || w == "-h";
+    std::string value;
+    if (w == "--table" && i + 1 < argc) value = argv[i + 1];
+    if (w.rfind("--table=", 0) == 0) value = w.substr(8);
+    for (const std::string& n : split_list(value))
+      for (const auto& e : all)
+        if (e.name == n) text += (text.empty() ? "" : "\n") + table_help(e);
+  }
+  return help ? text : "";
+}
+
+// Options whose check is declared with them: read(name, text), run as one of the option's CLI11
+// validators (each), checks the option's text and stores its value, or throws
+// std::invalid_argument naming the option, as parse.hpp's functions do. The first such message
+// is kept unchanged as the refusal, printed once CLI11 has read the whole line: CLI11's own
+// errors, --help and --version come first, as for any option.
+struct CheckedOptions {
+  std::string refusal;
+  template <class Read>
+  CLI::Option* add(CLI::App* app, const std::string& name, const std::string& help, Read read) {
+    return app->add_option(name, help)->each([this, name, read](const std::string& text) {
+      try {
+        read(name, text);
+      } catch (const std::invalid_argument& e) {
+        if (refusal.empty()) refusal = e.what();
+      }
+    });
+  }
+  // An option whose value is field = read(name, text).
+  template <class T, class Read>
+  CLI::Option* add(CLI::App* app, const std::string& name, const std::string& help, T& field,
+                   Read read) {
+    return add(app, name, help, [&field, read](const std::string& option, const std::string& text) {
+      field = read(option, text);
+    });
+  }
+};
+
+// The first option given that `sub` does not take (its extras, or demo's options given before
+// it, table flags included), or "".
+std::string option_not_of(const CLI::App& sub, const CLI::App& app,
+                          const std::map<std::string, CLI::Option_group*>& groups) {
+  for (const std::string& w : sub.remaining())
+    if (w.size() > 1 && w[0] == '-') return w.substr(0, w.find('='));
+  std::vector<const CLI::Option*> before;
+  for (const CLI::Option* opt : app.get_options()) before.push_back(opt);
+  for (const auto& [name, group] : groups)
+    for (const CLI::Option* opt : group->get_options()) before.push_back(opt);
+  for (const CLI::Option* opt : before)
+    if (opt->count() > 0 && !sub.get_option_no_throw(opt->get_name())) return opt->get_name();
+  return "";
+}
+
+// Why the chosen tables cannot run as asked, or "": each table's own values (its settings
+// check them), then --shard, which splits only the bulk tables' chunks.
+std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Options& o) {
+  try {
+    for (const std::string& name : o.tables)
+      for (const auto& e : all) {
+        if (e.name != name) continue;
+        std::map<std::string, std::string> mine;
+        for (const Param& p : e.params)
+          if (o.given.count(p.flag)) mine[p.flag] = o.given.at(p.flag);
+        (void)Settings::parse(e.params, mine);
+      }
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (o.shards == 0) return "";
+  std::string bulk;
+  for (const auto& e : all)
+    if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
+  for (const std::string& name : o.tables)
+    for (const auto& e : all)
+      if (e.name == name && !e.chunked)
+        return "--shard: " + name + " has no chunks to split (the bulk tables do: " + bulk + ")";
+  return "";
+}
+
+// The notices for options that do nothing in this run (not errors).
+std::vector<std::string> no_effect_notices(
+    const std::vector<Experiment>& all, const std::vector<std::pair<std::string, TableFlag>>& flags,
+    const Options& o, bool no_plots, bool checkpoint, bool checkpoint_every) {
+  const auto chosen = [&o](const std::string& name) {
+    return std::find(o.tables.begin(), o.tables.end(), name) != o.tables.end();
+  };
+  std::vector<std::string> notes;
+  // Flags given that none of the chosen tables reads.
+  for (const auto& [flag, f] : flags) {
+    if (!o.given.count(flag)) continue;
+    bool used = false;
+    for (const Experiment* e : f.by) used = used || chosen(e->name);
+    if (!used)
+      notes.push_back(flag + " has no effect here (it is for " + table_names(f.by, " or ") + ")");
+  }
+  if (no_plots && o.out_dir.empty()) notes.push_back("--no-plots has no effect without --out");
+  // --checkpoint saves the chunk driver's state: tables without chunks have none to save.
+  if (checkpoint || checkpoint_every) {
+    std::string bulk;
+    bool any = false;
+    for (const auto& e : all) {
+      if (!e.chunked) continue;
+      bulk += (bulk.empty() ? "" : ", ") + e.name;
+      any = any || chosen(e.name);
+    }
+    if (!any)
+      notes.push_back(std::string(checkpoint ? "--checkpoint" : "--checkpoint-every") +
+                      " has no effect here (no table chosen has chunks to save; the bulk "
+                      "tables do: " +
+                      bulk + ")");
+    else if (!checkpoint)
+      notes.push_back("--checkpoint-every has no effect without --checkpoint");
+  }
+  return notes;
+}
+
 }  // namespace
 
 Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all) {
-  const auto find_experiment = [&all](const std::string& name) -> const Experiment* {
-    for (const auto& e : all)
-      if (e.name == name) return &e;
-    return nullptr;
-  };
   Cli cli;
   Options& o = cli.options;
-  // --help with --table naming tables: their own options, not the whole list.
-  {
-    bool help = false;
-    std::vector<std::string> named;
-    for (int i = 1; i < argc; ++i) {
-      const std::string w = argv[i];
-      help = help || w == "--help" || w == "-h";
-      std::string value;
-      if (w == "--table" && i + 1 < argc) value = argv[i + 1];
-      if (w.rfind("--table=", 0) == 0) value = w.substr(8);
-      for (const std::string& n : split_list(value))
-        if (find_experiment(n)) named.push_back(n);
-    }
-    if (help && !named.empty()) {
-      std::string text;
-      for (const std::string& n : named)
-        text += (text.empty() ? "" : "\n") + table_help(*find_experiment(n));
-      std::cout << text;
-      cli.action = Cli::Action::done;
-      return cli;
-    }
+  const auto done = [&cli](int exit_code) {
+    cli.exit_code = exit_code;
+    cli.action = Cli::Action::done;
+    return cli;
+  };
+  const auto refuse = [&done](const std::string& message) {
+    print_error(message);
+    return done(2);
+  };
+  if (const std::string help = named_tables_help(argc, argv, all); !help.empty()) {
+    std::cout << help;
+    return done(0);
   }
   CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
   app.footer(examples_text(all));
   app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
                                         (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
 
-  std::string table = "all", device = "auto", format = "table", threads;
+  CheckedOptions checked;
+  using Text = const std::string&;
+  const auto read_out = [](Text name, Text text) {
+    if (text.empty())
+      throw std::invalid_argument(name + ": an empty folder name (use --out . for this folder)");
+    return text;
+  };
   bool list = false, no_plots = false;
-  app.add_option("--table", table, "Table(s) to make: a name, a comma list, or all")
-      ->capture_default_str()
+  o.tables = chosen_tables(all, "all");  // without --table
+  checked
+      .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.tables,
+           [&all](Text, Text text) { return chosen_tables(all, text); })
+      ->default_str("all")
       ->type_name("NAMES");
   app.add_flag("--list", list, "List the tables and exit");
-  app.add_option("--device", device, "auto | cpu | cuda")
-      ->capture_default_str()
+  checked
+      .add(&app, "--device", "auto | cpu | cuda", o.device,
+           [](Text name, Text text) {
+             return parse_choice(name, text, {"auto", "cpu", "cuda"});
+           })
+      ->default_str("auto")
       ->type_name("DEVICE");
-  app.add_option("--format", format, "table | csv | json | markdown")
-      ->capture_default_str()
+  checked.add(&app, "--format", "table | csv | json | markdown", o.format, parse_format)
+      ->default_str("table")
       ->type_name("FORMAT");
-  app.add_option("--threads", threads, "CPU threads (default: all cores)")->type_name("N");
-  std::string gpu;
-  app.add_option("--gpu", gpu, "GPU to use, by CUDA ordinal (default: the first usable one)")
+  checked.add(&app, "--threads", "CPU threads (default: all cores)", o.threads, parse_threads)
+      ->type_name("N");
+  checked
+      .add(&app, "--gpu", "GPU to use, by CUDA ordinal (default: the first usable one)", o.gpu,
+           [](Text name, Text text) { return static_cast<int>(parse_int(name, text, 0, 1023)); })
       ->type_name("N");
   app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
-  app.add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
+  checked
+      .add(&app, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
+           read_out)
       ->type_name("DIR");
   app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
-  std::string shard, checkpoint_every;
-  app.add_option("--shard", shard,
-                 "Compute part I of N (0 <= I < N) of the bulk tables' chunks and write "
-                 "OUT/NAME.part.json; combine the parts with demo merge")
+  checked
+      .add(&app, "--shard",
+           "Compute part I of N (0 <= I < N) of the bulk tables' chunks and write "
+           "OUT/NAME.part.json; combine the parts with demo merge",
+           [&o](Text name, Text text) {
+             const ShardPart part = parse_shard(name, text);
+             o.shard = part.index;
+             o.shards = part.count;
+           })
       ->type_name("I/N");
-  app.add_option("--checkpoint", o.checkpoint,
-                 "Save finished chunks to FILE (every 30 s and at Ctrl-C); the same command with "
-                 "the same FILE continues from it")
+  checked
+      .add(&app, "--checkpoint",
+           "Save finished chunks to FILE (every 30 s and at Ctrl-C); the same command with the "
+           "same FILE continues from it",
+           o.checkpoint,
+           [](Text name, Text text) {
+             if (text.empty()) throw std::invalid_argument(name + ": empty file name");
+             return text;
+           })
       ->type_name("FILE");
-  app.add_option("--checkpoint-every", checkpoint_every, "Seconds between checkpoints [30]")
+  checked
+      .add(&app, "--checkpoint-every", "Seconds between checkpoints [30]", o.checkpoint_seconds,
+           [](Text name, Text text) { return parse_real(name, text, 0, 1e9, true); })
       ->type_name("S");
 
-  // The tables' own flags, from their declarations, grouped by the tables that read them.
+  // The tables' own flags, from their declarations, grouped by the tables that read them. Each
+  // chosen table checks the values it reads, below (one flag's range may differ by table).
   const auto flags = table_flags(all);
-  std::map<std::string, std::string> texts;  // flag -> the text given
   std::map<std::string, CLI::Option_group*> groups;
   for (const auto& [flag, f] : flags) {
     const std::string group = table_names(f.by, ", ");
     if (!groups.count(group)) groups[group] = app.add_option_group(group);
-    groups[group]->add_option(flag, texts[flag], flag_help(flag, f))->type_name(f.first->kind);
+    checked
+        .add(groups[group], flag, flag_help(flag, f),
+             [&o](Text name, Text text) { o.given[name] = text; })
+        ->type_name(f.first->kind);
   }
 
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
@@ -199,14 +362,20 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
   cmp->add_option("second", cli.compare.b, "Second JSON file")
       ->required()
       ->check(CLI::ExistingFile);
-  std::string tolerance = "1e-9", atol;
-  cmp->add_option("--tolerance", tolerance,
-                  "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)")
-      ->capture_default_str()
+  const auto read_tolerance = [](Text name, Text text) {
+    return parse_real(name, text, 0, 1e300, false);
+  };
+  checked
+      .add(cmp, "--tolerance",
+           "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)",
+           cli.compare.rule.rtol, read_tolerance)
+      ->default_str("1e-9")
       ->type_name("X");
-  cmp->add_option("--atol", atol,
-                  "Absolute floor for every column (default: per column, rtol x the column's "
-                  "largest |b|; for a column of rounding noise, its rows' resolution)")
+  checked
+      .add(cmp, "--atol",
+           "Absolute floor for every column (default: per column, rtol x the column's "
+           "largest |b|; for a column of rounding noise, its rows' resolution)",
+           cli.compare.rule.atol, read_tolerance)
       ->type_name("X");
 
   add_attention_command(app, cli.attention);
@@ -215,10 +384,12 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
       "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
   merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
   // merge's own options only (the parts hold the rest of the command); they set demo's own.
-  merge->add_option("--out", o.out_dir, "Also write NAME.csv, NAME.json and figures into DIR")
+  checked
+      .add(merge, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
+           read_out)
       ->type_name("DIR");
-  merge->add_option("--format", format, "table | csv | json | markdown")
-      ->capture_default_str()
+  checked.add(merge, "--format", "table | csv | json | markdown", o.format, parse_format)
+      ->default_str("table")
       ->type_name("FORMAT");
   merge->add_flag("--force", o.force, "Replace existing regular result files");
   merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
@@ -228,152 +399,35 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    cli.exit_code = app.exit(e);
-    cli.action = Cli::Action::done;
-    return cli;
+    return done(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    cli.exit_code = app.exit(e);
-    cli.action = Cli::Action::done;
-    return cli;
+    return done(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    cli.exit_code = app.exit(e);
-    cli.action = Cli::Action::done;
-    return cli;
+    return done(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    print_error(std::string(e.what()) + " (see demo --help)");
-    cli.exit_code = 2;
-    cli.action = Cli::Action::done;
-    return cli;
+    return refuse(std::string(e.what()) + " (see demo --help)");
   }
   if (list) {
     std::cout << list_text(all);
-    cli.action = Cli::Action::done;
-    return cli;
+    return done(0);
   }
+  if (*merge) {
+    const std::string other = option_not_of(*merge, app, groups);
+    if (!other.empty())
+      return refuse("merge: " + other +
+                    " is not an option of merge (it takes --out, --format, --force, --quiet and "
+                    "--no-plots; the parts hold the rest of the command)");
+  }
+  if (!checked.refusal.empty()) return refuse(checked.refusal);
+  o.plots = !no_plots;
+  if (*cmp) cli.action = Cli::Action::compare;
+  if (*merge) cli.action = Cli::Action::merge;
+  if (*cmp || *merge) return cli;
 
-  try {
-    if (*cmp) {
-      cli.action = Cli::Action::compare;
-      cli.compare.rule.rtol = parse_real("--tolerance", tolerance, 0, 1e300, false);
-      if (cmp->count("--atol")) cli.compare.rule.atol = parse_real("--atol", atol, 0, 1e300, false);
-      return cli;
-    }
-    if (*merge) {
-      // Any other option (--threads, --samples, ...) would be silently ignored: refused. Those
-      // given after `merge` are its extras; those before it, demo's options.
-      std::string other;
-      for (const std::string& w : merge->remaining())
-        if (other.empty() && w.size() > 1 && w[0] == '-') other = w.substr(0, w.find('='));
-      std::vector<CLI::Option*> before = app.get_options();
-      for (const auto& [name, group] : groups)
-        for (CLI::Option* opt : group->get_options()) before.push_back(opt);
-      for (const CLI::Option* opt : before)
-        if (other.empty() && opt->count() > 0 && !merge->get_option_no_throw(opt->get_name()))
-          other = opt->get_name();
-      if (!other.empty())
-        throw std::invalid_argument(
-            "merge: " + other +
-            " is not an option of merge (it takes --out, --format, --force, --quiet and "
-            "--no-plots; the parts hold the rest of the command)");
-      if ((merge->count("--out") || app.count("--out")) && o.out_dir.empty())
-        throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
-      cli.action = Cli::Action::merge;
-      o.format = parse_format("--format", format);
-      o.plots = !no_plots;
-      return cli;
-    }
-    if (app.count("--shard")) {
-      const auto slash = shard.find('/');
-      if (slash == std::string::npos)
-        throw std::invalid_argument("--shard " + shard + ": expected I/N, e.g. 0/3");
-      o.shards =
-          static_cast<std::uint64_t>(parse_int("--shard", shard.substr(slash + 1), 1, 1000000));
-      o.shard = static_cast<std::uint64_t>(
-          parse_int("--shard", shard.substr(0, slash), 0, static_cast<std::int64_t>(o.shards) - 1));
-    }
-    if (app.count("--checkpoint") && o.checkpoint.empty())
-      throw std::invalid_argument("--checkpoint: empty file name");
-    if (app.count("--checkpoint-every"))
-      o.checkpoint_seconds = parse_real("--checkpoint-every", checkpoint_every, 0, 1e9, true);
-    for (const std::string& name : parse_name_list("--table", table, [&all] {
-           std::vector<std::string> names = {"all"};
-           for (const auto& e : all) names.push_back(e.name);
-           return names;
-         }())) {
-      std::vector<std::string> add;
-      if (name == "all") {
-        for (const auto& e : all)
-          if (e.in_all) add.push_back(e.name);
-      } else {
-        add.push_back(name);
-      }
-      for (const auto& a : add)  // each table once, in the order first named
-        if (std::find(o.tables.begin(), o.tables.end(), a) == o.tables.end()) o.tables.push_back(a);
-    }
-    if (app.count("--out") && o.out_dir.empty())
-      throw std::invalid_argument("--out: an empty folder name (use --out . for this folder)");
-    o.device = parse_choice("--device", device, {"auto", "cpu", "cuda"});
-    o.format = parse_format("--format", format);
-    if (app.count("--threads")) o.threads = parse_threads("--threads", threads);
-    o.plots = !no_plots;
-    for (const auto& [flag, f] : flags)
-      if (app.count(flag)) o.given[flag] = texts[flag];
-    // Every chosen table's values, checked now, before any work.
-    for (const std::string& name : o.tables) {
-      const Experiment& e = *find_experiment(name);
-      std::map<std::string, std::string> mine;
-      for (const Param& p : e.params)
-        if (o.given.count(p.flag)) mine[p.flag] = o.given.at(p.flag);
-      (void)Settings::parse(e.params, mine);
-    }
-    if (app.count("--gpu")) o.gpu = static_cast<int>(parse_int("--gpu", gpu, 0, 1023));
-    if (o.shards > 0)
-      for (const std::string& name : o.tables)
-        if (!find_experiment(name)->chunked) {
-          std::string bulk;
-          for (const auto& e : all)
-            if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
-          throw std::invalid_argument("--shard: " + name +
-                                      " has no chunks to split (the bulk tables do: " + bulk + ")");
-        }
-  } catch (const std::exception& e) {
-    print_error(e.what());
-    cli.exit_code = 2;
-    cli.action = Cli::Action::done;
-    return cli;
-  }
-
-  // Flags given that none of the chosen tables reads: said once on stderr, not an error.
-  for (const auto& [flag, f] : flags) {
-    if (!o.given.count(flag)) continue;
-    bool used = false;
-    for (const Experiment* e : f.by)
-      used = used || std::find(o.tables.begin(), o.tables.end(), e->name) != o.tables.end();
-    if (!used)
-      cli.warnings.push_back(flag + " has no effect here (it is for " + table_names(f.by, " or ") +
-                             ")");
-  }
-  if (no_plots && o.out_dir.empty())
-    cli.warnings.push_back("--no-plots has no effect without --out");
-  // --checkpoint saves the chunk driver's state: tables without chunks have none to save.
-  if (app.count("--checkpoint") || app.count("--checkpoint-every")) {
-    std::string bulk;
-    bool any = false;
-    for (const auto& e : all) {
-      if (!e.chunked) continue;
-      bulk += (bulk.empty() ? "" : ", ") + e.name;
-      any = any || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();
-    }
-    const char* flag = app.count("--checkpoint") ? "--checkpoint" : "--checkpoint-every";
-    if (!any)
-      cli.warnings.push_back(std::string(flag) +
-                             " has no effect here (no table chosen has chunks to save; the bulk "
-                             "tables do: " +
-                             bulk + ")");
-    else if (!app.count("--checkpoint"))
-      cli.warnings.push_back("--checkpoint-every has no effect without --checkpoint");
-  }
-
+  if (const std::string refusal = chosen_tables_refusal(all, o); !refusal.empty())
+    return refuse(refusal);
+  cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
+                                   app.count("--checkpoint-every") > 0);
   for (int i = 0; i < argc; ++i) {
     o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
     o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));

@@ -124,6 +124,17 @@ std::vector<std::int64_t> parse_int_list(const std::string& option, const std::s
   return out;
 }
 
+ShardPart parse_shard(const std::string& option, const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw std::invalid_argument(option + " " + text + ": expected I/N, e.g. 0/3");
+  ShardPart s;
+  s.count = static_cast<std::uint64_t>(parse_int(option, text.substr(slash + 1), 1, 1000000));
+  s.index = static_cast<std::uint64_t>(
+      parse_int(option, text.substr(0, slash), 0, static_cast<std::int64_t>(s.count) - 1));
+  return s;
+}
+
 std::string SeedSet::text() const {
   if (is_range) return std::to_string(first) + ":" + std::to_string(end);
   std::string s;

@@ -47,6 +47,12 @@ struct SeedSet {
 };
 SeedSet parse_seed_set(const std::string& option, const std::string& text);
 
+// Part I of N, written "I/N": N from 1 to 10^6, 0 <= I < N.
+struct ShardPart {
+  std::uint64_t index = 0, count = 0;
+};
+ShardPart parse_shard(const std::string& option, const std::string& text);
+
 // Exactly one of `allowed`.
 std::string parse_choice(const std::string& option, const std::string& text,
                          const std::vector<std::string>& allowed);

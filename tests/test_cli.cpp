@@ -82,6 +82,17 @@ TEST(CliRefuses, ThreadsMessageStatesTheRealRange) {
         {"--threads: expected a whole number from 1 to " + std::to_string(4 * cores) + " "});
   }
 }
+// A bad value is refused once the whole line is read: --help, --version and --list still answer.
+TEST(CliRefuses, HelpVersionAndListComeBeforeABadValue) {
+  for (const char* args : {"--device nosuch --help", "--threads 0 --version", "--list --gpu x",
+                           "compare --tolerance x --help"}) {
+    SCOPED_TRACE(args);
+    const ProcessResult r = run_demo(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    EXPECT_FALSE(r.out.empty());
+  }
+}
 TEST(CliRefuses, UnknownDevice) { test::expect_refused("--device nosuch", 2, {"--device"}); }
 TEST(CliRefuses, UnknownFormat) { test::expect_refused("--format xml", 2, {"--format"}); }
 TEST(CliRefuses, UnknownGradient) {

@@ -233,6 +233,27 @@ TEST(ParseSeedSet, RejectsRepeatedSeeds) {
   EXPECT_EQ(parse_seed_set("--seeds", "2,0,1").size(), 3u);  // distinct, any order
 }
 
+// ---- parse_shard -----------------------------------------------------------------------------
+
+TEST(ParseShard, PartIOfN) {
+  const ShardPart first = parse_shard("--shard", "0/3");
+  EXPECT_EQ(first.index, 0u);
+  EXPECT_EQ(first.count, 3u);
+  const ShardPart last = parse_shard("--shard", "999999/1000000");
+  EXPECT_EQ(last.index, 999999u);
+  EXPECT_EQ(last.count, 1000000u);
+  EXPECT_EQ(parse_shard("--shard", "0/1").count, 1u);
+}
+
+TEST(ParseShard, RejectsWhatIsNotAPartOfN) {
+  EXPECT_EQ(error_of([] { parse_shard("--shard", "1"); }), "--shard 1: expected I/N, e.g. 0/3");
+  for (const std::string bad : {"3/3", "0/0", "a/3", "-1/3", "0/1000001", "0/", "/3", "0/3/4"}) {
+    SCOPED_TRACE(bad);
+    const std::string msg = error_of([&] { parse_shard("--shard", bad); });
+    EXPECT_EQ(msg.rfind("--shard: expected a whole number from ", 0), 0u) << msg;
+  }
+}
+
 // ---- parse_choice and parse_name_list --------------------------------------------------------
 
 TEST(ParseChoice, ExactlyOneOfTheAllowed) {
