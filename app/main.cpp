@@ -68,10 +68,13 @@ void check_outputs(const Options& o, OutputPlan& plan) {
     for (const Param& param : find_experiment(name)->params) {
       if (!param.output_file || !o.given.count(param.flag)) continue;
       const std::string& path = o.given.at(param.flag);
+      // One flag read by two chosen tables: each would write the file, the second over the first.
       if (std::find_if(files.begin(), files.end(), [&](const auto& f) {
             return f.first == path && f.second == param.flag;
           }) != files.end())
-        continue;  // one flag read by two tables
+        throw std::invalid_argument(param.flag + " " + path +
+                                    ": more than one chosen table writes it; run those tables "
+                                    "one at a time");
       refuse_non_utf8(param.flag, path);
       const fs::path p(path);
       if (!p.has_filename() || p.filename() == "." || p.filename() == "..")

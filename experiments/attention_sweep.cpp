@@ -226,16 +226,14 @@ std::string scatter_script(const Table& t) {
 // The run --------------------------------------------------------------------------------
 
 // Seeds per chunk: a whole number of pairs, about 2^28 FLOPs of training (so that a chunk takes a
-// fraction of a second on one core and a stop comes soon), between 2 and 4096; more when the
-// sweep would otherwise cut into more chunks than the driver takes. Fixed by the request alone.
-std::uint64_t seeds_per_chunk(const head::Model& m, std::uint64_t count) {
+// fraction of a second on one core and a stop comes soon), between 2 and 4096 (a sweep of more
+// chunks than the driver takes is refused by it). Fixed by the request alone.
+std::uint64_t seeds_per_chunk(const head::Model& m) {
   const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
   const double work =
       m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
   std::uint64_t per = 4096;
   while (per > 2 && static_cast<double>(per) * work > 268435456.0) per /= 2;
-  const std::uint64_t least = (count + kMaxChunks - 1) / kMaxChunks;
-  per = std::max(per, least + least % 2);
   return per;
 }
 
@@ -599,7 +597,7 @@ std::vector<Table> run(const RunContext& ctx) {
   w.m.x = w.x.data();
   w.m.y = w.y.data();
   w.shape = SeedResults{s.rows(), s.n, s.d_v};
-  w.per_chunk = seeds_per_chunk(w.m, w.count);
+  w.per_chunk = seeds_per_chunk(w.m);
   w.chunks = (w.count + w.per_chunk - 1) / w.per_chunk;
   // Values kept per quantity: the budget shared by the table's quantities (the loss, the JSDs,
   // the distance, each map entry that keeps quantiles).
@@ -608,6 +606,18 @@ std::vector<Table> run(const RunContext& ctx) {
   const double result_bytes = 8.0 * w.shape.size();
   w.keep = static_cast<double>(w.count) * result_bytes <=
            static_cast<double>(ctx.get<std::uint64_t>("--map-memory"));
+  if (!w.per_seed_file.empty() && PerSeedMaps::files(w.per_seed_file).size() > 1 &&
+      std::filesystem::path(w.per_seed_file).filename().string().size() <= 4)
+    throw std::invalid_argument("--per-seed " + w.per_seed_file +
+                                ": a file name before the extension, e.g. maps.npy");
+  if (w.chunks > kMaxChunks)
+    throw std::invalid_argument("--seeds " + w.seeds->text() + ": " + std::to_string(w.chunks) +
+                                " chunks of " + std::to_string(w.per_chunk) +
+                                " seeds, more than the 2^28 the chunk driver takes; split the "
+                                "range into several runs");
+  if (!w.per_seed_file.empty() && ctx.opt.shards > 0)
+    spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
+                 w.per_seed_file);
   if (!w.per_seed_file.empty() && !ctx.opt.checkpoint.empty())
     throw std::invalid_argument(
         "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +14,12 @@
 namespace attn {
 namespace {
 
+// ".npy" in any case (x.NPY too).
 bool is_npy(const std::string& path) {
-  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
+  if (path.size() < 4) return false;
+  std::string ext = path.substr(path.size() - 4);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".npy";
 }
 
 std::string stem(const std::string& path) { return path.substr(0, path.size() - 4); }

@@ -192,6 +192,10 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
                     : !std::isfinite(o.min_) || !std::isfinite(o.max_) || !(o.min_ <= o.max_))
     fail(what,
          "min and max that are not the extremes of " + to_string(o.count_) + " finite values");
+  // The mean of values in [min, max] lies there too (up to the rounding of its updates).
+  const double slack = 1e-12 * std::fmax(std::fabs(o.min_), std::fabs(o.max_));
+  if (o.count_ > 0 && !(o.moments_.mean >= o.min_ - slack && o.moments_.mean <= o.max_ + slack))
+    fail(what, "a mean outside [min, max]");
   const nlohmann::json& mode = j.at("mode");
   if (!mode.is_string()) fail(what, "a mode that is not text");
   const std::string m = mode.get<std::string>();
@@ -210,6 +214,9 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
     append_exact_vector(values, o.values_);
     for (const double v : o.values_)
       if (!(v >= o.min_ && v <= o.max_)) fail(what, "keeps a value outside [min, max]");
+    if (o.count_ > 0 && (*std::min_element(o.values_.begin(), o.values_.end()) != o.min_ ||
+                         *std::max_element(o.values_.begin(), o.values_.end()) != o.max_))
+      fail(what, "min and max that are not those of its kept values");
   } else if (m == "binned" || m == "none") {
     o.mode_ = m == "binned" ? Mode::binned : Mode::none;
     if (m == "binned" && scale_.kind == Scale::Kind::none) fail(what, "binned without a scale");

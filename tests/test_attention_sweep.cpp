@@ -194,9 +194,9 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task lesson --words 1 --d-model 1 --d-k 1", "--words 2 or more"},
       {"--task lesson --words 3 --d-model 2", "--d-model must equal --words"},
       {"--task lesson --words 3 --d-model 3 --d-v 2", "--d-v must equal --words"},
-      {"--task random --words 1 --d-model 1 --d-k 1 --seeds 0:1000000000000000",
-       "free on that disk"},
+      {"--task random --words 1 --d-model 1 --d-k 1 --seeds 0:100000000000", "free on that disk"},
       {"--words 0", "--words"},
+      {"--steps 5 --seeds 0:9007199254740992", "more than the 2^28"},
       {"--lr nan", "--lr"},
   };
   for (const auto& [args, says] : cases)
@@ -313,6 +313,20 @@ TEST(AttentionSweep, PerSeedNpySiblingsAreOutputsToo) {
   std::filesystem::remove(dir.file("maps.npy"));
   test::expect_refused(args, 1, {".npy exists; pass --force"},
                        test::Refusal().leaves_no(dir.file("maps.npy")));
+}
+
+// Refused before any work: a --per-seed .npy with no name before the extension, and one file
+// that two chosen tables would both write.
+TEST(AttentionSweep, PerSeedNamesThatCannotWorkAreRefused) {
+  TempDir dir;
+  test::expect_refused(
+      "--table attention-sweep -q --steps 5 --seeds 0:10 --per-seed " + dir.file(".npy"), 2,
+      {"a file name before the extension"}, test::Refusal().leaves_no(dir.file(".npy")));
+  test::expect_refused(
+      "--table attention-sweep,training-sweep -q --steps 5 --seeds 0:50 "
+      "--per-seed " +
+          dir.file("both.csv"),
+      2, {"more than one chosen table writes it"}, test::Refusal().leaves_no(dir.file("both.csv")));
 }
 
 // A sweep far larger than memory is accepted, says how long it will take, and stops on SIGTERM.
