@@ -33,7 +33,7 @@ std::vector<Table> run(const RunContext& ctx) {
   double previous_c = 0, previous_step_size = 1e300;
   bool growing_slower = true;
   for (std::int64_t step = 0; step <= last; ++step) {
-    if ((step & 0xFFFF) == 0) stop_point();  // 65536 steps: well under 0.1 s
+    if ((step & 0xFFFF) == 0) stop_point();  // every 65536 steps of a few FLOPs each
     double g[2][2];
     tiny::analytic_grad(p, 0, g);
     const auto f = tiny::forward(p);
