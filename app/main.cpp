@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <new>
+#include <thread>
 
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
@@ -264,7 +265,15 @@ int main_checked(int argc, char** argv) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
     if (cluster::is_root()) print_interrupted(sig);
-    if (cluster::size() > 1) std::_Exit(128 + sig);  // every rank was signalled (mpirun forwards)
+    // Every rank was signalled (mpirun forwards the signal). Rank 0 has saved the checkpoint
+    // (run_chunks saves before it rethrows) and ends the job; the other ranks wait for that (the
+    // launcher ends them when rank 0 exits), at most kRankStopWait, so that none ends the job
+    // first and cuts rank 0's save short. Bounded: never a hang.
+    if (cluster::size() > 1) {
+      constexpr auto kRankStopWait = std::chrono::seconds(60);
+      if (!cluster::is_root()) std::this_thread::sleep_for(kRankStopWait);
+      std::_Exit(128 + sig);
+    }
     return 128 + sig;
   } catch (const std::invalid_argument& e) {  // a request refused by its table: a usage error
     remove_if_created_and_empty(cli.options, created_out_dir);

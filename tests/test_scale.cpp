@@ -294,6 +294,32 @@ TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
 }
 
 // Refusals (test::expect_refused): exit status 2, one line on stderr, nothing on stdout.
+// Under mpirun too: Ctrl-C (forwarded to every rank) saves rank 0's checkpoint before the job
+// ends, and the same command continues from it to the bytes of one process.
+TEST(Checkpoint, CtrlCUnderMpiSavesItAndTheSameCommandContinues) {
+  if (!have_mpi()) GTEST_SKIP() << "built without MPI or no mpirun";
+  const std::string args =
+      "--table attention-sweep --task random --words 4 --d-model 4 --d-k 4 --steps 100 "
+      "--seeds 0:200000 --threads 1 --format csv";
+  const fs::path ck = scratch("ck-mpi.json"), err = scratch("ck-mpi.err");
+  const std::string one = test::run_demo(args + " -q").out;
+  ASSERT_FALSE(one.empty());
+  // Signalled once rank 0 says the work started (-v: the started line; at most 100 s of waiting).
+  const auto stopped = test::run_command(
+      "timeout 300 sh -c '" + mpirun(2) + args + " -v --checkpoint " + ck.string() +
+      " >/dev/null 2>" + err.string() +
+      " & pid=$!; i=0; until grep -q \"attention-sweep: started\" " + err.string() +
+      " || [ $i -gt 2000 ]; do i=$((i+1)); sleep 0.05; done; kill -INT $pid; wait $pid'");
+  EXPECT_NE(stopped.exit_code, 0);
+  const std::string said = test::read_file(err);
+  EXPECT_NE(said.find("checkpoint saved to"), std::string::npos) << said;
+  ASSERT_TRUE(fs::exists(ck)) << said;
+  const auto resumed = test::run_command(mpirun(2) + args + " -q --checkpoint " + ck.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(resumed.out, one);
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 TEST(Refusals, BadShardsAndCheckpoints) {
   const std::string sweep = kBulk[2] + " -q";
   test::expect_refused(sweep + " --shard 3/3 --out x", 2, {"--shard"});
