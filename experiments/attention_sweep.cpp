@@ -229,9 +229,7 @@ std::string scatter_script(const Table& t) {
 // fraction of a second on one core and a stop comes soon), between 2 and 4096 (a sweep of more
 // chunks than the driver takes is refused by it). Fixed by the request alone.
 std::uint64_t seeds_per_chunk(const head::Model& m) {
-  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
-  const double work =
-      m.steps * head::flops_per_step(m) * (m.grad == head::Grad::numeric ? 2 * weights : 1.0);
+  const double work = m.steps * head_sizing::flops_per_seed_step(m);
   std::uint64_t per = 4096;
   while (per > 2 && static_cast<double>(per) * work > 268435456.0) per /= 2;
   return per;
@@ -328,16 +326,20 @@ void Sweep::first_pass(std::uint64_t batch) {
     }
     return states;
   };
+  // The kept results of `seeds` seeds in a state (keep mode), appended to out.
+  const auto read_results = [&](const ChunkState& state, std::uint64_t seeds,
+                                std::vector<double>& out) {
+    if (!state.contains("results") || !state.at("results").is_string())
+      throw std::invalid_argument("no results of its seeds");
+    const std::size_t before = out.size();
+    append_exact_vector(state.at("results").get<std::string>(), out);
+    if (out.size() - before != seeds * size)
+      throw std::invalid_argument("results of the wrong length");
+  };
   const auto read = [&](std::uint64_t i, const ChunkState& state) {
     MapSummary c = chunk_template.from_state(state, static_cast<std::int64_t>(count_of(i)));
     std::vector<double> results;
-    if (keep) {
-      if (!state.contains("results") || !state.at("results").is_string())
-        throw std::invalid_argument("no results of its seeds");
-      append_exact_vector(state.at("results").get<std::string>(), results);
-      if (results.size() != count_of(i) * size)
-        throw std::invalid_argument("results of the wrong length");
-    }
+    if (keep) read_results(state, count_of(i), results);
     return std::make_pair(std::move(c), std::move(results));
   };
   j.check = [&](std::uint64_t i, const ChunkState& state) { read(i, state); };
@@ -355,13 +357,7 @@ void Sweep::first_pass(std::uint64_t batch) {
     const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
     summary.emplace(empty.from_state(state, folded));
     kept.clear();
-    if (keep) {
-      if (!state.contains("results") || !state.at("results").is_string())
-        throw std::invalid_argument("no results of its seeds");
-      append_exact_vector(state.at("results").get<std::string>(), kept);
-      if (kept.size() != static_cast<std::uint64_t>(folded) * size)
-        throw std::invalid_argument("results of the wrong length");
-    }
+    if (keep) read_results(state, static_cast<std::uint64_t>(folded), kept);
   };
   const auto start = std::chrono::steady_clock::now();
   const bool folded = run_chunks(ctx.opt, j);
