@@ -1,7 +1,12 @@
-// attention_sweep.cpp: attention-map variability at any size. One attention head
-// (--words n, --d-model, --d-k, --d-v) trained from numpy's default_rng(seed) start for every
-// seed in --seeds, on one task (the same X and target for every seed), then: how far apart are
-// the seeds' attention maps, and how far apart are their outputs? Spec: docs/spec/VARIABILITY.md.
+// attention_sweep.cpp: attention-map variability at any size. Attention (--words n, --d-model,
+// --d-k, --d-v, --heads, --causal, --scale, --train qk|qkv|qkvo) trained by --optimizer sgd|adam
+// from numpy's default_rng(seed) start for every seed in --seeds, on one task (the same X and
+// target for every seed; lesson, previous and reverse have a known map), then: how far apart
+// are the seeds' attention maps, how far from the known map, and how far apart are their
+// outputs? Over the converged seeds, and over every finite one beside them; diverged runs are
+// counted. A comma-separated list for --d-k, --heads, --init-scale, --lr, --scale, --optimizer,
+// --train or --causal runs every combination (a grid) with the same seeds, one block of rows
+// each. Spec: docs/spec/VARIABILITY.md, with its "Version 2".
 //
 // Measures (natural logarithms; source: Wiegreffe and Pinter, "Attention is not not
 // Explanation", EMNLP 2019, seed variance; Jain and Wallace, "Attention is not Explanation",
@@ -47,11 +52,18 @@ constexpr int kJsdBins = 40;            // the JSD histogram: kJsdBins bins on [
 constexpr std::size_t kScatter = 4000;  // seeds (the first ones) in the loss-vs-JSD figure
 constexpr int kMaxSize = 1024;          // --words, --d-model, --d-k, --d-v at most
 
+constexpr int kMaxConfigurations = 1024;  // a grid's combinations at most
+
+enum class Task { lesson, previous, reverse, random };
+
 struct Shape {
-  int n, d_model, d_k, d_v, r0;
-  bool lesson, train_values;
+  int n, d_model, d_k, d_v, heads, r0;
+  Task task;
+  bool train_values, train_output;
   int rows() const { return n - r0; }  // |R|
   int map_size() const { return rows() * n; }
+  int d_out() const { return train_output ? d_model : d_v; }
+  bool one_hot() const { return task != Task::random; }  // X = I_n, one-hot targets, a known map
 };
 
 // A real in (lo, hi], or "auto" (the default), which reads as NaN: the task then picks the value.
@@ -67,80 +79,224 @@ Param auto_real(std::string flag, std::string help, double lo, double hi) {
   return p;
 }
 
-// --lr and --init-scale when "auto": the lesson's 0.5 and 1 for --task lesson (spec, "Start
+// --scale: sqrt (c = 1/√(d_k/H)), none (c = 1) or a positive number X (c = X), as text.
+Param scale_param() {
+  Param p = param::real("--scale", "1", "", 0, 1e6, true);
+  p.kind = "sqrt|none|X";
+  p.default_text = "sqrt";
+  p.help =
+      "Scores times c: sqrt (c = 1/sqrt(d_k/H), the lesson's), none (c = 1) or a number X (c = X)";
+  auto inner = p.parse;
+  p.parse = [inner](const std::string& f, const std::string& text) -> Value {
+    if (text == "sqrt" || text == "none") return text;
+    try {
+      inner(f, text);
+    } catch (const std::invalid_argument&) {
+      throw std::invalid_argument(f + " " + text + ": sqrt, none or a number in (0, 1e6]");
+    }
+    return text;
+  };
+  return p;
+}
+
+// A grid axis: a comma-separated list of `inner`'s values, each checked by inner's parser (so
+// each is refused with inner's one line), repeats refused; the value is the list of texts, each
+// parsed again by inner for its configuration.
+Param grid_axis(Param inner) {
+  Param p = inner;  // the same kind (a flag several tables declare has one): the help says lists
+  p.parse = [parse = inner.parse](const std::string& f, const std::string& text) -> Value {
+    std::vector<std::string> items = split_list(text);
+    if (items.empty()) throw std::invalid_argument(f + ": empty list");
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      parse(f, items[i]);
+      for (std::size_t k = 0; k < i; ++k)
+        if (items[k] == items[i])
+          throw std::invalid_argument(f + " " + text + ": " + items[i] + " twice");
+    }
+    return items;
+  };
+  return p;
+}
+
+// The grid's axes, in the order their combinations are walked (the first slowest), each with
+// its single-value parser.
+const std::vector<Param>& axes() {
+  static const std::vector<Param> a = [] {
+    Param causal =
+        param::choice("--causal", "off",
+                      "Causal mask: query i sees keys j <= i (--causal alone: on)", {"on", "off"});
+    return std::vector<Param>{
+        param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize),
+        param::integer("--heads", "1", "Heads H (contiguous blocks of d_k/H and d_v/H columns)", 1,
+                       kMaxSize),
+        auto_real("--init-scale",
+                  "Initial weights: numpy normals times X; auto: 1 for the one-hot tasks (the "
+                  "lesson's), 0.25 for random",
+                  0, 1e6),
+        auto_real("--lr",
+                  "Learning rate; auto: 0.5 for the one-hot tasks (the lesson's), 0.01 for random",
+                  0, 1e6),
+        scale_param(),
+        param::choice("--optimizer", "sgd",
+                      "sgd (W -= lr g) or adam (beta1 0.9, beta2 0.999, eps 1e-8)",
+                      {"sgd", "adam"}),
+        param::choice("--train", "qkv",
+                      "qk (W_V fixed to I), qkv, or qkvo (an output projection W_O too)",
+                      {"qk", "qkv", "qkvo"}),
+        causal};
+  }();
+  return a;
+}
+
+// One configuration of the grid: a value of every axis, as text and parsed.
+struct Config {
+  std::string name;  // "d_k=4 scale=none" (the axes with more than one value), "" for one
+  std::map<std::string, std::string> text;
+  std::map<std::string, Value> value;
+  template <class T>
+  const T& get(const std::string& flag) const {
+    return std::get<T>(value.at(flag));
+  }
+};
+
+// Every combination of the axes' values, the first axis slowest. Refused past
+// kMaxConfigurations.
+std::vector<Config> grid_of(const RunContext& ctx) {
+  std::vector<Config> configs(1);
+  for (const Param& axis : axes()) {
+    const auto& items = ctx.get<std::vector<std::string>>(axis.flag);
+    const double size = static_cast<double>(configs.size()) * static_cast<double>(items.size());
+    if (size > kMaxConfigurations)
+      throw std::invalid_argument(axis.flag + ": a grid of more than " +
+                                  std::to_string(kMaxConfigurations) +
+                                  " configurations; run it as several commands");
+    std::vector<Config> next;
+    for (const Config& c : configs)
+      for (const std::string& item : items) {
+        Config d = c;
+        d.text[axis.flag] = item;
+        d.value[axis.flag] = axis.parse(axis.flag, item);
+        if (items.size() > 1) {
+          std::string key = axis.flag.substr(2);
+          std::replace(key.begin(), key.end(), '-', '_');
+          d.name += (d.name.empty() ? "" : " ") + key + "=" + item;
+        }
+        next.push_back(std::move(d));
+      }
+    configs = std::move(next);
+  }
+  return configs;
+}
+
+Task task_of(const std::string& name) {
+  if (name == "lesson") return Task::lesson;
+  if (name == "previous") return Task::previous;
+  if (name == "reverse") return Task::reverse;
+  return Task::random;
+}
+
+// --lr and --init-scale when "auto": the lesson's 0.5 and 1 for the one-hot tasks (spec, "Start
 // and training"); for --task random the numpy and PyTorch peers' 0.01 and 0.25
 // (shared/anchors/numpy_head.py), where gradient descent is stable: with the lesson's values
 // every seed of the n = 8, d = 16 random task diverges (the loss's curvature in W_V grows with
 // n and d_model).
-double auto_value(const RunContext& ctx, const std::string& flag, bool lesson) {
-  const double v = ctx.get<double>(flag);
+double auto_value(const Config& cfg, const std::string& flag, bool one_hot) {
+  const double v = cfg.get<double>(flag);
   if (!std::isnan(v)) return v;
-  if (flag == "--lr") return lesson ? 0.5 : 0.01;
-  return lesson ? 1.0 : 0.25;
+  if (flag == "--lr") return one_hot ? 0.5 : 0.01;
+  return one_hot ? 1.0 : 0.25;
 }
 
-// Every refusal, before any work, as one line (std::invalid_argument).
-Shape check_shape(const RunContext& ctx) {
+// Every refusal of one configuration, before any work, as one line (std::invalid_argument).
+Shape check_shape(const RunContext& ctx, const Config& cfg) {
   Shape s;
+  const std::string where = cfg.name.empty() ? "" : " (" + cfg.name + ")";
+  const auto refuse = [&](const std::string& why) { throw std::invalid_argument(why + where); };
   s.n = static_cast<int>(ctx.get<std::int64_t>("--words"));
   s.d_model = static_cast<int>(ctx.get<std::int64_t>("--d-model"));
-  s.d_k = static_cast<int>(ctx.get<std::int64_t>("--d-k"));
+  s.d_k = static_cast<int>(cfg.get<std::int64_t>("--d-k"));
+  s.heads = static_cast<int>(cfg.get<std::int64_t>("--heads"));
   const std::int64_t d_v = ctx.get<std::int64_t>("--d-v");
   if (ctx.settings.given("--d-v") && d_v == 0)
-    throw std::invalid_argument("--d-v 0: the values need at least one dimension");
+    refuse("--d-v 0: the values need at least one dimension");
   s.d_v = d_v == 0 ? s.d_model : static_cast<int>(d_v);
-  s.lesson = ctx.get<std::string>("--task") == "lesson";
-  s.train_values = ctx.get<std::string>("--train") == "qkv";
-  if (s.lesson) {
-    if (s.n < 2)
-      throw std::invalid_argument(
-          "--task lesson needs --words 2 or more (a query word and a "
-          "first word to attend to); got " +
-          std::to_string(s.n));
-    if (s.d_model != s.n)
-      throw std::invalid_argument("--task lesson: --d-model must equal --words (X = I_n); got " +
-                                  std::to_string(s.d_model) + " and " + std::to_string(s.n));
-    if (s.d_v != s.n)
-      throw std::invalid_argument(
-          "--task lesson: --d-v must equal --words (the target is a "
-          "word's one-hot vector); got " +
-          std::to_string(s.d_v));
-  }
+  const std::string task = ctx.get<std::string>("--task");
+  s.task = task_of(task);
+  const std::string train = cfg.get<std::string>("--train");
+  s.train_values = train != "qk";
+  s.train_output = train == "qkvo";
+  if (s.d_k % s.heads != 0 || s.d_v % s.heads != 0)
+    refuse("--heads " + std::to_string(s.heads) + " must divide --d-k " + std::to_string(s.d_k) +
+           " and --d-v " + std::to_string(s.d_v) + " (each head takes a block of their columns)");
   if (!s.train_values && s.d_v != s.d_model)
-    throw std::invalid_argument(
-        "--train qk fixes W_V to the identity, so --d-v must equal "
-        "--d-model; got " +
-        std::to_string(s.d_v) + " and " + std::to_string(s.d_model));
-  s.r0 = s.lesson ? s.n - 1 : 0;
+    refuse("--train qk fixes W_V to the identity, so --d-v must equal --d-model; got " +
+           std::to_string(s.d_v) + " and " + std::to_string(s.d_model));
+  if (s.one_hot()) {
+    if (s.n < 2)
+      refuse("--task " + task + " needs --words 2 or more (a query and a word to attend to); got " +
+             std::to_string(s.n));
+    if (s.d_model != s.n)
+      refuse("--task " + task + ": --d-model must equal --words (X = I_n); got " +
+             std::to_string(s.d_model) + " and " + std::to_string(s.n));
+    if (s.d_out() != s.n)
+      refuse("--task " + task + ": the output width (" +
+             std::string(s.train_output ? "d_model, with --train qkvo" : "--d-v") +
+             ") must equal --words (the targets are words' one-hot vectors); got " +
+             std::to_string(s.d_out()));
+  }
+  s.r0 = s.task == Task::lesson ? s.n - 1 : s.task == Task::previous ? 1 : 0;
   return s;
 }
 
-head::Model model_of(const RunContext& ctx, const Shape& s) {
+head::Model model_of(const RunContext& ctx, const Config& cfg, const Shape& s) {
   head::Model m;
   m.n = s.n;
   m.d_model = s.d_model;
   m.d_k = s.d_k;
   m.d_v = s.d_v;
+  m.heads = s.heads;
   m.r0 = s.r0;
   m.train_values = s.train_values;
+  m.train_output = s.train_output;
+  m.causal = cfg.get<std::string>("--causal") == "on";
+  const std::string scale = cfg.get<std::string>("--scale");
+  m.scale = scale == "sqrt"   ? head::Scale::sqrt
+            : scale == "none" ? head::Scale::none
+                              : head::Scale::factor;
+  if (m.scale == head::Scale::factor) m.scale_factor = parse_real("--scale", scale, 0, 1e6, true);
+  m.optimizer =
+      cfg.get<std::string>("--optimizer") == "adam" ? head::Optimizer::adam : head::Optimizer::sgd;
   m.steps = static_cast<int>(ctx.get<std::int64_t>("--steps"));
-  m.lr = auto_value(ctx, "--lr", s.lesson);
+  m.lr = auto_value(cfg, "--lr", s.one_hot());
   m.grad = ctx.get<std::string>("--grad") == "numeric" ? head::Grad::numeric : head::Grad::analytic;
   m.h = ctx.get<double>("--h");
   m.schedule = ctx.get<std::string>("--schedule") == "sequential" ? head::Schedule::sequential
                                                                   : head::Schedule::simultaneous;
-  m.init_scale = auto_value(ctx, "--init-scale", s.lesson);
+  m.init_scale = auto_value(cfg, "--init-scale", s.one_hot());
   return m;
 }
 
-// The task's X (n, d_model) and Y (n, d_v), spec "Tasks".
+// The known map M* (spec "Tasks", version 2): for each loss row i of R in order, the key it
+// should attend to; empty for the random task, which has none.
+std::vector<int> known_keys(const Shape& s) {
+  std::vector<int> keys;
+  if (!s.one_hot()) return keys;
+  for (int i = s.r0; i < s.n; ++i)
+    keys.push_back(s.task == Task::lesson ? 0 : s.task == Task::previous ? i - 1 : s.n - 1 - i);
+  return keys;
+}
+
+// The task's X (n, d_model) and Y (n, d_out), spec "Tasks" (version 2): one-hot rows for the
+// tasks with a known map; for random, numpy default_rng(--task-seed): X, then Y.
 void make_task(const RunContext& ctx, const Shape& s, std::vector<double>& x,
                std::vector<double>& y) {
+  const int d = s.d_out();
   x.assign(static_cast<std::size_t>(s.n) * s.d_model, 0.0);
-  y.assign(static_cast<std::size_t>(s.n) * s.d_v, 0.0);
-  if (s.lesson) {
+  y.assign(static_cast<std::size_t>(s.n) * d, 0.0);
+  if (s.one_hot()) {
     for (int i = 0; i < s.n; ++i) x[i * s.d_model + i] = 1.0;
-    y[(s.n - 1) * s.d_v + 0] = 1.0;
+    const std::vector<int> keys = known_keys(s);
+    for (int i = s.r0; i < s.n; ++i) y[i * d + keys[i - s.r0]] = 1.0;
     return;
   }
   numpy_rng::Pcg64 g(ctx.get<std::uint64_t>("--task-seed"));
@@ -223,6 +379,39 @@ std::string scatter_script(const Table& t) {
   return s.str();
 }
 
+// Across a grid: per configuration, the fractions of seeds that converged, diverged and (tasks
+// with a known map) found it; and the mean pairwise JSD of the converged and of all finite seeds.
+std::string grid_script(const Table& t) {
+  if (!t.extra.contains("grid") || t.extra["grid"].size() < 2) return "";
+  const auto& g = t.extra["grid"];
+  const bool known = g[0].contains("found");
+  std::ostringstream s;
+  s << "$G << EOD\n";
+  for (std::size_t k = 0; k < g.size(); ++k) {
+    auto num = [&](const char* key) {
+      const auto& v = g[k][key];
+      return v.is_number() ? std::to_string(v.get<double>()) : std::string("NaN");
+    };
+    s << k << " \"" << g[k]["name"].get<std::string>() << "\" " << num("converged") << " "
+      << num("diverged") << " " << (known ? num("found") : "NaN") << " "
+      << num("pair_jsd_converged") << " " << num("pair_jsd_finite") << "\n";
+  }
+  s << "EOD\n";
+  s << "set multiplot layout 2,1 title 'attention-sweep across the grid (" << g.size()
+    << " configurations, the same seeds)'\n"
+    << "set grid\nset xtics rotate by 30 right font ',8'\nset xrange [-0.5:" << g.size() - 0.5
+    << "]\nset key outside right\nset style data linespoints\n";
+  s << "set ylabel 'fraction of seeds'\nset yrange [0:1]\n"
+    << "plot $G using 1:3:xtic(2) title 'converged' pt 7 lc rgb '#2ca02c', "
+    << "$G using 1:4 title 'diverged' pt 5 lc rgb '#d62728'"
+    << (known ? ", $G using 1:5 title 'found the known map' pt 9 lc rgb '#1f77b4'" : "") << "\n";
+  s << "set ylabel 'JSD between pairs (nats)'\nset yrange [0:*]\n"
+    << "plot $G using 1:6:xtic(2) title 'converged seeds' pt 7 lc rgb '#2ca02c', "
+    << "$G using 1:7 title 'all finite seeds' pt 5 lc rgb '#7f7f7f'\n";
+  s << "unset multiplot\n";
+  return s.str();
+}
+
 // The run --------------------------------------------------------------------------------
 
 // Seeds per chunk: a whole number of pairs, about 2^28 FLOPs of training (so that a chunk takes a
@@ -245,26 +434,32 @@ const Monitor& signal_monitor() {
   return m;
 }
 
-// One sweep: the request, its chunks, the first pass's summary, the second pass's measures.
+constexpr Cover kCovers[2] = {Cover::converged, Cover::finite};
+
+// One configuration's sweep: the request, its chunks, the first pass's summaries (one per
+// cover), the second pass's measures.
 struct Sweep {
-  Sweep(const RunContext& c, const Shape& shape) : ctx(c), s(shape) {}
+  Sweep(const RunContext& c, const Config& config, const Shape& shape)
+      : ctx(c), cfg(config), s(shape) {}
 
   const RunContext& ctx;
+  const Config& cfg;
   const Shape s;
   head::Model m;
   std::vector<double> x, y;  // the task
   SeedResults shape;
+  std::string label;  // the chunk jobs' label
   const SeedSet* seeds = nullptr;
   std::uint64_t count = 0, per_chunk = 0, chunks = 0;
   std::uint64_t budget = 0;  // values kept per quantity for exact quantiles
   bool keep = false;         // the first pass keeps every seed's results for the second
   std::string per_seed_file;
   std::unique_ptr<PerSeedMaps> per_seed;
-  std::optional<MapSummary> summary;
-  std::vector<double> kept;  // keep: every seed's results, in order
-  std::vector<double> mean_map;
+  std::optional<MapSummary> summary[2];  // kCovers' order
+  std::vector<double> kept;              // keep: every seed's results, in order
+  std::vector<double> mean_map[2];
   // The second pass's result.
-  std::optional<QuantileSketch> to_mean;
+  std::optional<QuantileSketch> to_mean[2];
   std::vector<std::int64_t> histogram = std::vector<std::int64_t>(kJsdBins, 0);
   std::vector<double> scatter_loss, scatter_jsd;
   std::uint64_t measured = 0;  // seeds through the second pass's fold
@@ -276,6 +471,10 @@ struct Sweep {
   }
   double work_of(std::uint64_t chunk) const {
     return static_cast<double>(count_of(chunk)) * m.steps;
+  }
+  MapSummary empty(int k, std::uint64_t values) const {
+    return MapSummary(shape, values, ctx.get<double>("--converged-below"), kCovers[k],
+                      known_keys(s));
   }
 
   // Trains chunks [first, first + n) in one backend call: their results, in seed order.
@@ -289,9 +488,9 @@ struct Sweep {
     return out;
   }
 
-  ChunkJob job(const std::string& label, std::uint64_t batch) const {
+  ChunkJob job(const std::string& name, std::uint64_t batch) const {
     ChunkJob j;
-    j.label = label;
+    j.label = name;
     j.unit = "seed-steps";
     j.chunks = chunks;
     j.batch = batch;
@@ -303,23 +502,26 @@ struct Sweep {
   void first_pass(std::uint64_t batch);
   void second_pass(std::uint64_t batch);
   void measure(std::uint64_t chunk, const SeedMeasures& measures);
-  Table table();
+  void table(Table& t, bool grid);
 };
 
 void Sweep::first_pass(std::uint64_t batch) {
-  ChunkJob j = job("attention-sweep", batch);
-  const MapSummary empty(shape, budget, ctx.get<double>("--converged-below"));
-  const MapSummary chunk_template(shape, per_chunk, empty.converged_below);
-  summary.emplace(empty);
+  ChunkJob j = job(label, batch);
+  const MapSummary whole[2] = {empty(0, budget), empty(1, budget)};
+  const MapSummary part[2] = {empty(0, per_chunk), empty(1, per_chunk)};
+  for (int k = 0; k < 2; ++k) summary[k].emplace(whole[k]);
   const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
     const std::vector<double> out = train(first, n, signal_monitor());
     std::vector<ChunkState> states;
     const double* r = out.data();
     for (std::uint64_t i = first; i < first + n; ++i) {
-      MapSummary c = chunk_template;
-      c.add(r, static_cast<std::int64_t>(count_of(i)));
-      ChunkState state = c.to_state();
+      ChunkState state;
+      for (int k = 0; k < 2; ++k) {
+        MapSummary c = part[k];
+        c.add(r, static_cast<std::int64_t>(count_of(i)));
+        state[cover_name(kCovers[k])] = c.to_state();
+      }
       if (keep) state["results"] = exact_vector(std::vector<double>(r, r + count_of(i) * size));
       states.push_back(std::move(state));
       r += count_of(i) * size;
@@ -336,8 +538,21 @@ void Sweep::first_pass(std::uint64_t batch) {
     if (out.size() - before != seeds * size)
       throw std::invalid_argument("results of the wrong length");
   };
+  const auto read_summaries = [&](const MapSummary(&like)[2], const ChunkState& state,
+                                  std::int64_t seeds) {
+    std::vector<MapSummary> out;
+    for (int k = 0; k < 2; ++k) {
+      const char* name = cover_name(kCovers[k]);
+      if (!state.is_object() || !state.contains(name))
+        throw std::invalid_argument(std::string("no summary of the ") + name + " seeds");
+      out.push_back(like[k].from_state(state.at(name), seeds));
+    }
+    if (out[0].converged != out[1].converged || out[0].diverged != out[1].diverged)
+      throw std::invalid_argument("summaries whose counts disagree");
+    return out;
+  };
   const auto read = [&](std::uint64_t i, const ChunkState& state) {
-    MapSummary c = chunk_template.from_state(state, static_cast<std::int64_t>(count_of(i)));
+    std::vector<MapSummary> c = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
     std::vector<double> results;
     if (keep) read_results(state, count_of(i), results);
     return std::make_pair(std::move(c), std::move(results));
@@ -345,51 +560,64 @@ void Sweep::first_pass(std::uint64_t batch) {
   j.check = [&](std::uint64_t i, const ChunkState& state) { read(i, state); };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
     auto [c, results] = read(i, state);
-    summary->merge(c);
+    for (int k = 0; k < 2; ++k) summary[k]->merge(c[k]);
     kept.insert(kept.end(), results.begin(), results.end());
   };
   j.save = [&] {
-    ChunkState state = summary->to_state();
+    ChunkState state;
+    for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = summary[k]->to_state();
     if (keep) state["results"] = exact_vector(kept);
     return state;
   };
   j.load = [&](const ChunkState& state, std::uint64_t next) {
     const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
-    summary.emplace(empty.from_state(state, folded));
+    std::vector<MapSummary> c = read_summaries(whole, state, folded);
+    for (int k = 0; k < 2; ++k) summary[k].emplace(c[k]);
     kept.clear();
     if (keep) read_results(state, static_cast<std::uint64_t>(folded), kept);
   };
   const auto start = std::chrono::steady_clock::now();
   const bool folded = run_chunks(ctx.opt, j);
   train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (folded) mean_map = summary->mean_map();
+  if (folded)
+    for (int k = 0; k < 2; ++k) mean_map[k] = summary[k]->mean_map();
 }
 
-// Each seed's JSD to the mean map: from the kept results, or by training the seeds again (the
+// Each seed's JSD to the mean maps: from the kept results, or by training the seeds again (the
 // same bits: a seed trains alone from its own start).
 void Sweep::second_pass(std::uint64_t batch) {
-  to_mean.emplace(kJsdScale, budget);
+  for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdScale, budget);
   spdlog::debug("attention-sweep: measuring each seed's JSD to the mean map ({})",
                 keep ? "from the kept results" : "training every seed again");
+  // The converged seeds' mean map exists when some converged.
+  const auto converged_mean = [&]() -> std::vector<double> {
+    return summary[0] && summary[0]->covered > 0 ? mean_map[0] : std::vector<double>{};
+  };
   if (keep) {  // measure() takes the per-seed results from `kept`
+    const std::vector<double> cm = converged_mean();
     for (std::uint64_t i = 0; i < chunks; ++i) {
       stop_point();
-      measure(i, SeedMeasures::of(shape, mean_map, kept.data() + first_of(i) * shape.size(),
+      measure(i, SeedMeasures::of(*summary[0], cm, mean_map[1],
+                                  kept.data() + first_of(i) * shape.size(),
                                   static_cast<std::int64_t>(count_of(i)), false));
     }
     return;
   }
-  mean_map = share_result(nlohmann::json(mean_map)).get<std::vector<double>>();
+  const nlohmann::json shared =
+      share_result(nlohmann::json{{"converged", converged_mean()}, {"finite", mean_map[1]}});
+  const std::vector<double> cm = shared.at("converged").get<std::vector<double>>();
+  mean_map[1] = shared.at("finite").get<std::vector<double>>();
+  const MapSummary covers = empty(0, 0);  // which seeds converged, on every rank
   const bool results_wanted = !per_seed_file.empty();
-  ChunkJob j = job("attention-sweep-second-pass", batch);
+  ChunkJob j = job(label + "-second-pass", batch);
   j.second_pass = true;
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
     const std::vector<double> out = train(first, n, signal_monitor());
     std::vector<ChunkState> states;
     const double* r = out.data();
     for (std::uint64_t i = first; i < first + n; ++i) {
-      states.push_back(SeedMeasures::of(shape, mean_map, r, static_cast<std::int64_t>(count_of(i)),
-                                        results_wanted)
+      states.push_back(SeedMeasures::of(covers, cm, mean_map[1], r,
+                                        static_cast<std::int64_t>(count_of(i)), results_wanted)
                            .to_state());
       r += count_of(i) * shape.size();
     }
@@ -403,19 +631,23 @@ void Sweep::second_pass(std::uint64_t batch) {
                                         results_wanted));
   };
   j.save = [&] {
-    return ChunkState{{"to_mean", to_mean->to_state()},
+    return ChunkState{{"to_mean", to_mean[1]->to_state()},
+                      {"to_converged_mean", to_mean[0]->to_state()},
                       {"histogram", histogram},
                       {"scatter_loss", exact_vector(scatter_loss)},
                       {"scatter_jsd", exact_vector(scatter_jsd)}};
   };
   j.load = [&](const ChunkState& state, std::uint64_t next) {
     const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
-    to_mean.emplace(QuantileSketch(kJsdScale, budget)
-                        .from_state(state.at("to_mean"), folded, "JSD to the mean map"));
+    to_mean[1].emplace(QuantileSketch(kJsdScale, budget)
+                           .from_state(state.at("to_mean"), folded, "JSD to the mean map"));
+    to_mean[0].emplace(QuantileSketch(kJsdScale, budget)
+                           .from_state(state.at("to_converged_mean"), folded,
+                                       "JSD to the converged seeds' mean map"));
     const auto h = state.at("histogram").get<std::vector<std::int64_t>>();
     std::int64_t in_bins = 0;
     for (std::int64_t c : h) in_bins += c < 0 ? throw std::invalid_argument("a negative count") : c;
-    if (h.size() != histogram.size() || in_bins != to_mean->count())
+    if (h.size() != histogram.size() || in_bins != to_mean[1]->count())
       throw std::invalid_argument("a JSD histogram that does not count the finite seeds");
     histogram = h;
     scatter_loss.clear();
@@ -429,20 +661,21 @@ void Sweep::second_pass(std::uint64_t batch) {
   run_chunks(ctx.opt, j);
 }
 
-// Folds one chunk of the second pass, in order: the JSD sketch, its figures, the per-seed files.
+// Folds one chunk of the second pass, in order: the JSD sketches, the figures, the per-seed files.
 void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
   const double ln2 = std::log(2.0);
   const std::uint64_t first = first_of(chunk);
   for (std::size_t k = 0; k < sm.jsd.size(); ++k) {
     const double v = sm.jsd[k];
     if (std::isfinite(v)) {
-      to_mean->push(v);
+      to_mean[1]->push(v);
       histogram[std::clamp(static_cast<int>(v / ln2 * kJsdBins), 0, kJsdBins - 1)]++;
       if (scatter_loss.size() < kScatter) {
         scatter_loss.push_back(sm.loss[k]);
         scatter_jsd.push_back(v);
       }
     }
+    if (std::isfinite(sm.jsd_converged[k])) to_mean[0]->push(sm.jsd_converged[k]);
     if (per_seed) {
       const double* r = sm.results.empty() ? kept.data() + (first + k) * shape.size()
                                            : sm.results.data() + k * shape.size();
@@ -452,19 +685,19 @@ void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
   measured += sm.jsd.size();
 }
 
-Table Sweep::table() {
-  const MapSummary& su = *summary;
-  Table t;
-  t.name = "attention-sweep";
-  t.title = "attention maps across seeds: how far apart the maps are, and how far the outputs";
-  t.columns = {{"quantity"},    {"seeds"},       {"mean", "%.4g"}, {"std", "%.4g"},
-               {"min", "%.4g"}, {"p05", "%.4g"}, {"p25", "%.4g"},  {"p50", "%.4g"},
-               {"p75", "%.4g"}, {"p95", "%.4g"}, {"max", "%.4g"},  {"quantiles"}};
+// This configuration's rows of the table (with its name first in a grid), its notes, and in a
+// grid its point of the grid figure.
+void Sweep::table(Table& t, bool grid) {
   std::vector<std::string> binned;
-  auto distribution = [&](const std::string& name, QuantileSketch& q) {
+  const auto add = [&](std::vector<Cell> cells) {
+    if (grid) cells.insert(cells.begin(), Cell(cfg.name));
+    t.add_row(std::move(cells));
+  };
+  auto distribution = [&](const std::string& name, const char* over, QuantileSketch q) {
     stop_point();
     if (q.count() == 0) {
-      t.add_row({name, std::int64_t{0}, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, Cell{}});
+      add({name, std::string(over), std::int64_t{0}, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+           Cell{}});
       return;
     }
     const QuantileSketch::Mode mode = q.mode();
@@ -474,70 +707,64 @@ Table Sweep::table() {
                       : mode == QuantileSketch::Mode::binned ? "binned"
                                                              : "";
     if (mode == QuantileSketch::Mode::binned) binned.push_back(name);
-    t.add_row({name, q.count(), q.moments().mean, q.moments().stddev(), q.min(), at(0), at(1),
-               at(2), at(3), at(4), q.max(), how[0] ? Cell(std::string(how)) : Cell{}});
+    add({name, std::string(over), q.count(), q.moments().mean, q.moments().stddev(), q.min(), at(0),
+         at(1), at(2), at(3), at(4), q.max(), how[0] ? Cell(std::string(how)) : Cell{}});
   };
-  auto scalar = [&](const std::string& name, std::int64_t k, double value) {
-    t.add_row(
-        {name, k, value, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}});
+  auto scalar = [&](const std::string& name, const char* over, std::int64_t k, double value) {
+    add({name, std::string(over), k, value, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{},
+         Cell{}, Cell{}});
   };
-  const std::int64_t used = su.seeds - su.not_finite;
-  QuantileSketch loss = su.loss;
-  distribution("final loss", loss);
-  scalar("converged (fraction)", static_cast<std::int64_t>(count),
-         static_cast<double>(su.converged) / static_cast<double>(count));
-  distribution("JSD to the mean map", *to_mean);
-  QuantileSketch pair_jsd = su.pair_jsd, pair_out = su.pair_out;
-  distribution("JSD between pairs of seeds", pair_jsd);
-  distribution("output distance between pairs", pair_out);
-  double agree = 0;
-  for (int row = 0; row < s.rows(); ++row)
-    agree += static_cast<double>(
-        *std::max_element(su.argmax.begin() + row * s.n, su.argmax.begin() + (row + 1) * s.n));
-  scalar("argmax agreement", used, used > 0 ? agree / s.rows() / static_cast<double>(used) : NAN);
-  nlohmann::json mean_rows = nlohmann::json::array(), std_rows = nlohmann::json::array();
-  for (int row = 0; row < s.rows(); ++row) {
-    nlohmann::json a = nlohmann::json::array(), b = nlohmann::json::array();
-    for (int j = 0; j < s.n; ++j) {
-      const Moments& mo = su.entries[row * s.n + j].moments();
-      a.push_back(mo.mean);
-      b.push_back(used > 1 ? mo.stddev() : 0.0);
+  const MapSummary& all = *summary[1];
+  const double n_seeds = static_cast<double>(count);
+  scalar("converged (fraction)", "all", static_cast<std::int64_t>(count),
+         static_cast<double>(all.converged) / n_seeds);
+  scalar("diverged (fraction)", "all", static_cast<std::int64_t>(count),
+         static_cast<double>(all.diverged) / n_seeds);
+  double pair_means[2] = {NAN, NAN};
+  for (int k = 0; k < 2; ++k) {
+    const MapSummary& su = *summary[k];
+    const char* over = cover_name(kCovers[k]);
+    const std::int64_t used = su.covered;
+    distribution("final loss", over, su.loss);
+    if (su.known_map()) {
+      scalar("found the known map (fraction)", over, used,
+             used > 0 ? static_cast<double>(su.found) / static_cast<double>(used) : NAN);
+      distribution("JSD to the known map", over, su.known_jsd);
     }
-    mean_rows.push_back(a);
-    std_rows.push_back(b);
+    distribution("JSD to the mean map", over, *to_mean[k]);
+    distribution("JSD between pairs of seeds", over, su.pair_jsd);
+    if (s.heads > 1) distribution("JSD between pairs, heads matched", over, su.pair_heads);
+    distribution("output distance between pairs", over, su.pair_out);
+    double agree = 0;
+    for (int row = 0; row < s.rows(); ++row)
+      agree += static_cast<double>(
+          *std::max_element(su.argmax.begin() + row * s.n, su.argmax.begin() + (row + 1) * s.n));
+    scalar("argmax agreement", over, used,
+           used > 0 ? agree / s.rows() / static_cast<double>(used) : NAN);
+    pair_means[k] = su.pair_jsd.count() > 0 ? su.pair_jsd.moments().mean : NAN;
   }
-  for (int e = 0; e < s.map_size(); ++e) {
-    QuantileSketch entry = su.entries[e];
+  // The map's entries over the converged seeds, or over the finite ones when none converged.
+  const int entries_of = summary[0]->covered > 0 ? 0 : 1;
+  const MapSummary& su = *summary[entries_of];
+  for (int e = 0; e < s.map_size(); ++e)
     distribution("P[" + std::to_string(s.r0 + e / s.n) + "][" + std::to_string(e % s.n) + "]",
-                 entry);
-  }
-  t.extra["first_loss_row"] = s.r0;
-  t.extra["mean_map"] = mean_rows;
-  t.extra["std_map"] = std_rows;
-  t.extra["jsd_histogram"] = {
-      {"bins", kJsdBins}, {"range", {0.0, std::log(2.0)}}, {"counts", histogram}};
-  t.extra["scatter"] = {{"loss", scatter_loss}, {"jsd", scatter_jsd}};
+                 cover_name(kCovers[entries_of]), su.entries[e]);
 
-  const double seed_steps = static_cast<double>(count) * m.steps;
-  char line[240];
-  std::snprintf(line, sizeof line,
-                "%.3g seed-steps in %.3g s: %.3g seed-steps/s, %.3g GFLOP/s (%.0f useful FLOPs "
-                "per seed-step)%s",
-                seed_steps, train_seconds, seed_steps / train_seconds,
-                seed_steps * head::flops_per_step(m) / train_seconds / 1e9, head::flops_per_step(m),
-                keep ? "" : "; the first of two passes");
-  if (m.grad == head::Grad::analytic && ctx.opt.shards == 0) t.notes.push_back(line);
-  t.notes.push_back("converged: final loss < " + ctx.settings.text("--converged-below") +
-                    "; JSD in nats (0: same map, ln 2 = 0.693: maps that share nothing), the mean "
-                    "over the loss rows R = queries " +
-                    std::to_string(s.r0) + ".." + std::to_string(s.n - 1));
-  t.notes.push_back(
-      "pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ...; output "
-      "distance: RMS over R of |O_a - O_b|");
-  if (!keep)
-    t.notes.push_back(
-        "JSD to the mean map: every seed trained a second time once the mean map was known (the "
-        "seeds' results did not fit --map-memory)");
+  const std::string prefix = grid ? cfg.name + ": " : "";
+  const std::int64_t finite = all.seeds - all.not_finite;
+  if (all.converged < 2 || static_cast<double>(all.converged) < 0.1 * n_seeds) {
+    t.notes.push_back(prefix +
+                      (all.converged == 0 ? std::string("no seed")
+                                          : "only " + std::to_string(all.converged) + " of " +
+                                                std::to_string(count) + " seeds") +
+                      " converged: the map measures over the converged seeds are " +
+                      (all.converged == 0 ? "empty" : "thin") + "; the rows over all " +
+                      std::to_string(finite) + " finite seeds are beside them");
+  }
+  if (all.diverged > 0)
+    t.notes.push_back(prefix + std::to_string(all.diverged) + " of " + std::to_string(count) +
+                      " runs diverged (" + std::to_string(all.not_finite) +
+                      " with a non-finite loss or map): left out of the converged rows");
   if (!binned.empty()) {
     char bound[200];
     std::snprintf(bound, sizeof bound,
@@ -545,126 +772,257 @@ Table Sweep::table() {
                   "entries), %.2g (JSD) absolute, %.2g of the value (loss, distance)",
                   QuantileSketch::error_bound(kEntryScale), QuantileSketch::error_bound(kJsdScale),
                   QuantileSketch::error_bound(kLossScale));
-    t.notes.push_back(bound);
+    t.notes.push_back(prefix + bound);
   }
-  if (!su.entry_quantiles())
+  if (grid) {
+    nlohmann::json point = {{"name", cfg.name},
+                            {"converged", static_cast<double>(all.converged) / n_seeds},
+                            {"diverged", static_cast<double>(all.diverged) / n_seeds},
+                            {"pair_jsd_converged", pair_means[0]},
+                            {"pair_jsd_finite", pair_means[1]}};
+    if (summary[1]->known_map()) point["found"] = static_cast<double>(summary[1]->found) / n_seeds;
+    for (auto& [flag, text] : cfg.text) point[flag.substr(2)] = text;
+    t.extra["grid"].push_back(point);
+    return;
+  }
+  nlohmann::json mean_rows = nlohmann::json::array(), std_rows = nlohmann::json::array();
+  for (int row = 0; row < s.rows(); ++row) {
+    nlohmann::json a = nlohmann::json::array(), b = nlohmann::json::array();
+    for (int j = 0; j < s.n; ++j) {
+      const Moments& mo = su.entries[row * s.n + j].moments();
+      a.push_back(mo.mean);
+      b.push_back(su.covered > 1 ? mo.stddev() : 0.0);
+    }
+    mean_rows.push_back(a);
+    std_rows.push_back(b);
+  }
+  t.extra["first_loss_row"] = s.r0;
+  t.extra["mean_map"] = mean_rows;
+  t.extra["std_map"] = std_rows;
+  t.extra["jsd_histogram"] = {
+      {"bins", kJsdBins}, {"range", {0.0, std::log(2.0)}}, {"counts", histogram}};
+  t.extra["scatter"] = {{"loss", scatter_loss}, {"jsd", scatter_jsd}};
+}
+
+std::vector<Table> run(const RunContext& ctx) {
+  const std::vector<Config> configs = grid_of(ctx);
+  const bool grid = configs.size() > 1;
+  const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
+  const std::string per_seed_file = ctx.get<std::string>("--per-seed");
+  if (!per_seed_file.empty() && PerSeedMaps::files(per_seed_file).size() > 1 &&
+      std::filesystem::path(per_seed_file).filename().string().size() <= 4)
+    throw std::invalid_argument("--per-seed " + per_seed_file +
+                                ": a file name before the extension, e.g. maps.npy");
+  if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
+    throw std::invalid_argument(
+        "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
+
+  // Every configuration checked and sized before any work.
+  std::vector<std::unique_ptr<Sweep>> sweeps;
+  double memory_needed = 0, flops = 0;
+  const double memory = memory_available();
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    auto w = std::make_unique<Sweep>(ctx, configs[k], check_shape(ctx, configs[k]));
+    const Shape& s = w->s;
+    w->label = grid ? "attention-sweep-" + std::to_string(k) : "attention-sweep";
+    w->seeds = &seeds;
+    w->count = seeds.size();
+    w->per_seed_file = per_seed_file;
+    make_task(ctx, s, w->x, w->y);
+    w->m = model_of(ctx, configs[k], s);
+    w->m.x = w->x.data();
+    w->m.y = w->y.data();
+    w->shape = SeedResults{s.rows(), s.n, s.d_out(), s.heads};
+    w->per_chunk = seeds_per_chunk(w->m);
+    w->chunks = (w->count + w->per_chunk - 1) / w->per_chunk;
+    // Values kept per quantity: the budget shared by the table's quantities (per cover: the
+    // loss, the JSDs, the distance, each map entry that keeps quantiles) and configurations.
+    const int quantities = 2 * (6 + (s.map_size() <= kMaxEntrySketches ? s.map_size() : 0));
+    w->budget = ctx.get<std::uint64_t>("--quantile-budget") /
+                static_cast<std::uint64_t>(quantities) / configs.size();
+    const double result_bytes = 8.0 * w->shape.size();
+    w->keep = static_cast<double>(w->count) * result_bytes <=
+              static_cast<double>(ctx.get<std::uint64_t>("--map-memory"));
+    if (w->chunks > kMaxChunks)
+      throw std::invalid_argument("--seeds " + seeds.text() + ": " + std::to_string(w->chunks) +
+                                  " chunks of " + std::to_string(w->per_chunk) +
+                                  " seeds, more than the 2^28 the chunk driver takes; split the "
+                                  "range into several runs");
+    ctx.backend.check_head(w->m);
+    const std::uint64_t call = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
+    const double call_bytes =
+        static_cast<double>(std::min(call, w->count)) * result_bytes * 3 +
+        64.0 * 8 * head::layout(w->m).total * std::max(1, ctx.backend.threads());
+    // What stays until the table: the summaries (and the kept results, one configuration at
+    // a time).
+    memory_needed =
+        std::max(memory_needed,
+                 call_bytes + (w->keep ? static_cast<double>(w->count) * result_bytes * 3 : 0));
+    memory_needed += static_cast<double>(quantities) * 8 * static_cast<double>(w->budget) +
+                     static_cast<double>(s.map_size()) * 800;
+    flops += static_cast<double>(w->count) * w->m.steps * head_sizing::flops_per_seed_step(w->m) *
+             (w->keep ? 1 : 2);
+    sweeps.push_back(std::move(w));
+  }
+  if (grid && !per_seed_file.empty())
+    throw std::invalid_argument("--per-seed with a grid of " + std::to_string(configs.size()) +
+                                " configurations: run one configuration per file");
+  if (memory_needed > 0.8 * memory)
+    throw std::invalid_argument("--seeds " + seeds.text() + ": the sweep needs about " +
+                                human_bytes(memory_needed) + " of memory, " + human_bytes(memory) +
+                                " available; use fewer words or configurations, a smaller "
+                                "--quantile-budget or --map-memory");
+  if (grid)
+    spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
+                 configs.size(), flops);
+  if (!per_seed_file.empty()) {
+    Sweep& w = *sweeps[0];
+    if (ctx.opt.shards > 0)
+      spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
+                   per_seed_file);
+    // The disk for --per-seed, before any work.
+    const double need = PerSeedMaps::bytes(per_seed_file, w.shape, w.count);
+    std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    const auto space = std::filesystem::space(dir, ec);
+    if (!ec && need > static_cast<double>(space.available))
+      throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
+                                  " of results, " +
+                                  human_bytes(static_cast<double>(space.available)) +
+                                  " free on that disk; use fewer seeds or leave out --per-seed");
+    if (reports_results(ctx.opt))
+      w.per_seed = std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.shape, w.s.r0,
+                                                 w.count, ctx.get<double>("--converged-below"));
+  }
+
+  for (auto& w : sweeps) {
+    spdlog::debug("attention-sweep: {}{} seeds in {} chunks of {}, {} pass{}",
+                  w->cfg.name.empty() ? "" : w->cfg.name + ": ", w->count, w->chunks, w->per_chunk,
+                  w->keep ? 1 : 2, w->keep ? "" : "es");
+    if (!w->keep && ctx.opt.shards == 0)
+      spdlog::info(
+          "attention-sweep: the seeds' results need more than --map-memory: every seed trains "
+          "twice (the second time for its JSD to the mean map)");
+    const std::uint64_t call = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
+    const std::uint64_t batch = std::max<std::uint64_t>(1, call / w->per_chunk);
+    w->first_pass(batch);
+    if (w->mean_map[1].empty() && (w->keep || ctx.opt.shards > 0)) continue;  // a part, a rank
+    if (!w->keep || reports_results(ctx.opt)) w->second_pass(batch);
+    w->kept.clear();
+    w->kept.shrink_to_fit();
+  }
+  if (!reports_results(ctx.opt)) return {};
+  if (sweeps[0]->per_seed) sweeps[0]->per_seed->commit();
+
+  Table t;
+  t.name = "attention-sweep";
+  t.title = "attention maps across seeds: how far apart the maps are, and how far the outputs";
+  if (grid) t.columns.push_back({"configuration"});
+  for (Column c : std::vector<Column>{{"quantity"},
+                                      {"over"},
+                                      {"seeds"},
+                                      {"mean", "%.4g"},
+                                      {"std", "%.4g"},
+                                      {"min", "%.4g"},
+                                      {"p05", "%.4g"},
+                                      {"p25", "%.4g"},
+                                      {"p50", "%.4g"},
+                                      {"p75", "%.4g"},
+                                      {"p95", "%.4g"},
+                                      {"max", "%.4g"},
+                                      {"quantiles"}})
+    t.columns.push_back(c);
+  if (grid) t.extra["grid"] = nlohmann::json::array();
+  for (auto& w : sweeps) w->table(t, grid);
+  const Sweep& w0 = *sweeps[0];
+  const Shape& s = w0.s;
+  double seed_steps = 0, train_seconds = 0, useful = 0;
+  for (const auto& w : sweeps) {
+    seed_steps += static_cast<double>(w->count) * w->m.steps;
+    train_seconds += w->train_seconds;
+    useful += static_cast<double>(w->count) * w->m.steps * head::flops_per_step(w->m);
+  }
+  char line[240];
+  std::snprintf(line, sizeof line,
+                "%.3g seed-steps in %.3g s: %.3g seed-steps/s, %.3g GFLOP/s (%.0f useful FLOPs "
+                "per seed-step)%s",
+                seed_steps, train_seconds, seed_steps / train_seconds, useful / train_seconds / 1e9,
+                useful / seed_steps, w0.keep ? "" : "; the first of two passes");
+  if (w0.m.grad == head::Grad::analytic && ctx.opt.shards == 0)
+    t.notes.insert(t.notes.begin(), line);
+  const std::vector<std::string> general = {
+      "over: converged = final loss < " + ctx.settings.text("--converged-below") +
+          " and not diverged; finite = loss and map finite; diverged = not finite, or a final "
+          "loss above 10 times the starting loss",
+      "JSD in nats (0: same map, ln 2 = 0.693: maps that share nothing), the mean over the loss "
+      "rows R = queries " +
+          std::to_string(s.r0) + ".." + std::to_string(s.n - 1) +
+          (s.heads > 1 ? "; maps averaged over the heads, except 'heads matched' (heads of the "
+                         "two seeds paired by the assignment of least JSD)"
+                       : ""),
+      "pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ..., both covered; output "
+      "distance: RMS over R of |F_a - F_b|"};
+  t.notes.insert(t.notes.begin() + (t.notes.empty() ? 0 : 1), general.begin(), general.end());
+  if (s.one_hot())
+    t.notes.push_back(
+        "known map (--task " + ctx.get<std::string>("--task") +
+        "): found = every loss row's argmax (of the head-averaged map) at the known key");
+  if (!w0.keep)
+    t.notes.push_back(
+        "JSD to the mean map: every seed trained a second time once the mean map was known (the "
+        "seeds' results did not fit --map-memory)");
+  if (!w0.summary[1]->entry_quantiles())
     t.notes.push_back("map entries: moments and extremes only (more than " +
                       std::to_string(kMaxEntrySketches) + " entries)");
-  if (std::isnan(ctx.get<double>("--lr")) || std::isnan(ctx.get<double>("--init-scale"))) {
-    char what[160];
-    std::snprintf(what, sizeof what, "--lr %g, --init-scale %g (auto for --task %s)", m.lr,
-                  m.init_scale, s.lesson ? "lesson" : "random");
-    t.notes.push_back(what);
-  }
-  if (su.not_finite > 0)
-    t.notes.push_back(std::to_string(su.not_finite) +
-                      " runs ended with a non-finite loss or map (left out of the map measures)");
+  for (const auto& w : sweeps)
+    if (std::isnan(w->cfg.get<double>("--lr")) || std::isnan(w->cfg.get<double>("--init-scale"))) {
+      char what[200];
+      std::snprintf(what, sizeof what, "%s--lr %g, --init-scale %g (auto for --task %s)",
+                    grid ? (w->cfg.name + ": ").c_str() : "", w->m.lr, w->m.init_scale,
+                    ctx.get<std::string>("--task").c_str());
+      t.notes.push_back(what);
+    }
+  const auto& m = w0.m;
   t.run = {
       {"task", ctx.get<std::string>("--task")},
       {"words", s.n},
       {"d_model", s.d_model},
       {"d_k", s.d_k},
       {"d_v", s.d_v},
-      {"train", ctx.get<std::string>("--train")},
+      {"heads", s.heads},
+      {"causal", m.causal},
+      {"scale", w0.cfg.text.at("--scale")},
+      {"optimizer", w0.cfg.text.at("--optimizer")},
+      {"train", w0.cfg.text.at("--train")},
       {"steps", m.steps},
       {"lr", m.lr},
       {"grad", ctx.get<std::string>("--grad")},
       {"schedule", ctx.get<std::string>("--schedule")},
       {"init_scale", m.init_scale},
-      {"seeds", seeds->text()},
-      {"converged_below", summary->converged_below},
+      {"seeds", seeds.text()},
+      {"converged_below", ctx.get<double>("--converged-below")},
+      {"diverged_factor", kDivergedFactor},
       {"quantile_budget", ctx.get<std::uint64_t>("--quantile-budget")},
-      {"quantile_budget_per_quantity", budget},
-      {"passes", keep ? 1 : 2},
+      {"quantile_budget_per_quantity", w0.budget},
+      {"passes", w0.keep ? 1 : 2},
       {"useful_flops_per_seed_step", head::flops_per_step(m)},
-      {"init", "numpy default_rng(seed).normal(size=...) for W_Q, W_K, W_V, times --init-scale"}};
-  if (!s.lesson) t.run["task_seed"] = ctx.get<std::uint64_t>("--task-seed");
-  return t;
-}
-
-std::vector<Table> run(const RunContext& ctx) {
-  Sweep w(ctx, check_shape(ctx));
-  const Shape& s = w.s;
-  w.seeds = &ctx.get<SeedSet>("--seeds");
-  w.count = w.seeds->size();
-  w.per_seed_file = ctx.get<std::string>("--per-seed");
-  make_task(ctx, s, w.x, w.y);
-  w.m = model_of(ctx, s);
-  w.m.x = w.x.data();
-  w.m.y = w.y.data();
-  w.shape = SeedResults{s.rows(), s.n, s.d_v};
-  w.per_chunk = seeds_per_chunk(w.m);
-  w.chunks = (w.count + w.per_chunk - 1) / w.per_chunk;
-  // Values kept per quantity: the budget shared by the table's quantities (the loss, the JSDs,
-  // the distance, each map entry that keeps quantiles).
-  const int quantities = 4 + (s.map_size() <= kMaxEntrySketches ? s.map_size() : 0);
-  w.budget = ctx.get<std::uint64_t>("--quantile-budget") / static_cast<std::uint64_t>(quantities);
-  const double result_bytes = 8.0 * w.shape.size();
-  w.keep = static_cast<double>(w.count) * result_bytes <=
-           static_cast<double>(ctx.get<std::uint64_t>("--map-memory"));
-  if (!w.per_seed_file.empty() && PerSeedMaps::files(w.per_seed_file).size() > 1 &&
-      std::filesystem::path(w.per_seed_file).filename().string().size() <= 4)
-    throw std::invalid_argument("--per-seed " + w.per_seed_file +
-                                ": a file name before the extension, e.g. maps.npy");
-  if (w.chunks > kMaxChunks)
-    throw std::invalid_argument("--seeds " + w.seeds->text() + ": " + std::to_string(w.chunks) +
-                                " chunks of " + std::to_string(w.per_chunk) +
-                                " seeds, more than the 2^28 the chunk driver takes; split the "
-                                "range into several runs");
-  if (!w.per_seed_file.empty() && ctx.opt.shards > 0)
-    spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
-                 w.per_seed_file);
-  if (!w.per_seed_file.empty() && !ctx.opt.checkpoint.empty())
-    throw std::invalid_argument(
-        "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
-
-  // Refusals that depend on the sweep's size, before any work: the disk for --per-seed, and
-  // memory for what a backend call and the summaries hold.
-  if (!w.per_seed_file.empty()) {
-    const double need = PerSeedMaps::bytes(w.per_seed_file, w.shape, w.count);
-    std::filesystem::path dir = std::filesystem::path(w.per_seed_file).parent_path();
-    if (dir.empty()) dir = ".";
-    std::error_code ec;
-    const auto space = std::filesystem::space(dir, ec);
-    if (!ec && need > static_cast<double>(space.available))
-      throw std::invalid_argument("--per-seed " + w.per_seed_file + ": about " + human_bytes(need) +
-                                  " of results, " +
-                                  human_bytes(static_cast<double>(space.available)) +
-                                  " free on that disk; use fewer seeds or leave out --per-seed");
+      {"init",
+       "numpy default_rng(seed).normal(size=...) for W_Q, W_K, W_V (then W_O with qkvo), times "
+       "--init-scale"}};
+  if (grid) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& w : sweeps) {
+      nlohmann::json c = {{"name", w->cfg.name}, {"lr", w->m.lr}, {"init_scale", w->m.init_scale}};
+      for (const auto& [flag, text] : w->cfg.text) c[flag.substr(2)] = text;
+      list.push_back(c);
+    }
+    t.run["configurations"] = list;
   }
-  ctx.backend.check_head(w.m);
-  const std::uint64_t call = std::max<std::uint64_t>(
-      static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w.m)), w.per_chunk);
-  const double call_bytes = static_cast<double>(std::min(call, w.count)) * result_bytes * 3 +
-                            64.0 * 8 * head::layout(w.m).total * std::max(1, ctx.backend.threads());
-  const double summary_bytes = (w.keep ? static_cast<double>(w.count) * result_bytes * 3 : 0) +
-                               static_cast<double>(quantities) * 8 * static_cast<double>(w.budget) +
-                               static_cast<double>(s.map_size()) * 400;
-  const double memory = memory_available();
-  if (call_bytes + summary_bytes > 0.8 * memory)
-    throw std::invalid_argument("--seeds " + w.seeds->text() + ": the sweep needs about " +
-                                human_bytes(call_bytes + summary_bytes) + " of memory, " +
-                                human_bytes(memory) +
-                                " available; use fewer words, a smaller --quantile-budget or "
-                                "--map-memory");
-  if (!w.per_seed_file.empty() && reports_results(ctx.opt))
-    w.per_seed = std::make_unique<PerSeedMaps>(w.per_seed_file, ctx.opt.force, w.shape, s.r0,
-                                               w.count, ctx.get<double>("--converged-below"));
-  spdlog::debug("attention-sweep: {} seeds in {} chunks of {}, {} pass{}", w.count, w.chunks,
-                w.per_chunk, w.keep ? 1 : 2, w.keep ? "" : "es");
-
-  if (!w.keep && ctx.opt.shards == 0)
-    spdlog::info(
-        "attention-sweep: the seeds' results need more than --map-memory: every seed trains "
-        "twice (the second time for its JSD to the mean map)");
-  const std::uint64_t batch = std::max<std::uint64_t>(1, call / w.per_chunk);
-  w.first_pass(batch);
-  if (w.mean_map.empty() && (w.keep || ctx.opt.shards > 0)) return {};  // a part, or a rank
-  if (!w.keep || reports_results(ctx.opt)) w.second_pass(batch);
-  if (!reports_results(ctx.opt)) return {};
-  spdlog::debug("attention-sweep: measured the maps of {} seeds", w.measured);
-  if (w.per_seed) w.per_seed->commit();
-  return {w.table()};
+  if (!s.one_hot()) t.run["task_seed"] = ctx.get<std::uint64_t>("--task-seed");
+  return {t};
 }
 }  // namespace
 
@@ -673,58 +1031,65 @@ const Experiment& attention_sweep_experiment() {
       .name = "attention-sweep",
       .summary = "attention-map variability across seeds for a general head (beyond)",
       .runs = Runs::backend,
-      .params = {param::choice(
-                     "--task", "lesson",
-                     "lesson (X = I_n, last word should output the first) or random (X, Y from "
-                     "numpy default_rng(--task-seed))",
-                     {"lesson", "random"}),
-                 param::u64("--task-seed", "0", "Seed of the random task's X and Y"),
-                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
-                 param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
-                 param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize),
-                 param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
-                 param::choice("--train", "qkv", "qk (W_V fixed to I) or qkv", {"qk", "qkv"}),
-                 param::seeds("--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
-                              std::uint64_t{1} << 53,
-                              [](std::uint64_t) {
-                                return std::string("counts stay exact up to 2^53 seeds");
-                              }),
-                 param::integer("--steps", "3000", "Gradient steps", 1, 1000000000),
-                 auto_real(
-                     "--lr",
-                     "Learning rate; auto: 0.5 for --task lesson (the lesson's), 0.01 for random",
-                     0, 1e6),
-                 param::choice("--grad", "analytic",
-                               "analytic (softmax Jacobian) or numeric (central "
-                               "differences)",
-                               {"numeric", "analytic"}),
-                 param::real("--h", "1e-5", "Step of the numeric gradient", 0, 1, true),
-                 param::choice("--schedule", "sequential",
-                               "sequential (the lesson's: W_Q, then W_K, then W_V) or simultaneous",
-                               {"sequential", "simultaneous"}),
-                 auto_real("--init-scale",
-                           "Initial weights: numpy normals times X; auto: 1 for --task lesson (the "
-                           "lesson's), 0.25 for random",
-                           0, 1e6),
-                 param::real("--converged-below", "1e-4",
-                             "A run converged if its loss ends below X", 0, 1e300, true),
-                 param::output_file(
-                     "--per-seed",
-                     "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the "
-                     "maps as an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)"),
-                 param::count_up_to("--quantile-budget", "4194304",
-                                    "Values kept for exact quantiles, shared by the table's "
-                                    "quantities (8 bytes each); beyond, binned quantiles",
-                                    std::uint64_t{1} << 30),
-                 param::count_up_to("--map-memory", "33554432",
-                                    "Bytes of seeds' results kept for the JSD to the mean map; "
-                                    "a larger sweep trains its seeds a second time instead",
-                                    std::uint64_t{1} << 40)},
+      .params =
+          [] {
+            std::vector<Param> p = {
+                param::choice(
+                    "--task", "lesson",
+                    "lesson (X = I_n, the last word outputs the first), previous (each word "
+                    "outputs the one before), reverse (word i outputs word n-1-i) or random "
+                    "(X, Y from numpy default_rng(--task-seed))",
+                    {"lesson", "previous", "reverse", "random"}),
+                param::u64("--task-seed", "0", "Seed of the random task's X and Y"),
+                param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
+                param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
+                param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
+                param::seeds("--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
+                             std::uint64_t{1} << 53,
+                             [](std::uint64_t) {
+                               return std::string("counts stay exact up to 2^53 seeds");
+                             }),
+                param::integer("--steps", "3000", "Gradient steps", 1, 1000000000),
+                param::choice("--grad", "analytic",
+                              "analytic (softmax Jacobian) or numeric (central differences)",
+                              {"numeric", "analytic"}),
+                param::real("--h", "1e-5", "Step of the numeric gradient", 0, 1, true),
+                param::choice("--schedule", "sequential",
+                              "sequential (the lesson's: W_Q, then W_K, then W_V, then W_O) or "
+                              "simultaneous",
+                              {"sequential", "simultaneous"}),
+                param::real("--converged-below", "1e-4", "A run converged if its loss ends below X",
+                            0, 1e300, true),
+                param::output_file(
+                    "--per-seed",
+                    "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the maps "
+                    "as "
+                    "an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)"),
+                param::count_up_to("--quantile-budget", "4194304",
+                                   "Values kept for exact quantiles, shared by the table's "
+                                   "quantities (8 bytes each); beyond, binned quantiles",
+                                   std::uint64_t{1} << 30),
+                param::count_up_to("--map-memory", "33554432",
+                                   "Bytes of seeds' results kept for the JSD to the mean map; a "
+                                   "larger sweep trains its seeds a second time instead",
+                                   std::uint64_t{1} << 40)};
+            // The grid's axes: a value, or a comma-separated list of them.
+            for (const Param& axis : axes()) {
+              Param g = grid_axis(axis);
+              g.help += "; a comma-separated list runs each (a grid)";
+              if (axis.flag == "--causal") g.implicit_value = "on";
+              p.push_back(std::move(g));
+            }
+            return p;
+          }(),
       .figures = {{"attention-sweep-map", true, heatmap_script},
                   {"attention-sweep-jsd", false, jsd_histogram_script},
-                  {"attention-sweep-loss-jsd", false, scatter_script}},
+                  {"attention-sweep-loss-jsd", false, scatter_script},
+                  {"attention-sweep-grid", true, grid_script}},
       .examples = {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
                    "--seeds 0:10000 --steps 1000",
+                   "demo --table attention-sweep --task previous --words 8 --d-model 8 --d-k 8 "
+                   "--train qk,qkv --causal --seeds 0:10000",
                    "demo --table attention-sweep --task lesson --words 2 --d-model 2 --d-k 2 "
                    "--train qk"},
       .run = run,

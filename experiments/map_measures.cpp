@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "host/exact_state.hpp"
@@ -48,8 +49,85 @@ double rms_distance(const double* a, const double* b, int count, int rows) {
 
 bool SeedResults::finite(const double* r) const {
   bool ok = std::isfinite(r[0]);
-  for (int e = 0; e < map_size(); ++e) ok = ok && std::isfinite(r[1 + e]);
+  for (int e = 0; e < heads * map_size(); ++e) ok = ok && std::isfinite(r[2 + e]);
   return ok;
+}
+
+bool SeedResults::diverged(const double* r) const {
+  return !finite(r) || r[0] > kDivergedFactor * r[1];
+}
+
+const double* SeedResults::mean_over_heads(const double* r, std::vector<double>& buffer) const {
+  if (heads == 1) return head_map(r, 0);
+  buffer.assign(static_cast<std::size_t>(map_size()), 0.0);
+  for (int h = 0; h < heads; ++h) {
+    const double* p = head_map(r, h);
+    for (int e = 0; e < map_size(); ++e) buffer[e] += p[e];
+  }
+  for (double& v : buffer) v /= heads;
+  return buffer.data();
+}
+
+const char* cover_name(Cover c) { return c == Cover::converged ? "converged" : "finite"; }
+
+double min_assignment(const std::vector<double>& cost, int h, std::vector<int>* columns) {
+  // Potentials u (rows), v (columns); p[j]: the row matched to column j (1-based, 0: none).
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> u(h + 1, 0.0), v(h + 1, 0.0);
+  std::vector<int> p(h + 1, 0), way(h + 1, 0);
+  for (int i = 1; i <= h; ++i) {
+    p[0] = i;
+    int j0 = 0;
+    std::vector<double> least(h + 1, inf);
+    std::vector<char> used(h + 1, 0);
+    do {
+      used[j0] = 1;
+      const int i0 = p[j0];
+      double delta = inf;
+      int j1 = 0;
+      for (int j = 1; j <= h; ++j) {
+        if (used[j]) continue;
+        const double reduced = cost[(i0 - 1) * h + (j - 1)] - u[i0] - v[j];
+        if (reduced < least[j]) {
+          least[j] = reduced;
+          way[j] = j0;
+        }
+        if (least[j] < delta) {
+          delta = least[j];
+          j1 = j;
+        }
+      }
+      for (int j = 0; j <= h; ++j) {
+        if (used[j]) {
+          u[p[j]] += delta;
+          v[j] -= delta;
+        } else {
+          least[j] -= delta;
+        }
+      }
+      j0 = j1;
+    } while (p[j0] != 0);
+    do {
+      const int j1 = way[j0];
+      p[j0] = p[j1];
+      j0 = j1;
+    } while (j0 != 0);
+  }
+  std::vector<int> column(h);
+  for (int j = 1; j <= h; ++j) column[p[j] - 1] = j - 1;
+  double total = 0;  // the costs themselves, row by row (not the potentials' rounding)
+  for (int i = 0; i < h; ++i) total += cost[i * h + column[i]];
+  if (columns) *columns = column;
+  return total;
+}
+
+double matched_head_jsd(const SeedResults& shape, const double* a, const double* b) {
+  const int h = shape.heads;
+  std::vector<double> cost(static_cast<std::size_t>(h) * h);
+  for (int i = 0; i < h; ++i)
+    for (int j = 0; j < h; ++j)
+      cost[i * h + j] = map_jsd(shape.head_map(a, i), shape.head_map(b, j), shape.rows, shape.n);
+  return min_assignment(cost, h) / h;
 }
 
 namespace {
@@ -60,54 +138,89 @@ std::string count_text(std::int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-MapSummary::MapSummary(SeedResults s, std::uint64_t budget, double threshold)
+MapSummary::MapSummary(SeedResults s, std::uint64_t budget, double threshold, Cover c,
+                       std::vector<int> known_keys)
     : shape(s),
       converged_below(threshold),
+      cover(c),
+      known(std::move(known_keys)),
       loss(kLossScale, budget),
       argmax(static_cast<std::size_t>(s.map_size()), 0),
       pair_jsd(kJsdScale, budget),
-      pair_out(kDistanceScale, budget) {
+      pair_out(kDistanceScale, budget),
+      pair_heads(s.heads > 1 ? kJsdScale : QuantileSketch::none(), s.heads > 1 ? budget : 0),
+      known_jsd(known.empty() ? QuantileSketch::none() : kJsdScale, known.empty() ? 0 : budget) {
   const bool sketches = entry_quantiles();
   entries.assign(
       static_cast<std::size_t>(s.map_size()),
       QuantileSketch(sketches ? kEntryScale : QuantileSketch::none(), sketches ? budget : 0));
 }
 
+bool MapSummary::covers(const double* r) const {
+  if (!shape.finite(r)) return false;
+  return cover == Cover::finite || (!shape.diverged(r) && r[0] < converged_below);
+}
+
 void MapSummary::add(const double* results, std::int64_t count) {
   const int size = shape.size(), map = shape.map_size(), n = shape.n;
+  std::vector<double> buffer, other, one_hot(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < count; ++i) {
     const double* r = results + i * size;
     ++seeds;
-    if (std::isfinite(r[0])) loss.push(r[0]);
-    if (!shape.finite(r)) {
-      ++not_finite;
-      continue;
-    }
-    if (r[0] < converged_below) ++converged;
-    for (int e = 0; e < map; ++e) entries[e].push(r[1 + e]);
+    const bool finite = shape.finite(r), gone = shape.diverged(r);
+    not_finite += finite ? 0 : 1;
+    diverged += gone ? 1 : 0;
+    if (finite && !gone && r[0] < converged_below) ++converged;
+    if (!covers(r)) continue;
+    ++covered;
+    loss.push(r[0]);
+    const double* p = shape.mean_over_heads(r, buffer);
+    for (int e = 0; e < map; ++e) entries[e].push(p[e]);
+    bool all_found = true;
     for (int row = 0; row < shape.rows; ++row) {
-      const double* p = r + 1 + row * n;
-      argmax[row * n + (std::max_element(p, p + n) - p)]++;
+      const double* pr = p + row * n;
+      const int best = static_cast<int>(std::max_element(pr, pr + n) - pr);
+      argmax[row * n + best]++;
+      if (known_map()) all_found = all_found && best == known[row];
+    }
+    if (known_map()) {
+      found += all_found ? 1 : 0;
+      double sum = 0;
+      for (int row = 0; row < shape.rows; ++row) {
+        std::fill(one_hot.begin(), one_hot.end(), 0.0);
+        one_hot[known[row]] = 1.0;
+        sum += jsd(p + row * n, one_hot.data(), n);
+      }
+      known_jsd.push(sum / shape.rows);
     }
   }
   for (std::int64_t i = 0; i + 1 < count; i += 2) {
     const double* a = results + i * size;
     const double* b = a + size;
-    if (!shape.finite(a) || !shape.finite(b)) continue;
-    pair_jsd.push(map_jsd(a + 1, b + 1, shape.rows, n));
-    pair_out.push(rms_distance(a + 1 + map, b + 1 + map, shape.rows * shape.d_v, shape.rows));
+    if (!covers(a) || !covers(b)) continue;
+    const double* pa = shape.mean_over_heads(a, buffer);
+    const double* pb = shape.mean_over_heads(b, other);
+    pair_jsd.push(map_jsd(pa, pb, shape.rows, n));
+    pair_out.push(
+        rms_distance(shape.outputs(a), shape.outputs(b), shape.rows * shape.d_out, shape.rows));
+    if (shape.heads > 1) pair_heads.push(matched_head_jsd(shape, a, b));
   }
 }
 
 void MapSummary::merge(const MapSummary& o) {
   seeds += o.seeds;
   not_finite += o.not_finite;
+  diverged += o.diverged;
   converged += o.converged;
+  covered += o.covered;
+  found += o.found;
   loss.merge(o.loss);
   for (std::size_t e = 0; e < entries.size(); ++e) entries[e].merge(o.entries[e]);
   for (std::size_t e = 0; e < argmax.size(); ++e) argmax[e] += o.argmax[e];
   pair_jsd.merge(o.pair_jsd);
   pair_out.merge(o.pair_out);
+  pair_heads.merge(o.pair_heads);
+  known_jsd.merge(o.known_jsd);
 }
 
 std::vector<double> MapSummary::mean_map() const {
@@ -140,30 +253,43 @@ nlohmann::json MapSummary::to_state() const {
   }
   return {{"seeds", seeds},
           {"not_finite", not_finite},
+          {"diverged", diverged},
           {"converged", converged},
+          {"covered", covered},
+          {"found", found},
           {"loss", loss.to_state()},
           {"entries", entry_states},
           {"argmax", argmax},
           {"pair_jsd", pair_jsd.to_state()},
-          {"pair_out", pair_out.to_state()}};
+          {"pair_out", pair_out.to_state()},
+          {"pair_heads", pair_heads.to_state()},
+          {"known_jsd", known_jsd.to_state()}};
 }
 
 MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected) const {
   if (!j.is_object()) fail("not a map summary");
   for (const char* key :
-       {"seeds", "not_finite", "converged", "loss", "entries", "argmax", "pair_jsd", "pair_out"})
+       {"seeds", "not_finite", "diverged", "converged", "covered", "found", "loss", "entries",
+        "argmax", "pair_jsd", "pair_out", "pair_heads", "known_jsd"})
     if (!j.contains(key)) fail(std::string("a map summary without ") + key);
   MapSummary o = *this;
   o.seeds = exact_count(j.at("seeds"), "seeds");
   if (o.seeds != expected)
     fail("a summary of " + count_text(o.seeds) + " seeds, where there are " + count_text(expected));
   o.not_finite = exact_count(j.at("not_finite"), "not_finite");
+  o.diverged = exact_count(j.at("diverged"), "diverged");
   o.converged = exact_count(j.at("converged"), "converged");
-  if (o.not_finite > o.seeds) fail("more seeds not finite than seeds");
-  const std::int64_t used = o.seeds - o.not_finite;
-  if (o.converged > used) fail("more seeds converged than finite seeds");
+  o.covered = exact_count(j.at("covered"), "covered");
+  o.found = exact_count(j.at("found"), "found");
+  if (o.not_finite > o.diverged || o.diverged > o.seeds)
+    fail("diverged seeds that are fewer than the non-finite ones or more than the seeds");
+  if (o.converged > o.seeds - o.diverged) fail("more seeds converged than did not diverge");
+  const std::int64_t used = o.covered;
+  if (used != (cover == Cover::converged ? o.converged : o.seeds - o.not_finite))
+    fail("a count of covered seeds that is not the " + std::string(cover_name(cover)) + " seeds'");
+  if (o.found > used || (!known_map() && o.found != 0)) fail("more seeds found the map than seeds");
   o.loss = loss.from_state(j.at("loss"), o.seeds, "loss");
-  if (o.loss.count() < used) fail("fewer finite losses than finite seeds");
+  if (o.loss.count() != used) fail("a loss count that is not the covered seeds'");
   const std::size_t map = entries.size();
   const nlohmann::json& es = j.at("entries");
   if (entry_quantiles()) {
@@ -171,7 +297,7 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
       fail("not " + std::to_string(map) + " entry states, one per map entry");
     for (std::size_t e = 0; e < map; ++e) {
       o.entries[e] = entries[e].from_state(es.at(e), used, "map entry " + std::to_string(e));
-      if (o.entries[e].count() != used) fail("a map entry that does not count the finite seeds");
+      if (o.entries[e].count() != used) fail("a map entry that does not count the covered seeds");
       if (used > 0 && (o.entries[e].min() < 0 || o.entries[e].max() > 1))
         fail("a map entry outside [0, 1]");
     }
@@ -206,34 +332,51 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     std::int64_t sum = 0;
     for (int k = 0; k < shape.n; ++k) {
       const std::int64_t c = exact_count(am.at(row * shape.n + k), "an argmax count");
-      if (c > used - sum) fail("argmax counts of a row that add up to more than the finite seeds");
+      if (c > used - sum) fail("argmax counts of a row that add up to more than the covered seeds");
       sum += c;
       o.argmax[row * shape.n + k] = c;
     }
-    if (sum != used) fail("argmax counts of a row that do not add up to the finite seeds");
+    if (sum != used) fail("argmax counts of a row that do not add up to the covered seeds");
   }
   o.pair_jsd = pair_jsd.from_state(j.at("pair_jsd"), o.seeds / 2, "pair JSD");
   o.pair_out = pair_out.from_state(j.at("pair_out"), o.seeds / 2, "pair output distance");
+  o.pair_heads = pair_heads.from_state(j.at("pair_heads"), o.seeds / 2, "pair head-matched JSD");
+  o.known_jsd = known_jsd.from_state(j.at("known_jsd"), used, "JSD to the known map");
   if (o.pair_jsd.count() != o.pair_out.count())
     fail("pair JSD and output distance of different counts");
+  if (o.pair_heads.count() != (shape.heads > 1 ? o.pair_jsd.count() : 0))
+    fail("a head-matched pair count that is not the pairs'");
+  if (o.known_jsd.count() != (known_map() ? used : 0))
+    fail("a count of JSDs to the known map that is not the covered seeds'");
   return o;
 }
 
-SeedMeasures SeedMeasures::of(const SeedResults& shape, const std::vector<double>& mean_map,
-                              const double* results, std::int64_t count, bool keep_results) {
+SeedMeasures SeedMeasures::of(const MapSummary& converged,
+                              const std::vector<double>& converged_mean,
+                              const std::vector<double>& finite_mean, const double* results,
+                              std::int64_t count, bool keep_results) {
   SeedMeasures m;
+  const SeedResults& shape = converged.shape;
   const int size = shape.size();
+  std::vector<double> buffer;
   for (std::int64_t i = 0; i < count; ++i) {
     const double* r = results + i * size;
     m.loss.push_back(r[0]);
-    m.jsd.push_back(shape.finite(r) ? map_jsd(r + 1, mean_map.data(), shape.rows, shape.n) : NAN);
+    const bool finite = shape.finite(r);
+    const double* p = finite ? shape.mean_over_heads(r, buffer) : nullptr;
+    m.jsd.push_back(finite ? map_jsd(p, finite_mean.data(), shape.rows, shape.n) : NAN);
+    m.jsd_converged.push_back(converged.covers(r) && !converged_mean.empty()
+                                  ? map_jsd(p, converged_mean.data(), shape.rows, shape.n)
+                                  : NAN);
   }
   if (keep_results) m.results.assign(results, results + count * size);
   return m;
 }
 
 nlohmann::json SeedMeasures::to_state() const {
-  nlohmann::json j = {{"loss", exact_vector(loss)}, {"jsd", exact_vector(jsd)}};
+  nlohmann::json j = {{"loss", exact_vector(loss)},
+                      {"jsd", exact_vector(jsd)},
+                      {"jsd_converged", exact_vector(jsd_converged)}};
   if (!results.empty()) j["results"] = exact_vector(results);
   return j;
 }
@@ -251,9 +394,11 @@ SeedMeasures SeedMeasures::from_state(const nlohmann::json& j, const SeedResults
   };
   read("loss", m.loss, count);
   read("jsd", m.jsd, count);
-  for (double v : m.jsd)
-    if (!(std::isnan(v) || (v >= -1e-12 && v <= 0.6931471805599453 + 1e-12)))
-      fail("a JSD outside [0, ln 2]");
+  read("jsd_converged", m.jsd_converged, count);
+  for (const auto* values : {&m.jsd, &m.jsd_converged})
+    for (double v : *values)
+      if (!(std::isnan(v) || (v >= -1e-12 && v <= 0.6931471805599453 + 1e-12)))
+        fail("a JSD outside [0, ln 2]");
   if (keep_results) {
     read("results", m.results, count * shape.size());
     for (std::int64_t i = 0; i < count; ++i)

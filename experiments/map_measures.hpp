@@ -1,10 +1,11 @@
 // map_measures.hpp: the measures of attention-sweep (attention_sweep.cpp) on a range of seeds,
 // as mergeable states for the chunk driver (host/chunks.hpp). Spec: docs/spec/VARIABILITY.md.
 //
-// A seed's results are head::result_size(m) values (kernels/head.hpp): the final loss, its map P
-// on the loss rows R (|R| x n, row-major), its outputs O on R (|R| x d_v). A seed is finite when
-// its loss and every entry of its map are; the others (diverged runs) are counted and left out
-// of the map measures.
+// A seed's results are head::result_size(m) values (kernels/head.hpp, SeedResults below). A
+// seed is finite when its loss and every entry of its maps are; diverged when not finite or its
+// loss ended far above where it started; converged when finite, not diverged and its loss is
+// below a threshold. The map measures cover the converged seeds or every finite one (Cover), a
+// summary for each; the diverged ones are counted.
 //
 // The sweep measures in two passes, because one measure needs the mean map of all seeds first:
 // - MapSummary, the first pass: the loss, each map entry's moments and extremes (the mean map)
@@ -39,13 +40,41 @@ double map_jsd(const double* a, const double* b, int rows, int n);
 // Non-finite inputs give the plain sum's inf or NaN.
 double rms_distance(const double* a, const double* b, int count, int rows);
 
-// The shape of one seed's results.
+// The shape of one seed's results (head::result_size's layout, kernels/head.hpp): the final
+// loss, the loss at the start, the H maps P_h on the loss rows (H x |R| x n), the outputs on the
+// loss rows (|R| x d_out).
 struct SeedResults {
-  int rows = 1, n = 2, d_v = 2;  // |R|, words, d_v
-  int map_size() const { return rows * n; }
-  int size() const { return 1 + rows * (n + d_v); }  // head::result_size
-  bool finite(const double* r) const;                // loss and map finite
+  int rows = 1, n = 2, d_out = 2, heads = 1;  // |R|, words, output width, H
+  int map_size() const { return rows * n; }   // one map (the head-averaged one)
+  int size() const { return 2 + rows * (heads * n + d_out); }
+  const double* head_map(const double* r, int h) const { return r + 2 + h * map_size(); }
+  const double* outputs(const double* r) const { return r + 2 + heads * map_size(); }
+  // The head-averaged map P̄ = (1/H) Σ_h P_h (heads are interchangeable, spec "Measures with
+  // heads"): the map itself for one head (no arithmetic), else written to `buffer`.
+  const double* mean_over_heads(const double* r, std::vector<double>& buffer) const;
+  bool finite(const double* r) const;  // loss and every map finite
+  // Diverged: not finite, or a final loss more than kDivergedFactor times the starting loss.
+  bool diverged(const double* r) const;
 };
+
+// A run diverged when its final loss ends more than this many times above its starting loss:
+// gradient descent that works lowers the loss, so a run that ends an order of magnitude above
+// where it began has blown up (its steps overshot), whatever its map.
+inline constexpr double kDivergedFactor = 10;
+
+// Which seeds the map measures cover (spec "Which seeds the measures cover"): the converged
+// ones (finite, not diverged, final loss below --converged-below), or every finite one.
+enum class Cover { converged, finite };
+const char* cover_name(Cover c);
+
+// The minimal total cost of an assignment of H rows to H columns (cost row-major, H x H), and
+// the assignment (column of each row) when `columns` is given: the Hungarian method
+// (shortest augmenting paths), exact, O(H^3).
+double min_assignment(const std::vector<double>& cost, int h, std::vector<int>* columns = nullptr);
+
+// The head-matched JSD of two seeds' maps: the mean over heads of the JSD between head h of a
+// and head π(h) of b, π the permutation that minimises the sum (min_assignment).
+double matched_head_jsd(const SeedResults& shape, const double* a, const double* b);
 
 // The scales of the binned quantiles (quantile_sketch.hpp), named in the table's notes.
 inline const QuantileSketch::Scale kLossScale = QuantileSketch::relative(14);
@@ -58,40 +87,53 @@ inline constexpr int kMaxEntrySketches = 64;
 
 class MapSummary {
  public:
-  // budget: values kept per quantity for exact quantiles. converged_below: a finite seed
-  // converged when its loss is below it.
-  MapSummary(SeedResults shape, std::uint64_t budget, double converged_below);
+  // budget: values kept per quantity for exact quantiles. converged_below: a finite seed that
+  // did not diverge converged when its loss is below it. cover: the seeds the measures take.
+  // known: the key of the known map M* for each loss row (spec "Tasks"), or empty (no M*).
+  MapSummary(SeedResults shape, std::uint64_t budget, double converged_below, Cover cover,
+             std::vector<int> known);
 
   // Adds `count` consecutive seeds' results (shape.size() values each), in the order given;
   // pairs are (0, 1), (2, 3), ... of them, so a caller adds whole pairs (an odd count only at the
-  // end of the seeds).
+  // end of the seeds). A pair is measured when both its seeds are covered.
   void add(const double* results, std::int64_t count);
   void merge(const MapSummary& o);
+  bool covers(const double* r) const;
 
   // The state, and back: a state read back is checked as the summary of `seeds` seeds (counts
   // that add up, every sketch's checks) and throws std::invalid_argument saying what is wrong.
   nlohmann::json to_state() const;
   MapSummary from_state(const nlohmann::json& state, std::int64_t seeds) const;
 
-  std::vector<double> mean_map() const;
+  std::vector<double> mean_map() const;  // of the covered seeds' head-averaged maps
   bool entry_quantiles() const { return shape.map_size() <= kMaxEntrySketches; }
+  bool known_map() const { return !known.empty(); }
 
   SeedResults shape;
   double converged_below;
-  std::int64_t seeds = 0, not_finite = 0, converged = 0;
-  QuantileSketch loss;                  // finite losses (of every seed)
-  std::vector<QuantileSketch> entries;  // P's entries, over the finite seeds
-  std::vector<std::int64_t> argmax;     // rows x n: seeds whose row argmax is that key
-  QuantileSketch pair_jsd, pair_out;    // pairs of finite seeds
+  Cover cover;
+  std::vector<int> known;
+  // Over every seed: seeds, not finite, diverged (not finite included), converged; covered: the
+  // seeds the measures below take; found: covered seeds whose every loss row has its argmax at
+  // the known map's key.
+  std::int64_t seeds = 0, not_finite = 0, diverged = 0, converged = 0, covered = 0, found = 0;
+  QuantileSketch loss;                  // covered seeds' final losses
+  std::vector<QuantileSketch> entries;  // P̄'s entries, over the covered seeds
+  std::vector<std::int64_t> argmax;     // rows x n: covered seeds whose row argmax is that key
+  QuantileSketch pair_jsd, pair_out;    // pairs of covered seeds (P̄; outputs)
+  QuantileSketch pair_heads;            // pairs of covered seeds, heads matched (H > 1)
+  QuantileSketch known_jsd;             // covered seeds' JSD of P̄ to the known map
 };
 
-// The second pass over a range of seeds: each seed's loss and JSD to the mean map (NaN for a
-// seed that is not finite), and with per-seed output their whole results.
+// The second pass over a range of seeds: each seed's loss, JSD of its head-averaged map to the
+// finite seeds' mean map (NaN for a seed that is not finite) and to the converged seeds' (NaN
+// for a seed that did not converge, or when none did), and with per-seed output their whole
+// results. mean_maps: {converged, finite}.
 struct SeedMeasures {
-  std::vector<double> loss, jsd, results;
-  // From `count` seeds' results.
-  static SeedMeasures of(const SeedResults& shape, const std::vector<double>& mean_map,
-                         const double* results, std::int64_t count, bool keep_results);
+  std::vector<double> loss, jsd, jsd_converged, results;
+  static SeedMeasures of(const MapSummary& converged, const std::vector<double>& converged_mean,
+                         const std::vector<double>& finite_mean, const double* results,
+                         std::int64_t count, bool keep_results);
   nlohmann::json to_state() const;
   // Checked: `count` seeds, results of shape.size() values each when keep_results.
   static SeedMeasures from_state(const nlohmann::json& state, const SeedResults& shape,

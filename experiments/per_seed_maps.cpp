@@ -46,8 +46,9 @@ std::vector<std::string> PerSeedMaps::files(const std::string& path) {
 double PerSeedMaps::bytes(const std::string& path, const SeedResults& shape, std::uint64_t count) {
   const double seeds = static_cast<double>(count);
   // CSV: the seed (up to 20 digits), %.17g numbers (up to 24 characters) and separators.
-  if (!is_npy(path)) return seeds * (20 + 2 + 25.0 * (2 + shape.map_size()) + 1);
-  return 5 * 128 + seeds * 8 * (3 + shape.map_size() + shape.rows * shape.d_v);
+  const double maps = static_cast<double>(shape.heads) * shape.map_size();
+  if (!is_npy(path)) return seeds * (20 + 4 + 25.0 * (3 + maps) + 1);
+  return 5 * 128 + seeds * 8 * (3 + maps + shape.rows * shape.d_out);
 }
 
 PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const SeedResults& shape, int r0,
@@ -64,37 +65,45 @@ PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const SeedResults&
   buffers_.resize(files_.size());
   if (npy_) {
     const std::size_t seeds = count, rows = shape.rows;
-    buffers_[kMaps] = npy_header("<f8", {seeds, rows, static_cast<std::size_t>(shape.n)});
+    const std::size_t n = static_cast<std::size_t>(shape.n);
+    buffers_[kMaps] =
+        shape.heads == 1
+            ? npy_header("<f8", {seeds, rows, n})
+            : npy_header("<f8", {seeds, static_cast<std::size_t>(shape.heads), rows, n});
     buffers_[kSeeds] = npy_header("<u8", {seeds});
     buffers_[kLoss] = npy_header("<f8", {seeds});
     buffers_[kJsd] = npy_header("<f8", {seeds});
-    buffers_[kOut] = npy_header("<f8", {seeds, rows, static_cast<std::size_t>(shape.d_v)});
+    buffers_[kOut] = npy_header("<f8", {seeds, rows, static_cast<std::size_t>(shape.d_out)});
     return;
   }
-  std::string header = "seed,loss,converged,jsd_to_mean";
-  for (int e = 0; e < shape.map_size(); ++e)
-    header += ",p_" + std::to_string(r0 + e / shape.n) + "_" + std::to_string(e % shape.n);
+  std::string header = "seed,loss,start_loss,converged,diverged,jsd_to_mean";
+  for (int h = 0; h < shape.heads; ++h)
+    for (int e = 0; e < shape.map_size(); ++e)
+      header += ",p_" + (shape.heads > 1 ? std::to_string(h) + "_" : std::string()) +
+                std::to_string(r0 + e / shape.n) + "_" + std::to_string(e % shape.n);
   buffers_[0] = header + "\n";
 }
 
 void PerSeedMaps::add(std::uint64_t seed, const double* r, double jsd_to_mean) {
   ++added_;
-  const int map = shape_.map_size();
+  const int maps = shape_.heads * shape_.map_size();
   if (npy_) {
-    append(buffers_[kMaps], r + 1, static_cast<std::size_t>(map));
+    append(buffers_[kMaps], shape_.head_map(r, 0), static_cast<std::size_t>(maps));
     append(buffers_[kSeeds], &seed, 1);
     append(buffers_[kLoss], r, 1);
     append(buffers_[kJsd], &jsd_to_mean, 1);
-    append(buffers_[kOut], r + 1 + map, static_cast<std::size_t>(shape_.rows) * shape_.d_v);
+    append(buffers_[kOut], shape_.outputs(r), static_cast<std::size_t>(shape_.rows) * shape_.d_out);
   } else {
-    char cell[96];
-    const bool converged = shape_.finite(r) && r[0] < converged_below_;
-    std::snprintf(cell, sizeof cell, "%llu,%.17g,%d,%.17g", static_cast<unsigned long long>(seed),
-                  r[0], converged ? 1 : 0, jsd_to_mean);
+    char cell[128];
+    const bool diverged = shape_.diverged(r);
+    const bool converged = !diverged && r[0] < converged_below_;
+    std::snprintf(cell, sizeof cell, "%llu,%.17g,%.17g,%d,%d,%.17g",
+                  static_cast<unsigned long long>(seed), r[0], r[1], converged ? 1 : 0,
+                  diverged ? 1 : 0, jsd_to_mean);
     std::string& rows = buffers_[0];
     rows += cell;
-    for (int e = 0; e < map; ++e) {
-      std::snprintf(cell, sizeof cell, ",%.17g", r[1 + e]);
+    for (int e = 0; e < maps; ++e) {
+      std::snprintf(cell, sizeof cell, ",%.17g", shape_.head_map(r, 0)[e]);
       rows += cell;
     }
     rows += "\n";

@@ -1,15 +1,18 @@
 // per_seed_maps.hpp: attention-sweep's --per-seed FILE, written seed by seed in the order given
 // as the chunks are folded, never held whole (a sweep may have more seeds than memory holds).
 //
-// FILE.csv: one row per seed: seed, loss, converged (0/1), jsd_to_mean, then the map P on the
-// loss rows as p_i_j (i the query, j the key).
+// FILE.csv: one row per seed: seed, loss (final), start_loss, converged (0/1), diverged (0/1),
+// jsd_to_mean (to the finite seeds' mean map), then the map P on the loss rows as p_i_j (i the
+// query, j the key), or with H > 1 heads every head's as p_h_i_j.
 // FILE.npy: arrays numpy reads in one line (np.load(FILE, mmap_mode="r") while far larger than
 // memory), each float64 little-endian, C order, over the seeds in the order given:
-//   STEM.npy        the maps P on the loss rows, shape (seeds, |R|, n)
+//   STEM.npy        the maps P on the loss rows, shape (seeds, |R|, n); (seeds, H, |R|, n) with
+//                   H > 1 heads
 //   STEM.seeds.npy  the seeds, uint64, shape (seeds,)
 //   STEM.loss.npy   the final loss, shape (seeds,)
-//   STEM.jsd.npy    each map's JSD to the mean map (NaN for a diverged seed), shape (seeds,)
-//   STEM.out.npy    the outputs O on the loss rows, shape (seeds, |R|, d_v)
+//   STEM.jsd.npy    each head-averaged map's JSD to the finite seeds' mean map (NaN for a seed
+//                   that is not finite), shape (seeds,)
+//   STEM.out.npy    the outputs on the loss rows, shape (seeds, |R|, d_out)
 // (STEM: FILE without .npy). Every file is an AtomicFile (host/output.hpp): written under a
 // temporary name and renamed into place when the sweep ends, refused when it exists (without
 // --force) before any work.

@@ -257,7 +257,7 @@ namespace {
 
 // The factor flops_per_seed_step puts on head::flops_per_step.
 double numeric_factor(const head::Model& m) {
-  const double weights = static_cast<double>(m.d_model) * (2 * m.d_k + m.d_v);
+  const double weights = static_cast<double>(head::trained_weights(m));
   return m.grad == head::Grad::numeric ? 2 * weights : 1.0;
 }
 

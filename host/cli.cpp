@@ -349,10 +349,12 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
   for (const auto& [flag, f] : flags) {
     const std::string group = table_names(f.by, ", ");
     if (!groups.count(group)) groups[group] = app.add_option_group(group);
-    checked
-        .add(groups[group], flag, flag_help(flag, f),
-             [&o](Text name, Text text) { o.given[name] = text; })
-        ->type_name(f.first->kind);
+    CLI::Option* option = checked
+                              .add(groups[group], flag, flag_help(flag, f),
+                                   [&o](Text name, Text text) { o.given[name] = text; })
+                              ->type_name(f.first->kind);
+    if (!f.first->implicit_value.empty())
+      option->expected(0, 1)->default_str(f.first->implicit_value);
   }
 
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");

@@ -35,6 +35,8 @@ struct Param {
   std::string default_text;  // parsed like user input; "" for an output file that is off
   std::function<Value(const std::string& flag, const std::string& text)> parse;
   bool output_file = false;  // a file the run writes: checked before any work, --force applies
+  // The value of the flag given alone (`--causal` for `--causal on`); "" when it needs one.
+  std::string implicit_value;
 };
 
 // Parameter constructors, one per kind of value (each checks what host/parse.hpp checks).

@@ -57,7 +57,7 @@ __global__ void train_kernel(Model m, const std::uint64_t* __restrict__ seeds, s
   if (s0 == 0) {
     Store store{w};
     initial_weights(m, seeds[i], store);
-    forward<double>(m, layout(m), w);
+    start<double>(m, w);
   }
   train_steps<double>(m, w, s0, s1);
   if (s1 == m.steps) {

@@ -10,9 +10,9 @@
 // rewrites:
 // - the max in the softmax is `s > top ? s : top` lane by lane, as pick_gt, but on whole packs
 //   at x86-64-v4, where it is one vmaxpd (whose definition is exactly that expression);
-// - a division by √d_k is a multiplication by 1/√d_k when √d_k is a power of two (d_k = 1, 4,
-//   16, 64, ...): 1/√d_k is then exact, and x/√d_k and x·(1/√d_k) are the rounding of the same
-//   real number;
+// - a division by √(d_k/H) is a multiplication by its inverse when it is a power of two (1, 4,
+//   16, 64, ... columns a head): the inverse is then exact, and x/r and x·(1/r) are the rounding of
+//   the same real number;
 // - the rows of a product are computed in blocks, not interleaved with the work that follows
 //   row by row in head.hpp (the softmax, the backward's row sums): each row's arithmetic is
 //   unchanged.
@@ -215,23 +215,38 @@ ATTN_INLINE P greater(P s, P top) {
 }
 
 // The matrix steps of head.hpp on one workspace of packs, with the layout and constants of one
-// model; each is named after the step of head.hpp it computes.
+// model; each is named after the step of head.hpp it computes. A head's columns are a view into
+// Q, K, V and O (its offset, the whole row's stride); a masked weight's score is computed by the
+// product and then replaced by 0, as head.hpp leaves it.
 template <CpuLevel L>
 struct Steps {
   const Model& m;
   Layout l;
   P* w;
   const RowTest& rows;
-  Finish by_root;  // dividing by √d_k: times (1/√d_k exact) or over
-  double root;     // the factor for by_root: 1/√d_k or √d_k
-  bool fast_exp;   // exp_t's choice, made once
+  Finish by_scale;  // multiplying by c: store (c = 1), times (c exact) or over (√(d_k/H))
+  double factor;    // the factor for by_scale
+  int dk, dv;       // a head's widths: d_k / H, d_v / H
+  std::int64_t nn;  // n²: a head's map
+  bool fast_exp;    // exp_t's choice, made once
 
   Steps(const Model& model, P* workspace, const RowTest& row_test)
       : m(model), l(layout(model)), w(workspace), rows(row_test) {
-    root = std::sqrt(static_cast<double>(model.d_k));
-    int e = 0;
-    by_root = std::frexp(root, &e) == 0.5 ? Finish::times : Finish::over;
-    if (by_root == Finish::times) root = 1.0 / root;
+    dk = model.key_width();
+    dv = model.value_width();
+    nn = static_cast<std::int64_t>(model.n) * model.n;
+    if (model.scale == Scale::none) {
+      by_scale = Finish::store;
+      factor = 0;
+    } else if (model.scale == Scale::factor) {
+      by_scale = Finish::times;
+      factor = model.scale_factor;
+    } else {
+      factor = scale_root(model);
+      int e = 0;
+      by_scale = std::frexp(factor, &e) == 0.5 ? Finish::times : Finish::over;
+      if (by_scale == Finish::times) factor = 1.0 / factor;
+    }
     fast_exp = exp_t_takes_exp_pack();
   }
 
@@ -249,9 +264,14 @@ struct Steps {
     return exp_t(x);
   }
 
-  ATTN_INLINE const P* at(std::int64_t offset, std::int64_t row, std::int64_t width) const {
+  ATTN_INLINE P* at(std::int64_t offset, std::int64_t row, std::int64_t width) const {
     return w + offset + row * width;
   }
+  // Head h's map (P or dS).
+  ATTN_INLINE P* map(std::int64_t offset, int h) const { return w + offset + h * nn; }
+
+  // SGD folds the step into the product (W ← W − lr acc); Adam stores the gradient at `go`.
+  ATTN_INLINE bool adam() const { return m.optimizer == Optimizer::adam; }
 
   // project: out = X W on rows [r_begin, n); W at wo (d_model, cols), out at oo (n, cols).
   ATTN_INLINE void project(std::int64_t wo, std::int64_t oo, int cols, int r_begin) const {
@@ -271,119 +291,198 @@ struct Steps {
   // scores_softmax.
   ATTN_INLINE void scores_softmax() const {
     const int n = m.n;
-    P* p = w + l.p;
-    product<L>(Product<P>{
-        m.r0, n, n, m.d_k, {w + l.q, m.d_k, 1}, {w + l.k, 1, m.d_k}, p, n, by_root, root, &rows});
-    for (int i = m.r0; i < n; ++i) {
-      if (rows()) return;
-      P* row = p + static_cast<std::int64_t>(i) * n;
-      P top = row[0];
-      for (int j = 1; j < n; ++j) top = greater<L>(row[j], top);
-      P sum = splat<P>(0.0);
-      for (int j = 0; j < n; ++j) {
-        const P e = exp(row[j] - top);
-        row[j] = e;
-        sum = sum + e;
+    for (int h = 0; h < m.heads; ++h) {
+      P* p = map(l.p, h);
+      product<L>(Product<P>{m.r0,
+                            n,
+                            n,
+                            dk,
+                            {w + l.q + h * dk, m.d_k, 1},
+                            {w + l.k + h * dk, 1, m.d_k},
+                            p,
+                            n,
+                            by_scale,
+                            factor,
+                            &rows});
+      for (int i = m.r0; i < n; ++i) {
+        if (rows()) return;
+        P* row = p + static_cast<std::int64_t>(i) * n;
+        const int last = m.last_key(i);
+        P top = row[0];
+        for (int j = 1; j <= last; ++j) top = greater<L>(row[j], top);
+        P sum = splat<P>(0.0);
+        for (int j = 0; j <= last; ++j) {
+          const P e = exp(row[j] - top);
+          row[j] = e;
+          sum = sum + e;
+        }
+        for (int j = 0; j <= last; ++j) row[j] = row[j] / sum;
+        for (int j = last + 1; j < n; ++j) row[j] = splat<P>(0.0);
       }
-      for (int j = 0; j < n; ++j) row[j] = row[j] / sum;
     }
   }
 
-  // outputs: O = P V on the rows of R.
+  // outputs: O = concat_h(P_h V_h) on the rows of R, then F = O W_O (qkvo).
   ATTN_INLINE void outputs() const {
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{m.r0,
+                            m.n,
+                            dv,
+                            m.n,
+                            {map(l.p, h), m.n, 1},
+                            {w + l.v + h * dv, m.d_v, 1},
+                            w + l.o + h * dv,
+                            m.d_v,
+                            Finish::store,
+                            0,
+                            &rows});
+    if (m.train_output) final_outputs();
+  }
+
+  ATTN_INLINE void final_outputs() const {
     product<L>(Product<P>{m.r0,
                           m.n,
+                          m.d_model,
                           m.d_v,
-                          m.n,
-                          {w + l.p, m.n, 1},
-                          {w + l.v, m.d_v, 1},
-                          w + l.o,
-                          m.d_v,
+                          {w + l.o, m.d_v, 1},
+                          {w + l.wo, m.d_model, 1},
+                          w + l.f,
+                          m.d_model,
                           Finish::store,
                           0,
                           &rows});
   }
 
-  // backward_scores: dO, then dP = dO Vᵀ, then dS in place of dP.
+  // backward_outputs: dF = 2 (F − Y), then dO = dF W_Oᵀ (qkvo).
+  ATTN_INLINE void backward_outputs() const {
+    const int d = m.d_out();
+    P* d_f = w + l.d_f;
+    const P* f = w + l.f;
+    for (std::int64_t e = static_cast<std::int64_t>(m.r0) * d;
+         e < static_cast<std::int64_t>(m.n) * d; ++e)
+      d_f[e] = 2.0 * (f[e] - m.y[e]);
+    if (m.train_output)
+      product<L>(Product<P>{m.r0,
+                            m.n,
+                            m.d_v,
+                            m.d_model,
+                            {d_f, m.d_model, 1},
+                            {w + l.wo, 1, m.d_model},
+                            w + l.d_o,
+                            m.d_v,
+                            Finish::store,
+                            0,
+                            &rows});
+  }
+
+  // backward_scores: per head dP_h = dO_h V_hᵀ, then dS_h in place of dP_h.
   ATTN_INLINE void backward_scores() const {
-    const int n = m.n, dv = m.d_v;
-    P* d_o = w + l.d_o;
-    const P* o = w + l.o;
-    for (std::int64_t e = static_cast<std::int64_t>(m.r0) * dv;
-         e < static_cast<std::int64_t>(n) * dv; ++e)
-      d_o[e] = 2.0 * (o[e] - m.y[e]);
-    P* d_p = w + l.d_p;
-    product<L>(Product<P>{
-        m.r0, n, n, dv, {d_o, dv, 1}, {w + l.v, 1, dv}, d_p, n, Finish::store, 0, &rows});
-    const P* p = w + l.p;
-    for (int i = m.r0; i < n; ++i) {
-      if (rows()) return;
-      P* ds = d_p + static_cast<std::int64_t>(i) * n;
-      const P* pi = p + static_cast<std::int64_t>(i) * n;
-      P dot = splat<P>(0.0);
-      for (int j = 0; j < n; ++j) dot = dot + ds[j] * pi[j];
-      for (int j = 0; j < n; ++j) ds[j] = pi[j] * (ds[j] - dot);
+    const int n = m.n;
+    for (int h = 0; h < m.heads; ++h) {
+      P* d_p = map(l.d_p, h);
+      product<L>(Product<P>{m.r0,
+                            n,
+                            n,
+                            dv,
+                            {w + l.d_o + h * dv, m.d_v, 1},
+                            {w + l.v + h * dv, 1, m.d_v},
+                            d_p,
+                            n,
+                            Finish::store,
+                            0,
+                            &rows});
+      const P* p = map(l.p, h);
+      for (int i = m.r0; i < n; ++i) {
+        if (rows()) return;
+        P* ds = d_p + static_cast<std::int64_t>(i) * n;
+        const P* pi = p + static_cast<std::int64_t>(i) * n;
+        const int last = m.last_key(i);
+        P dot = splat<P>(0.0);
+        for (int j = 0; j <= last; ++j) dot = dot + ds[j] * pi[j];
+        for (int j = 0; j <= last; ++j) ds[j] = pi[j] * (ds[j] - dot);
+        for (int j = last + 1; j < n; ++j) ds[j] = splat<P>(0.0);
+      }
     }
   }
 
-  // grad_queries: dQ = dS K / √d_k.
+  // grad_queries: dQ_h = dS_h K_h c.
   ATTN_INLINE void grad_queries() const {
-    product<L>(Product<P>{m.r0,
-                          m.n,
-                          m.d_k,
-                          m.n,
-                          {w + l.d_p, m.n, 1},
-                          {w + l.k, m.d_k, 1},
-                          w + l.dq,
-                          m.d_k,
-                          by_root,
-                          root,
-                          &rows});
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{m.r0,
+                            m.n,
+                            dk,
+                            m.n,
+                            {map(l.d_p, h), m.n, 1},
+                            {w + l.k + h * dk, m.d_k, 1},
+                            w + l.dq + h * dk,
+                            m.d_k,
+                            by_scale,
+                            factor,
+                            &rows});
   }
 
-  // grad_keys: dK = dSᵀ Q / √d_k; the sums run over the rows of R.
+  // grad_keys: dK_h = dS_hᵀ Q_h c; the sums run over the rows of R.
   ATTN_INLINE void grad_keys() const {
-    product<L>(Product<P>{0,
-                          m.n,
-                          m.d_k,
-                          m.n - m.r0,
-                          {at(l.d_p, m.r0, m.n), 1, m.n},
-                          {at(l.q, m.r0, m.d_k), m.d_k, 1},
-                          w + l.dk,
-                          m.d_k,
-                          by_root,
-                          root,
-                          &rows});
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{0,
+                            m.n,
+                            dk,
+                            m.n - m.r0,
+                            {map(l.d_p, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
+                            {at(l.q, m.r0, m.d_k) + h * dk, m.d_k, 1},
+                            w + l.dk + h * dk,
+                            m.d_k,
+                            by_scale,
+                            factor,
+                            &rows});
   }
 
-  // grad_values: dV = Pᵀ dO; the sums run over the rows of R.
+  // grad_values: dV_h = P_hᵀ dO_h; the sums run over the rows of R.
   ATTN_INLINE void grad_values() const {
-    product<L>(Product<P>{0,
-                          m.n,
-                          m.d_v,
-                          m.n - m.r0,
-                          {at(l.p, m.r0, m.n), 1, m.n},
-                          {at(l.d_o, m.r0, m.d_v), m.d_v, 1},
-                          w + l.dv,
-                          m.d_v,
-                          Finish::store,
-                          0,
-                          &rows});
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{0,
+                            m.n,
+                            dv,
+                            m.n - m.r0,
+                            {map(l.p, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
+                            {at(l.d_o, m.r0, m.d_v) + h * dv, m.d_v, 1},
+                            w + l.dv + h * dv,
+                            m.d_v,
+                            Finish::store,
+                            0,
+                            &rows});
   }
 
-  // descend: W ← W − lr Xᵀ dZ over rows [r_begin, n); W at wo (d_model, cols), dZ at go.
-  ATTN_INLINE void descend(std::int64_t wo, std::int64_t go, int cols, int r_begin) const {
+  // descend: the gradient Xᵀ dZ over rows [r_begin, n) of W at wo (d_model, cols), dZ at dz:
+  // W ← W − lr G (SGD) or G to the gradient array at go (Adam).
+  ATTN_INLINE void descend(std::int64_t wo, std::int64_t dz, int cols, int r_begin,
+                           std::int64_t go) const {
     product<L>(Product<double>{0,
                                m.d_model,
                                cols,
                                m.n - r_begin,
                                {m.x + static_cast<std::int64_t>(r_begin) * m.d_model, 1, m.d_model},
-                               {at(go, r_begin, cols), cols, 1},
-                               w + wo,
+                               {at(dz, r_begin, cols), cols, 1},
+                               adam() ? w + go : w + wo,
                                cols,
-                               Finish::descend,
+                               adam() ? Finish::store : Finish::descend,
                                m.lr,
                                &rows});
+  }
+
+  // descend_output: dW_O = Oᵀ dF over the rows of R, taken as descend takes its gradient.
+  ATTN_INLINE void descend_output(std::int64_t go) const {
+    product<L>(Product<P>{0,
+                          m.d_v,
+                          m.d_model,
+                          m.n - m.r0,
+                          {at(l.o, m.r0, m.d_v), 1, m.d_v},
+                          {at(l.d_f, m.r0, m.d_model), m.d_model, 1},
+                          adam() ? w + go : w + l.wo,
+                          m.d_model,
+                          adam() ? Finish::store : Finish::descend,
+                          m.lr,
+                          &rows});
   }
 
   ATTN_INLINE void forward() const {
@@ -394,16 +493,39 @@ struct Steps {
     outputs();
   }
 
-  ATTN_INLINE void grad_of(int which) const {
-    if (which == 0) grad_queries();
-    if (which == 1) grad_keys();
-    if (which == 2) grad_values();
+  ATTN_INLINE std::int64_t gradient(int which) const { return l.g + gradient_at(m, which); }
+
+  // descend_of: the gradient of matrix `which`, taken.
+  ATTN_INLINE void descend_of(int which) const {
+    if (which == 0) {
+      grad_queries();
+      descend(l.wq, l.dq, m.d_k, m.r0, gradient(0));
+    }
+    if (which == 1) {
+      grad_keys();
+      descend(l.wk, l.dk, m.d_k, 0, gradient(1));
+    }
+    if (which == 2) {
+      grad_values();
+      descend(l.wv, l.dv, m.d_v, 0, gradient(2));
+    }
+    if (which == 3) descend_output(gradient(3));
   }
 
-  ATTN_INLINE void descend_of(int which) const {
-    if (which == 0) descend(l.wq, l.dq, m.d_k, m.r0);
-    if (which == 1) descend(l.wk, l.dk, m.d_k, 0);
-    if (which == 2) descend(l.wv, l.dv, m.d_v, 0);
+  // refresh: what follows an update of matrix `which`.
+  ATTN_INLINE void refresh(int which) const {
+    if (which == 0) project(l.wq, l.q, m.d_k, m.r0);
+    if (which == 1) project(l.wk, l.k, m.d_k, 0);
+    if (which == 2) project(l.wv, l.v, m.d_v, 0);
+    if (which < 2) scores_softmax();
+    if (which < 3)
+      outputs();
+    else
+      final_outputs();
+  }
+
+  ATTN_INLINE void apply_adam(int which) const {
+    head::apply_gradient<P>(m, l, w, which, gradient(which));
   }
 };
 
@@ -417,25 +539,32 @@ ATTN_INLINE void train(const Model& m, P* w, Stop& stop, const RowTest& rows) {
     return;
   }
   const Steps<L> s(m, w, rows);
-  const int trained = m.train_values ? 3 : 2;
+  const int trained = m.trained();
   s.forward();
+  start_state<P>(m, s.l, w);
   for (int step = 0; step < m.steps; ++step) {
     if (stop()) return;
+    advance_powers<P>(m, s.l, w);
     if (m.schedule == Schedule::sequential) {
       for (int which = 0; which < trained; ++which) {
-        s.backward_scores();
-        s.grad_of(which);
+        s.backward_outputs();
+        if (which < 2) s.backward_scores();
         s.descend_of(which);
-        if (which == 0) s.project(s.l.wq, s.l.q, m.d_k, m.r0);
-        if (which == 1) s.project(s.l.wk, s.l.k, m.d_k, 0);
-        if (which == 2) s.project(s.l.wv, s.l.v, m.d_v, 0);
-        if (which < 2) s.scores_softmax();
-        s.outputs();
+        if (s.adam()) s.apply_adam(which);
+        s.refresh(which);
       }
     } else {
+      s.backward_outputs();
       s.backward_scores();
-      for (int which = 0; which < trained; ++which) s.grad_of(which);
-      for (int which = 0; which < trained; ++which) s.descend_of(which);
+      s.grad_queries();
+      s.grad_keys();
+      if (trained > 2) s.grad_values();
+      if (trained > 3) s.descend_output(s.gradient(3));
+      s.descend(s.l.wq, s.l.dq, m.d_k, m.r0, s.gradient(0));
+      s.descend(s.l.wk, s.l.dk, m.d_k, 0, s.gradient(1));
+      if (trained > 2) s.descend(s.l.wv, s.l.dv, m.d_v, 0, s.gradient(2));
+      if (s.adam())
+        for (int which = 0; which < trained; ++which) s.apply_adam(which);
       s.forward();
     }
   }

@@ -114,6 +114,13 @@ ATTN_INLINE PackD pick_gt(PackD a, PackD b, PackD x, PackD y) {
 }
 static_assert(kPackLanes == 8, "low_half/high_half take lanes 0-3 and 4-7");
 
+// sqrt lane by lane: correctly rounded, so each lane is the GPU's sqrt of that value.
+ATTN_INLINE PackD sqrt_t(PackD x) {
+  PackD r;
+  for (int l = 0; l < kPackLanes; ++l) r[l] = std::sqrt(x[l]);
+  return r;
+}
+
 ATTN_INLINE PackF exp_t(PackF x) {
   PackF r;
   for (int l = 0; l < kPackLanes; ++l) r[l] = std::exp(x[l]);

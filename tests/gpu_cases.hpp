@@ -238,6 +238,13 @@ struct HeadCase {
   bool train_values;
   head::Schedule schedule;
   std::int64_t seeds;  // the test's size
+  // Version 2 (spec "Version 2"): heads, a causal mask, the scale, W_O (qkvo), the optimizer.
+  int heads = 1;
+  bool causal = false;
+  head::Scale scale = head::Scale::sqrt;
+  double scale_factor = 1;
+  bool train_output = false;
+  head::Optimizer optimizer = head::Optimizer::sgd;
 };
 
 inline const std::vector<HeadCase>& head_cases() {
@@ -247,6 +254,13 @@ inline const std::vector<HeadCase>& head_cases() {
       {"lesson-qk", 2, 2, 2, 2, 1, 3000, false, Schedule::sequential, 3001},
       {"random-8x16", 8, 16, 16, 16, 0, 300, true, Schedule::sequential, 3001},
       {"random-odd-simultaneous", 5, 7, 3, 4, 0, 300, true, Schedule::simultaneous, 3001},
+      {"random-4-heads-causal", 8, 16, 16, 16, 0, 300, true, Schedule::sequential, 3001, 4, true},
+      {"random-scale-none-qkvo", 6, 8, 4, 6, 0, 300, true, Schedule::sequential, 3001, 1, false,
+       head::Scale::none, 1, true},
+      {"random-adam-2-heads-qkvo-causal-scale-0.5", 8, 8, 8, 8, 0, 300, true, Schedule::sequential,
+       3001, 2, true, head::Scale::factor, 0.5, true, head::Optimizer::adam},
+      {"random-adam-simultaneous", 5, 7, 3, 4, 0, 300, true, Schedule::simultaneous, 3001, 1, false,
+       head::Scale::sqrt, 1, false, head::Optimizer::adam},
   };
   return cases;
 }
@@ -263,6 +277,12 @@ inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
   m.steps = c.steps;
   m.train_values = c.train_values;
   m.schedule = c.schedule;
+  m.heads = c.heads;
+  m.causal = c.causal;
+  m.scale = c.scale;
+  m.scale_factor = c.scale_factor;
+  m.train_output = c.train_output;
+  m.optimizer = c.optimizer;
   if (c.r0 == 0) {
     m.lr = 0.01;
     m.init_scale = 0.25;
@@ -272,11 +292,12 @@ inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
   return m;
 }
 
-// The case's task: x (n, d_model), y (n, d_v); normals come from `normal` (random cases only).
+// The case's task: x (n, d_model), y (n, d_out: d_v, or d_model with W_O); normals come from
+// `normal` (random cases only).
 template <class Normal>
 void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y, Normal normal) {
   x.assign(static_cast<std::size_t>(c.n) * c.d_model, 0.0);
-  y.assign(static_cast<std::size_t>(c.n) * c.d_v, 0.0);
+  y.assign(static_cast<std::size_t>(c.n) * (c.train_output ? c.d_model : c.d_v), 0.0);
   if (c.r0 > 0) {  // the lesson's task
     for (int i = 0; i < c.n; ++i) x[static_cast<std::size_t>(i) * c.d_model + i] = 1;
     y[static_cast<std::size_t>(c.n - 1) * c.d_v] = 1;

@@ -75,28 +75,123 @@ std::vector<double> numeric_gradient(Case& c, double h) {
   return g;
 }
 
+// The version-2 options on a case (spec "Version 2"), varied with the trial: 1 to 3 heads (the
+// widths made multiples of it), causal or not, the three scales, --train qkvo (W_O, and targets
+// d_model wide) on some trials; X, Y and the weights drawn again for the new shapes.
+void vary(Case& c, std::mt19937_64& rng, int trial) {
+  std::uniform_int_distribution<int> heads(1, 3), width(1, 5);
+  std::normal_distribution<double> normal;
+  head::Model& m = c.m;
+  m.heads = heads(rng);
+  m.d_k = m.heads * width(rng);
+  m.d_v = m.heads * width(rng);
+  m.causal = trial % 2 == 1;
+  m.scale = trial % 3 == 0   ? head::Scale::sqrt
+            : trial % 3 == 1 ? head::Scale::none
+                             : head::Scale::factor;
+  m.scale_factor = 0.7;
+  m.train_values = true;
+  m.train_output = trial % 4 >= 2;
+  c.x.resize(m.n * m.d_model);
+  c.y.resize(m.n * m.d_out());
+  for (double& v : c.x) v = normal(rng);
+  for (double& v : c.y) v = normal(rng);
+  m.x = c.x.data();
+  m.y = c.y.data();
+  const head::Layout l = head::layout(m);
+  c.ws.assign(l.total, 0.0);
+  for (std::int64_t e = 0; e < l.q; ++e) c.ws[e] = 0.5 * normal(rng);  // W_Q, W_K, W_V, W_O
+}
+
+std::string describe(const head::Model& m) {
+  return "n " + std::to_string(m.n) + " d_model " + std::to_string(m.d_model) + " d_k " +
+         std::to_string(m.d_k) + " d_v " + std::to_string(m.d_v) + " r0 " + std::to_string(m.r0) +
+         " heads " + std::to_string(m.heads) + (m.causal ? " causal" : "") + " scale " +
+         std::to_string(static_cast<int>(m.scale)) + (m.train_output ? " qkvo" : "");
+}
+
+// The analytic gradient of every trained matrix at the weights in c.ws, in their order in
+// [0, layout.q) (W_Q, W_K, W_V, then W_O): head.hpp's own steps in Adam's mode, where each
+// gradient is stored in the gradient array instead of applied.
+std::vector<double> analytic_gradient(const Case& c) {
+  head::Model m = c.m;
+  m.optimizer = head::Optimizer::adam;
+  const head::Layout l = head::layout(m);
+  std::vector<double> ws(l.total, 0.0);
+  std::copy(c.ws.begin(), c.ws.begin() + l.q, ws.begin());
+  head::forward<double>(m, l, ws.data());
+  head::backward_outputs<double>(m, l, ws.data());
+  head::backward_scores<double>(m, l, ws.data());
+  for (int which = 0; which < m.trained(); ++which)
+    head::descend_of<double>(m, l, ws.data(), which);
+  return std::vector<double>(ws.begin() + l.g, ws.begin() + l.g + head::trained_weights(m));
+}
+
 TEST(HeadGradient, AnalyticMatchesCentralDifferencesOnRandomShapes) {
   std::mt19937_64 rng(12);
   for (int trial = 0; trial < 40; ++trial) {
     Case c = random_case(rng);
-    const head::Layout l = head::layout(c.m);
     const std::vector<double> numeric = numeric_gradient(c, 1e-5);
-    head::forward<double>(c.m, l, c.ws.data());
-    head::backward_scores<double>(c.m, l, c.ws.data());
-    for (int which = 0; which < 3; ++which) head::grad_of<double>(c.m, l, c.ws.data(), which);
-    // dW = Xᵀ dZ, with the rows that carry a gradient (R for dQ, all for dK and dV).
-    std::vector<double> analytic(l.q, 0.0);
-    const std::int64_t at[3] = {l.wq, l.wk, l.wv}, from[3] = {l.dq, l.dk, l.dv};
-    const int cols[3] = {c.m.d_k, c.m.d_k, c.m.d_v}, first[3] = {c.m.r0, 0, 0};
-    for (int which = 0; which < 3; ++which)
-      for (int k = 0; k < c.m.d_model; ++k)
-        for (int col = 0; col < cols[which]; ++col)
-          for (int i = first[which]; i < c.m.n; ++i)
-            analytic[at[which] + k * cols[which] + col] +=
-                c.x[i * c.m.d_model + k] * c.ws[from[which] + i * cols[which] + col];
-    EXPECT_LT(rel_norm(analytic, numeric), 1e-6)
-        << "n " << c.m.n << " d_model " << c.m.d_model << " d_k " << c.m.d_k << " d_v " << c.m.d_v
-        << " r0 " << c.m.r0;
+    EXPECT_LT(rel_norm(analytic_gradient(c), numeric), 1e-6) << describe(c.m);
+  }
+}
+
+// The same with heads, a causal mask, the scales and W_O (spec "Version 2").
+TEST(HeadGradient, AnalyticMatchesCentralDifferencesWithHeadsMasksAndOutputProjection) {
+  std::mt19937_64 rng(21);
+  for (int trial = 0; trial < 48; ++trial) {
+    Case c = random_case(rng);
+    vary(c, rng, trial);
+    const std::vector<double> numeric = numeric_gradient(c, 1e-5);
+    EXPECT_LT(rel_norm(analytic_gradient(c), numeric), 1e-6) << describe(c.m);
+    if (c.m.causal) {  // a masked weight is exactly 0
+      head::forward<double>(c.m, head::layout(c.m), c.ws.data());
+      const head::Layout l = head::layout(c.m);
+      for (int h = 0; h < c.m.heads; ++h)
+        for (int i = c.m.r0; i < c.m.n; ++i)
+          for (int j = i + 1; j < c.m.n; ++j)
+            ASSERT_EQ(c.ws[l.p + (h * c.m.n + i) * c.m.n + j], 0.0) << describe(c.m);
+    }
+  }
+}
+
+// Adam against its definition by hand (spec "Optimizer"): two sequential steps, each matrix's
+// gradient (analytic_gradient, checked against central differences above) at the newest
+// weights, m, v and the bias corrections with std::pow, on random shapes with heads and W_O.
+TEST(HeadAdam, TwoStepsEqualAHandComputation) {
+  std::mt19937_64 rng(31);
+  for (int trial = 0; trial < 8; ++trial) {
+    Case c = random_case(rng);
+    vary(c, rng, trial);
+    c.m.optimizer = head::Optimizer::adam;
+    c.m.steps = 2;
+    c.m.lr = 0.01;
+    const head::Layout l = head::layout(c.m);
+    c.ws.resize(l.total, 0.0);
+    Case by_hand = c;
+    const std::int64_t weights = head::trained_weights(c.m);
+    std::vector<double> m1(weights, 0.0), v1(weights, 0.0);
+    for (int t = 1; t <= 2; ++t)
+      for (int which = 0; which < c.m.trained(); ++which) {
+        const std::vector<double> g = analytic_gradient(by_hand);
+        const std::int64_t first = head::gradient_at(c.m, which);
+        const std::int64_t last = first + static_cast<std::int64_t>(head::matrix_rows(c.m, which)) *
+                                              head::matrix_cols(c.m, which);
+        for (std::int64_t e = first; e < last; ++e) {
+          m1[e] = 0.9 * m1[e] + (1 - 0.9) * g[e];
+          v1[e] = 0.999 * v1[e] + (1 - 0.999) * g[e] * g[e];
+          const double mh = m1[e] / (1 - std::pow(0.9, t)), vh = v1[e] / (1 - std::pow(0.999, t));
+          by_hand.ws[e] -= 0.01 * mh / (std::sqrt(vh) + 1e-8);
+        }
+      }
+    const std::vector<double> start(c.ws.begin(), c.ws.begin() + l.q);
+    head::train<double>(c.m, c.ws.data());
+    std::vector<double> a(l.q), b(l.q);  // the changes of the weights
+    for (std::int64_t e = 0; e < l.q; ++e) {
+      a[e] = c.ws[e] - start[e];
+      b[e] = by_hand.ws[e] - start[e];
+    }
+    EXPECT_LT(rel_norm(a, b), 1e-12) << describe(c.m);
   }
 }
 
@@ -116,6 +211,7 @@ TEST(HeadGradient, OneStepAnalyticMatchesNumericForBothSchedules) {
     for (int g = 0; g < 2; ++g) {
       std::vector<double> ws = c.ws;
       c.m.grad = g ? head::Grad::numeric : head::Grad::analytic;
+      ws.resize(head::layout(c.m).total, 0.0);  // the numeric gradient's array
       head::train<double>(c.m, ws.data());
       after[g].assign(ws.begin(), ws.begin() + l.q);
       for (std::int64_t e = 0; e < l.q; ++e) after[g][e] -= start[e];
@@ -207,10 +303,11 @@ TEST(HeadTraining, CpuStopsWithinAStepWhenTheMonitorSaysSo) {
 // where exact) against head.hpp's training of one seed in plain doubles, the GPU's arithmetic:
 // every result bit for bit, on random shapes (d_k a power of two or not, loss rows from 0 or
 // later, tails of every block size), both schedules, --train qk, both gradients, and an X with
-// zeros and signed weights (products of −0). 11 seeds: a full lane group and a short one.
+// zeros and signed weights (products of −0); from trial 20 on also heads, causal masks, the three
+// scales, W_O and Adam. 11 seeds: a full lane group and a short one.
 TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
   std::mt19937_64 rng(13);
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 64; ++trial) {
     Case c = random_case(rng);
     std::uniform_int_distribution<int> words(1, 11), dims(1, 19);
     c.m.n = trial == 0 ? 8 : words(rng);
@@ -226,16 +323,28 @@ TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
     c.m.steps = c.m.grad == head::Grad::numeric ? 2 : 7;
     c.m.lr = 0.1;
     c.m.init_scale = 0.5;
+    if (trial >= 20) {  // version 2: heads, masks, scales, W_O, Adam
+      c.m.heads = 1 + trial % 3;
+      c.m.d_k = c.m.heads * (1 + c.m.d_k % 6);
+      c.m.d_v = c.m.heads * (1 + c.m.d_v % 6);
+      c.m.d_model = c.m.train_values ? c.m.d_model : c.m.d_v;
+      c.m.causal = trial % 2 == 0;
+      c.m.scale = trial % 5 < 2   ? head::Scale::sqrt
+                  : trial % 5 < 4 ? head::Scale::none
+                                  : head::Scale::factor;
+      c.m.scale_factor = 0.3;
+      c.m.train_output = c.m.train_values && trial % 4 != 1;
+      c.m.optimizer = trial % 3 == 2 ? head::Optimizer::adam : head::Optimizer::sgd;
+      c.m.lr = c.m.optimizer == head::Optimizer::adam ? 0.01 : 0.05;
+    }
     std::normal_distribution<double> normal;
     c.x.resize(c.m.n * c.m.d_model);
-    c.y.resize(c.m.n * c.m.d_v);
+    c.y.resize(c.m.n * c.m.d_out());
     for (double& v : c.x) v = trial % 6 == 5 ? (rng() % 3 == 0 ? 1.0 : 0.0) : normal(rng);
     for (double& v : c.y) v = normal(rng);
     c.m.x = c.x.data();
     c.m.y = c.y.data();
-    SCOPED_TRACE("trial " + std::to_string(trial) + ": n " + std::to_string(c.m.n) + " d_model " +
-                 std::to_string(c.m.d_model) + " d_k " + std::to_string(c.m.d_k) + " d_v " +
-                 std::to_string(c.m.d_v) + " r0 " + std::to_string(c.m.r0));
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": " + describe(c.m));
     const std::int64_t count = 11, size = head::result_size(c.m);
     std::vector<std::uint64_t> seeds(count);
     for (std::int64_t i = 0; i < count; ++i) seeds[i] = 100 + 7 * i;
@@ -283,10 +392,10 @@ TEST(HeadTraining, WorkBetweenTwoStopTestsIsAFewRowsOfAProduct) {
       c.y.resize(c.m.n * c.m.d_v, 0.25);
       c.m.x = c.x.data();
       c.m.y = c.y.data();
-      c.ws.resize(head::layout(c.m).total, 0.1);
       c.m.steps = grad == head::Grad::numeric ? 1 : 2;
       c.m.grad = grad;
       c.m.schedule = schedule;
+      c.ws.resize(head::layout(c.m).total, 0.1);
       const std::int64_t d = 24;
       std::int64_t units = 0, last = 0, widest = 0, tests = 0;
       const auto test = [&] {

@@ -1,7 +1,7 @@
 // test_head_slices.cpp (test_kernels): head.hpp's train_steps, the GPU's way to cut a training
 // into slices of steps across launches, on the CPU with plain doubles: the start drawn, the
 // forward pass, then steps in slices of any size give the bits of train() in one piece, for
-// both gradients, both schedules and both sets of trained weights.
+// both gradients, both schedules, qkv, qk, and causal heads with W_O trained by Adam.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +30,7 @@ std::vector<double> run(const head::Model& m, std::uint64_t seed, int slice) {
   if (slice == 0) {
     head::train<double>(m, w);
   } else {
-    head::forward<double>(m, head::layout(m), w);
+    head::start<double>(m, w);
     for (int s0 = 0; s0 < m.steps; s0 += slice)
       head::train_steps<double>(m, w, s0, std::min(m.steps, s0 + slice));
   }
@@ -58,19 +58,26 @@ TEST(HeadSlices, StepsInSlicesEqualOneTrainingBitForBit) {
   m.y = y.data();
   for (head::Grad grad : {head::Grad::analytic, head::Grad::numeric})
     for (head::Schedule schedule : {head::Schedule::sequential, head::Schedule::simultaneous})
-      for (bool values : {true, false}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        // qkv; qk (W_V = I); two causal heads with W_O trained by Adam.
+        const bool values = variant != 1, v2 = variant == 2;
         m.grad = grad;
         m.schedule = schedule;
         m.train_values = values;
         m.d_v = values ? 4 : m.d_model;
-        y.assign(m.n * m.d_v, 0.5);
+        m.heads = v2 ? 2 : 1;
+        m.d_k = v2 ? 4 : 3;
+        m.causal = v2;
+        m.train_output = v2;
+        m.optimizer = v2 ? head::Optimizer::adam : head::Optimizer::sgd;
+        y.assign(m.n * m.d_out(), 0.5);
         m.y = y.data();
         m.steps = grad == head::Grad::numeric ? 9 : 40;
         const std::vector<double> whole = run(m, 7, 0);
         for (int slice : {1, 2, 3, m.steps - 1, m.steps, m.steps + 5}) {
           const std::vector<double> sliced = run(m, 7, slice);
           EXPECT_EQ(std::memcmp(sliced.data(), whole.data(), whole.size() * sizeof(double)), 0)
-              << "grad " << int(grad) << " schedule " << int(schedule) << " values " << values
+              << "grad " << int(grad) << " schedule " << int(schedule) << " variant " << variant
               << " slices of " << slice;
         }
       }
@@ -87,7 +94,7 @@ TEST(HeadSlices, EmptySliceAndZeroSteps) {
   auto store = [&ws](std::int64_t at, double v) { ws[at] = v; };
   head::initial_weights(m, 3, store);
   const Ptr w{ws.data()};
-  head::forward<double>(m, head::layout(m), w);
+  head::start<double>(m, w);
   const std::vector<double> before = ws;
   head::train_steps<double>(m, w, 2, 2);
   EXPECT_EQ(ws, before);
