@@ -761,6 +761,10 @@ void Sweep::table(Table& t, bool grid) {
                       (all.converged == 0 ? "empty" : "thin") + "; the rows over all " +
                       std::to_string(finite) + " finite seeds are beside them");
   }
+  if (s.task == Task::reverse && m.causal)
+    t.notes.push_back(prefix +
+                      "--task reverse with --causal: queries i < (n-1)/2 cannot see their known "
+                      "key n-1-i, so no seed can find the known map");
   if (all.diverged > 0)
     t.notes.push_back(prefix + std::to_string(all.diverged) + " of " + std::to_string(count) +
                       " runs diverged (" + std::to_string(all.not_finite) +

@@ -10,7 +10,13 @@ namespace param {
 namespace {
 Param make(std::string flag, std::string kind, std::string def, std::string help,
            std::function<Value(const std::string&, const std::string&)> parse) {
-  return Param{std::move(flag), std::move(kind), std::move(help), std::move(def), std::move(parse)};
+  Param p;
+  p.flag = std::move(flag);
+  p.kind = std::move(kind);
+  p.help = std::move(help);
+  p.default_text = std::move(def);
+  p.parse = std::move(parse);
+  return p;
 }
 std::string joined(const std::vector<std::string>& v, const char* sep) {
   std::string s;
