@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -379,35 +380,66 @@ std::string scatter_script(const Table& t) {
   return s.str();
 }
 
-// Across a grid: per configuration, the fractions of seeds that converged, diverged and (tasks
-// with a known map) found it; and the mean pairwise JSD of the converged and of all finite seeds.
+// Across a grid: the fractions of seeds that converged and (tasks with a known map) found it,
+// and the mean pairwise JSD of the converged and of all finite seeds. Against d_k (log scale),
+// one line per combination of the other axes, when d_k is an axis of the grid; else per
+// configuration.
 std::string grid_script(const Table& t) {
   if (!t.extra.contains("grid") || t.extra["grid"].size() < 2) return "";
   const auto& g = t.extra["grid"];
   const bool known = g[0].contains("found");
-  std::ostringstream s;
-  s << "$G << EOD\n";
-  for (std::size_t k = 0; k < g.size(); ++k) {
-    auto num = [&](const char* key) {
-      const auto& v = g[k][key];
-      return v.is_number() ? std::to_string(v.get<double>()) : std::string("NaN");
-    };
-    s << k << " \"" << g[k]["name"].get<std::string>() << "\" " << num("converged") << " "
-      << num("diverged") << " " << (known ? num("found") : "NaN") << " "
-      << num("pair_jsd_converged") << " " << num("pair_jsd_finite") << "\n";
+  const auto num = [](const nlohmann::json& point, const char* key) {
+    const auto& v = point[key];
+    return v.is_number() && std::isfinite(v.get<double>()) ? std::to_string(v.get<double>())
+                                                           : std::string("NaN");
+  };
+  // Series: the name without its d_k (when d_k varies), in the grid's order.
+  std::vector<std::string> series;
+  std::map<std::string, std::vector<const nlohmann::json*>> points;
+  bool by_dk = false;
+  for (const auto& point : g) by_dk = by_dk || point["name"].get<std::string>().find("d_k=") == 0;
+  for (const auto& point : g) {
+    std::string name = point["name"].get<std::string>();
+    if (by_dk) {
+      const std::size_t end = name.find(' ');
+      name = end == std::string::npos ? "" : name.substr(end + 1);
+    }
+    if (!points.count(name)) series.push_back(name);
+    points[name].push_back(&point);
   }
-  s << "EOD\n";
+  std::ostringstream s;
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    s << "$S" << k << " << EOD\n";
+    std::size_t i = 0;
+    for (const nlohmann::json* p : points[series[k]])
+      s << (by_dk ? (*p)["d-k"].get<std::string>() : std::to_string(i++)) << " \""
+        << (*p)["name"].get<std::string>() << "\" " << num(*p, "converged") << " "
+        << (known ? num(*p, "found") : "NaN") << " " << num(*p, "pair_jsd_converged") << " "
+        << num(*p, "pair_jsd_finite") << "\n";
+    s << "EOD\n";
+  }
   s << "set multiplot layout 2,1 title 'attention-sweep across the grid (" << g.size()
-    << " configurations, the same seeds)'\n"
-    << "set grid\nset xtics rotate by 30 right font ',8'\nset xrange [-0.5:" << g.size() - 0.5
-    << "]\nset key outside right\nset style data linespoints\n";
-  s << "set ylabel 'fraction of seeds'\nset yrange [0:1]\n"
-    << "plot $G using 1:3:xtic(2) title 'converged' pt 7 lc rgb '#2ca02c', "
-    << "$G using 1:4 title 'diverged' pt 5 lc rgb '#d62728'"
-    << (known ? ", $G using 1:5 title 'found the known map' pt 9 lc rgb '#1f77b4'" : "") << "\n";
-  s << "set ylabel 'JSD between pairs (nats)'\nset yrange [0:*]\n"
-    << "plot $G using 1:6:xtic(2) title 'converged seeds' pt 7 lc rgb '#2ca02c', "
-    << "$G using 1:7 title 'all finite seeds' pt 5 lc rgb '#7f7f7f'\n";
+    << " configurations, the same seeds)'\nset grid\nset key outside right\n";
+  if (by_dk)
+    s << "set logscale x 2\nset xlabel 'd_k'\n";
+  else
+    s << "set xtics rotate by 30 right font ',8'\n";
+  const auto plot = [&](int solid, int dashed, const char* solid_what, const char* dashed_what) {
+    s << "plot ";
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      const std::string label = series[k].empty() ? "" : series[k] + ": ";
+      s << (k ? ", " : "") << "$S" << k << " using 1:" << solid << (by_dk ? "" : ":xtic(2)")
+        << " with linespoints lw 2 pt 7 lc " << k + 1 << " title '" << label << solid_what << "'";
+      if (dashed_what)
+        s << ", $S" << k << " using 1:" << dashed << " with linespoints dt 2 pt 6 lc " << k + 1
+          << " title '" << label << dashed_what << "'";
+    }
+    s << "\n";
+  };
+  s << "set ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
+  plot(3, 4, "converged", known ? "found the known map" : nullptr);
+  s << "set ylabel 'JSD between pairs (nats)'\nset yrange [0:*]\n";
+  plot(6, 5, "all finite seeds", "converged seeds");
   s << "unset multiplot\n";
   return s.str();
 }
@@ -981,14 +1013,21 @@ std::vector<Table> run(const RunContext& ctx) {
   if (!w0.summary[1]->entry_quantiles())
     t.notes.push_back("map entries: moments and extremes only (more than " +
                       std::to_string(kMaxEntrySketches) + " entries)");
+  // The values "auto" chose: one note when every configuration took the same.
+  std::vector<std::string> chosen;
   for (const auto& w : sweeps)
     if (std::isnan(w->cfg.get<double>("--lr")) || std::isnan(w->cfg.get<double>("--init-scale"))) {
       char what[200];
-      std::snprintf(what, sizeof what, "%s--lr %g, --init-scale %g (auto for --task %s)",
-                    grid ? (w->cfg.name + ": ").c_str() : "", w->m.lr, w->m.init_scale,
-                    ctx.get<std::string>("--task").c_str());
-      t.notes.push_back(what);
+      std::snprintf(what, sizeof what, "--lr %g, --init-scale %g (auto for --task %s)", w->m.lr,
+                    w->m.init_scale, ctx.get<std::string>("--task").c_str());
+      chosen.push_back((grid ? w->cfg.name + ": " : std::string()) + what);
+      if (grid && chosen.size() == sweeps.size() &&
+          std::all_of(sweeps.begin(), sweeps.end(), [&](const auto& v) {
+            return v->m.lr == w->m.lr && v->m.init_scale == w->m.init_scale;
+          }))
+        chosen = {what};
     }
+  t.notes.insert(t.notes.end(), chosen.begin(), chosen.end());
   const auto& m = w0.m;
   t.run = {
       {"task", ctx.get<std::string>("--task")},
