@@ -765,7 +765,7 @@ void Sweep::table(Table& t, bool grid) {
     }
     distribution("JSD to the mean map", over, *to_mean[k]);
     distribution("JSD between pairs of seeds", over, su.pair_jsd);
-    if (s.heads > 1) distribution("JSD between pairs, heads matched", over, su.pair_heads);
+    if (s.heads > 1) distribution("JSD between pairs (heads matched)", over, su.pair_heads);
     distribution("output distance between pairs", over, su.pair_out);
     double agree = 0;
     for (int row = 0; row < s.rows(); ++row)

@@ -598,7 +598,7 @@ TEST(AttentionSweep, HeadMatchedPairJsdAgreesWithThePerSeedMaps) {
     }
     averaged += jsd_of(pa, pb) / (seeds / 2);
   }
-  EXPECT_NEAR(cell(t, "JSD between pairs, heads matched", "mean", "finite"), matched, 1e-12);
+  EXPECT_NEAR(cell(t, "JSD between pairs (heads matched)", "mean", "finite"), matched, 1e-12);
   EXPECT_NEAR(cell(t, "JSD between pairs of seeds", "mean", "finite"), averaged, 1e-12);
   EXPECT_LE(matched, identity);
   EXPECT_EQ(t.run["optimizer"], "adam");
