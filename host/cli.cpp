@@ -353,8 +353,8 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
                               .add(groups[group], flag, flag_help(flag, f),
                                    [&o](Text name, Text text) { o.given[name] = text; })
                               ->type_name(f.first->kind);
-    if (!f.first->implicit_value.empty())
-      option->expected(0, 1)->default_str(f.first->implicit_value);
+    if (!f.first->implicit_value.empty())  // the value given alone; the help shows the kind
+      option->expected(0, 1)->default_str(f.first->implicit_value)->option_text(f.first->kind);
   }
 
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");

@@ -681,5 +681,19 @@ TEST(AttentionSweep, AGridBlockEqualsThatConfigurationAlone) {
   EXPECT_EQ(block, alone);
 }
 
+// `--causal` alone means on, wherever it stands on the line; `--causal off` and none mean off.
+TEST(AttentionSweep, CausalAloneIsOn) {
+  const auto causal = [](const std::string& args) {
+    const auto r =
+        test::run_demo("--table attention-sweep --format json -q --steps 2 --seeds 0:2 " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["tables"][0]["run"]["causal"].get<bool>();
+  };
+  EXPECT_TRUE(causal("--causal"));
+  EXPECT_TRUE(causal("--causal --task lesson"));
+  EXPECT_FALSE(causal("--causal off"));
+  EXPECT_FALSE(causal(""));
+}
+
 }  // namespace
 }  // namespace attn
