@@ -99,11 +99,13 @@ __global__ void finish_scores_kernel(T* scores, const T* q, const T* k, long row
 // out (batch, n, d_v) = weights (batch, n, n) v (batch, n, d_v), where query row i sums over
 // its visible keys j <= i only: a masked key's value is never read, so NaN or inf there cannot
 // reach a visible output (a GEMM would multiply the zero weights by it). One block per query
-// row, threads over d_v; the sum runs over j in ascending order, like the CPU twin.
+// row (rows first + blockIdx.x of a launch), threads over d_v; the sum runs over j in ascending
+// order, like the CPU twin.
 template <class T>
 __global__ void causal_weighted_sum_kernel(const T* __restrict__ weights, const T* __restrict__ v,
-                                           T* __restrict__ out, long rows, int n, int d_v) {
-  const long row = blockIdx.x;
+                                           T* __restrict__ out, long first, long rows, int n,
+                                           int d_v) {
+  const long row = first + blockIdx.x;
   if (row >= rows) return;
   const int valid = static_cast<int>(row % n) + 1;
   const T* p = weights + row * n;
@@ -119,17 +121,22 @@ template <class T>
 void finish_scores(T* scores, const T* q, const T* k, long rows, int n, int d_k, double scale,
                    bool causal) {
   const long total = rows * n;
-  finish_scores_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(
-      scores, q, k, rows, n, d_k, scale, causal);
+  finish_scores_kernel<T>
+      <<<grid_blocks(total, 256), 256>>>(scores, q, k, rows, n, d_k, scale, causal);
   ATTN_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void causal_weighted_sum(const T* weights, const T* v, T* out, long rows, int n, int d_v) {
   const int threads = d_v < 128 ? ((d_v + 31) / 32) * 32 : 128;
-  causal_weighted_sum_kernel<T>
-      <<<static_cast<unsigned>(rows), threads>>>(weights, v, out, rows, n, d_v);
-  ATTN_CUDA_CHECK_LAUNCH();
+  // One block per row, in launches of at most the 2^31 - 1 blocks a grid holds.
+  constexpr long kMaxBlocks = 0x7fffffffL;
+  for (long first = 0; first < rows; first += kMaxBlocks) {
+    const long count = rows - first < kMaxBlocks ? rows - first : kMaxBlocks;
+    causal_weighted_sum_kernel<T>
+        <<<static_cast<unsigned>(count), threads>>>(weights, v, out, first, rows, n, d_v);
+    ATTN_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace
@@ -142,13 +149,11 @@ void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, b
     version = n <= 32 ? SoftmaxKernel::thread_per_row : SoftmaxKernel::warp_per_row;
   constexpr int kThreads = 256;
   if (version == SoftmaxKernel::thread_per_row) {
-    const long blocks = (rows + kThreads - 1) / kThreads;
     softmax_rows_v1_kernel<T>
-        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+        <<<grid_blocks(rows, kThreads), kThreads>>>(scores, weights, rows, n, scale, causal);
   } else {
-    const long blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);  // 8 rows per block
-    softmax_rows_v2_kernel<T>
-        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+    softmax_rows_v2_kernel<T>  // a warp per row: 8 rows per block
+        <<<grid_blocks(rows, kThreads / 32), kThreads>>>(scores, weights, rows, n, scale, causal);
   }
   ATTN_CUDA_CHECK_LAUNCH();
 }

@@ -35,8 +35,7 @@ void decode_pieces_cuda(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t c
   for (std::size_t i = 0; i < count; ++i) words = pieces[i].end > words ? pieces[i].end : words;
   DeviceBuffer<Piece> d_pieces = DeviceBuffer<Piece>::from_host(pieces, count);
   DeviceBuffer<double> d_values(values != nullptr ? words : 0);
-  const std::size_t blocks = (count + kThreads - 1) / kThreads;
-  numpy_pieces_kernel<<<static_cast<unsigned>(blocks), kThreads>>>(
+  numpy_pieces_kernel<<<grid_blocks(static_cast<long long>(count), kThreads), kThreads>>>(
       g0, d_pieces.data(), count, head, values != nullptr ? d_values.data() : nullptr);
   ATTN_CUDA_CHECK_LAUNCH();
   d_pieces.download(pieces, count);
