@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -18,8 +19,12 @@
 #include "cublas_loader.hpp"
 #include "device_buffer.hpp"
 #include "dkstd.hpp"
+#include "dkstd_numpy.hpp"
 #include "head.hpp"
+#include "moments.hpp"
+#include "numpy_random.hpp"
 #include "simt_memory.hpp"
+#include "softmax.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -199,10 +204,11 @@ TEST(SimtCublas, StridedBatchedFollowsColumnMajorConventions) {
                   CUBLAS_STATUS_SUCCESS);
         std::vector<double> got(c.size());
         dc.download(got.data());
-        for (std::size_t i = 0; i < got.size(); ++i)
-          if (!(std::isnan(want[i]) && std::isnan(got[i])))
-            EXPECT_EQ(got[i], want[i])
-                << "ta " << ta << " tb " << tb << " beta " << beta << " at " << i;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (std::isnan(want[i]) && std::isnan(got[i])) continue;
+          EXPECT_EQ(got[i], want[i])
+              << "ta " << ta << " tb " << tb << " beta " << beta << " at " << i;
+        }
         // One more batch entry than the buffers hold: refused as an access out of bounds.
         EXPECT_EQ(cuda_detail::cublas().dgemm_strided_batched(
                       cuda_detail::cublas_handle(), ta, tb, m, n, k, &alpha, da.data(), lda, sa,
@@ -215,6 +221,110 @@ TEST(SimtCublas, StridedBatchedFollowsColumnMajorConventions) {
                       ldc, sc, batch),
                   CUBLAS_STATUS_INVALID_VALUE);
       }
+}
+
+// ---- The kernels against their CPU twins, small ----------------------------------------------
+// Quick to rebuild after one .cu file changes (test_simt links the kernels alone), these run
+// every kernel family with a partial last block; scripts/simt-seeded-mistakes relies on them.
+// tests/test_gpu.cpp runs every case of tests/gpu_cases.hpp at its stated tolerance.
+
+TEST(SimtKernels, DkStdChunksEqualTheCpuBitForBit) {
+  for (std::uint32_t d_k : {3u, 64u}) {
+    const dkstd::Plan p =
+        dkstd::make_plan(3 * dkstd::make_plan(1, d_k, 5).chunk_samples() + 11, d_k, 5);
+    std::vector<Moments> cpu(p.chunks()), gpu(p.chunks());
+    dkstd::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
+    dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
+    for (std::uint64_t i = 0; i < p.chunks(); ++i)
+      EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0)
+          << "d_k " << d_k << " chunk " << i;
+  }
+}
+
+TEST(SimtKernels, SoftmaxBothVersionsMatchTheCpu) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> nd(0, 2);
+  for (const bool causal : {false, true}) {
+    const long rows = 61;  // 8 blocks of v2 (8 rows each), the last partial
+    const int n = 45;
+    std::vector<double> s(rows * n), cpu(s.size()), gpu(s.size());
+    for (double& x : s) x = nd(rng);
+    softmax_rows_cpu<double>(s.data(), cpu.data(), rows, n, 0.75, causal);
+    const auto ds = DeviceBuffer<double>::from_host(s.data(), s.size());
+    DeviceBuffer<double> dw(s.size());
+    for (SoftmaxKernel v : {SoftmaxKernel::thread_per_row, SoftmaxKernel::warp_per_row}) {
+      softmax_rows_cuda<double>(ds.data(), dw.data(), rows, n, 0.75, causal, v);
+      dw.download(gpu.data());
+      // gpu_cases.hpp's softmax rule, 16 u + 2 gamma_n relative (u = 2^-53).
+      const double rel = 16 * 0x1p-53 + 2 * n * 0x1p-53 / (1 - n * 0x1p-53);
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < cpu.size(); ++i)
+        outside += !(std::fabs(gpu[i] - cpu[i]) <= rel * cpu[i]);
+      EXPECT_EQ(outside, 0u) << (v == SoftmaxKernel::warp_per_row ? "v2" : "v1") << " causal "
+                             << causal;
+    }
+  }
+}
+
+// Shapes with every dimension different, so that a transposed operand or a wrong leading
+// dimension in any GEMM changes the values; README's float64 tolerance 1e-12 (1 + |cpu|).
+TEST(SimtKernels, AttentionForwardMatchesTheCpu) {
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> nd;
+  for (const AttentionShape s : {AttentionShape{3, 7, 5, 3, 9, false, true, 0.5},
+                                 AttentionShape{2, 6, 4, 5, 3, true, false, 0}}) {
+    const std::size_t w = s.shared_weights ? 1 : s.batch, rows = std::size_t(s.batch) * s.n;
+    auto random = [&](std::size_t count) {
+      std::vector<double> v(count);
+      for (double& x : v) x = nd(rng);
+      return v;
+    };
+    const auto x = random(rows * s.d_model), wq = random(w * s.d_model * s.d_k),
+               wk = random(w * s.d_model * s.d_k), wv = random(w * s.d_model * s.d_v);
+    struct Out {
+      std::vector<double> q, k, v, scores, weights, out;
+    };
+    auto run = [&](bool gpu) {
+      Out o{std::vector<double>(rows * s.d_k), std::vector<double>(rows * s.d_k),
+            std::vector<double>(rows * s.d_v), std::vector<double>(rows * s.n),
+            std::vector<double>(rows * s.n),   std::vector<double>(rows * s.d_v)};
+      const AttentionProblem<double> p{
+          s,          x.data(),   wq.data(),       wk.data(),        wv.data(),   o.q.data(),
+          o.k.data(), o.v.data(), o.scores.data(), o.weights.data(), o.out.data()};
+      if (gpu)
+        attention_forward_cuda_host(p);
+      else
+        attention_forward_cpu(p);
+      return o;
+    };
+    const Out c = run(false), g = run(true);
+    auto close = [](const std::vector<double>& a, const std::vector<double>& b) {
+      std::size_t outside = 0;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!(a[i] == b[i] || std::fabs(a[i] - b[i]) <= 1e-12 * (1 + std::fabs(b[i])))) ++outside;
+      return outside;
+    };
+    EXPECT_EQ(close(g.q, c.q), 0u);
+    EXPECT_EQ(close(g.k, c.k), 0u);
+    EXPECT_EQ(close(g.v, c.v), 0u);
+    EXPECT_EQ(close(g.scores, c.scores), 0u);
+    EXPECT_EQ(close(g.weights, c.weights), 0u);
+    EXPECT_EQ(close(g.out, c.out), 0u);
+  }
+}
+
+TEST(SimtKernels, TrainingCoversEverySeed) {
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = 0; s < 131; ++s) seeds.push_back(s * 7919 + 3);  // a partial block
+  tiny::TrainOptions o;
+  o.steps = 20;
+  std::vector<tiny::TrainResult> cpu(seeds.size()), gpu(seeds.size());
+  tiny::train_seeds_cpu<double>(tiny::Config::all_random, seeds.data(), seeds.size(), o,
+                                cpu.data());
+  tiny::train_seeds_cuda<double>(tiny::Config::all_random, seeds.data(), seeds.size(), o,
+                                 gpu.data());
+  for (std::size_t i = 0; i < seeds.size(); ++i)
+    EXPECT_NEAR(gpu[i].weight_on_apple, cpu[i].weight_on_apple, 1e-9) << "seed " << i;
 }
 
 // ---- Launch geometry ----------------------------------------------------------------------------
@@ -251,7 +361,9 @@ TEST(SimtGeometry, DkStdWavesFillTheDeviceButTheLast) {
   ASSERT_EQ(l.size(), 3u);
   std::uint64_t blocks = 0;
   for (std::size_t i = 0; i < l.size(); ++i) {
-    if (i + 1 < l.size()) EXPECT_GE(threads(l[i]), kResident) << "launch " << i;
+    if (i + 1 < l.size()) {
+      EXPECT_GE(threads(l[i]), kResident) << "launch " << i;
+    }
     blocks += l[i].grid.x;
   }
   EXPECT_EQ(blocks, count);
@@ -285,6 +397,28 @@ TEST(SimtGeometry, CausalWeightedSumCoversRowsPastTheGridLimit) {
     }
     EXPECT_EQ(covered, rows);
   }
+}
+
+// numpy's stream on the device: a wave of device_split's size is one launch of a thread per
+// piece, and fills the device; the pieces' buffers are allocated once, not once per wave.
+TEST(SimtGeometry, NumpyDecoderWavesFillTheDeviceAndAllocateOnce) {
+  const dkstd::StreamSplit split =
+      dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
+                             double* v) { dkstd::decode_pieces_cuda(g0, p, n, h, v); });
+  // A wave's q normals take at least as many words: at least this many pieces, one thread each.
+  EXPECT_GE(split.wave_normals / split.piece_words, kResident * 95 / 100);
+
+  simt::clear_launches();
+  simt::clear_stats();
+  numpy_rng::Pcg64 a(11), b(11);
+  std::vector<double> want(3000);
+  for (double& x : want) x = numpy_rng::standard_normal(a);
+  for (int wave = 0; wave < 3; ++wave) {
+    const std::vector<double> got = dkstd::parallel_normals(b, 1000, split);
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(got[i], want[wave * 1000 + i]) << wave << " " << i;
+  }
+  EXPECT_GE(launches_of("numpy_pieces_kernel").size(), 3u);
+  EXPECT_LE(simt::stats().device_allocations, 2u);  // the pieces and the values, once
 }
 
 // Registers a thread of each kernel uses on sm_90 (nvcc -Xptxas -v of the CUDA build): a block
