@@ -15,7 +15,11 @@
 //   every thread of the block that has not returned; the warp intrinsics (__shfl*_sync,
 //   __syncwarp) wait for every lane of their mask, and a lane of the mask that returned, or
 //   that does not exist, is an error, as is a deadlock. An error in a kernel ends the launch and
-//   becomes the launch's error (cudaGetLastError), as a device fault would.
+//   becomes the launch's error (cudaGetLastError), as a device fault would. When the first block
+//   of a launch (in that order) calls no barrier or warp intrinsic, the other blocks' threads run
+//   as plain calls, one after another in a shuffled order (no fibers, much faster); a barrier or
+//   warp intrinsic there is reported as a launch error (the kernel must synchronise alike in
+//   every block).
 // - The launch configuration is checked against an H200's limits (compute capability 9.0) and
 //   recorded (simt::launches()), so that tests can assert launch geometry.
 // - Device memory is host memory from malloc (AddressSanitizer sees every access out of an

@@ -6,7 +6,9 @@
 // it releases the block barrier if every live thread waits there, or reports a deadlock.
 #include <sys/mman.h>
 #include <ucontext.h>
+
 #include <unistd.h>
+#include <csetjmp>
 
 #include <algorithm>
 #include <atomic>
@@ -93,6 +95,7 @@ struct Block {
   std::vector<int> ready;
   std::vector<Warp> warps;
   std::string error;
+  bool synced = false;  // a thread called a barrier or a warp intrinsic
   const std::function<void()>* body = nullptr;
   ucontext_t scheduler{};
   const void* scheduler_bottom = nullptr;
@@ -100,6 +103,17 @@ struct Block {
 };
 
 thread_local Block* t_block = nullptr;
+// Direct mode: the block's threads run one after another as plain calls (no fibers), for the
+// blocks of a launch whose first block synchronised nowhere. A barrier or warp intrinsic there
+// ends the block through t_direct_exit with t_direct_error set.
+thread_local bool t_direct = false;
+thread_local std::jmp_buf t_direct_exit;
+thread_local const char* t_direct_error = nullptr;
+
+[[noreturn]] void direct_sync(const char* what) {
+  t_direct_error = what;
+  std::longjmp(t_direct_exit, 1);
+}
 thread_local std::vector<Fiber> t_fibers;  // stacks kept from launch to launch
 
 void start_switch(void** fake, const void* bottom, std::size_t size) {
@@ -184,7 +198,29 @@ void ensure_stacks(int n) {
 }
 
 // Runs one block; returns the error, empty when none.
-std::string run_block(const std::function<void()>& body, std::mt19937_64& rng) {
+// Runs one block in direct mode (see t_direct): its threads in a shuffled order, each to its end.
+std::string run_block_direct(const std::function<void()>& body, std::mt19937_64& rng) {
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+  std::vector<unsigned> order(n);
+  for (unsigned i = 0; i < n; ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  t_direct = true;
+  t_direct_error = nullptr;
+  for (const unsigned i : order) {
+    threadIdx = {i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y)};
+    if (setjmp(t_direct_exit) == 0) body();
+    if (t_direct_error != nullptr) break;
+  }
+  t_direct = false;
+  if (t_direct_error == nullptr) return "";
+  return std::string(t_direct_error) +
+         " in a block of a launch whose first block never synchronised (the emulation runs such "
+         "launches without fibers; the kernel must synchronise alike in every block)";
+}
+
+// Runs one block with a fiber per thread; returns the error, empty when none. synced: whether a
+// thread called a barrier or a warp intrinsic.
+std::string run_block(const std::function<void()>& body, std::mt19937_64& rng, bool& synced) {
   const int n = static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
   ensure_stacks(n);
   Block b;
@@ -241,6 +277,7 @@ std::string run_block(const std::function<void()>& body, std::mt19937_64& rng) {
   }
   b.current = -1;
   t_block = outer;
+  synced = b.synced;
   return b.error;
 }
 
@@ -326,11 +363,16 @@ void run_grid(const LaunchConfig& c, const std::function<void()>& thread) {
   const uint3 saved_block = blockIdx, saved_thread = threadIdx;
   blockDim = c.block;
   gridDim = c.grid;
+  bool fibers = true;
   for (const std::uint64_t i : order) {
     blockIdx = {static_cast<unsigned>(i % c.grid.x),
                 static_cast<unsigned>((i / c.grid.x) % c.grid.y),
                 static_cast<unsigned>(i / (1ull * c.grid.x * c.grid.y))};
-    const std::string error = run_block(thread, rng);
+    // The first block with fibers; the rest too if it synchronised, else as plain calls.
+    bool synced = false;
+    const std::string error =
+        fibers ? run_block(thread, rng, synced) : run_block_direct(thread, rng);
+    if (i == order.front()) fibers = synced;
     if (!error.empty()) {
       std::fprintf(stderr, "simt: kernel %s, block (%u,%u,%u): %s\n", c.name, blockIdx.x,
                    blockIdx.y, blockIdx.z, error.c_str());
@@ -345,15 +387,19 @@ void run_grid(const LaunchConfig& c, const std::function<void()>& thread) {
 }
 
 void block_barrier() {
+  if (t_direct) direct_sync("__syncthreads");
+  t_block->synced = true;
   Fiber& f = current_fiber();
   f.state = State::barrier;
   ++t_block->at_barrier;
   to_scheduler();
 }
 
-int lane_id() { return linear_id(current_fiber().tid) % 32; }
+int lane_id() { return linear_id(threadIdx) % 32; }
 
 void warp_sync(unsigned mask) {
+  if (t_direct) direct_sync("a warp intrinsic");
+  t_block->synced = true;
   Block& b = *t_block;
   Fiber& f = current_fiber();
   const int id = linear_id(f.tid), w = id / 32, lane = id % 32;
@@ -393,6 +439,7 @@ void warp_sync(unsigned mask) {
 }
 
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t bits, int src) {
+  if (t_direct) direct_sync("a warp shuffle");
   Block& b = *t_block;
   const int id = linear_id(current_fiber().tid), w = id / 32;
   b.warps[w].slot[id % 32] = bits;
