@@ -78,20 +78,21 @@ __global__ void softmax_rows_v2_kernel(const T* __restrict__ scores, T* __restri
   for (int j = lane; j < n; j += 32) w[j] = j < valid ? r.numerator(s[j], scale) / sum : T(0);
 }
 
-// After the score GEMM (scale * Q K^T): masked entries (causal, column > row) become -inf, and
-// visible entries that came out non-finite are recomputed by rescued_score (attention.hpp's
-// rule: a score overflows only where the scaled score does). One thread per entry.
+// After the score GEMM (scale * Q K^T, rows = batch * n_q query rows of n_k scores): masked
+// entries (causal, where n_q = n_k: column > row) become -inf, and visible entries that came out
+// non-finite are recomputed by rescued_score (attention.hpp's rule, the CPU twin's: a score
+// overflows only where the scaled score does). One thread per entry.
 template <class T>
-__global__ void finish_scores_kernel(T* scores, const T* q, const T* k, long rows, int n, int d_k,
-                                     double scale, bool causal) {
+__global__ void finish_scores_kernel(T* scores, const T* q, const T* k, long rows, int n_q, int n_k,
+                                     int d_k, double scale, bool causal) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= rows * n) return;
-  const long row = idx / n;  // batch entry row / n, query row % n
-  const int col = static_cast<int>(idx % n);
-  if (causal && col > row % n) {
+  if (idx >= rows * n_k) return;
+  const long row = idx / n_k;  // batch entry row / n_q, query row % n_q
+  const int col = static_cast<int>(idx % n_k);
+  if (causal && col > row % n_q) {
     scores[idx] = neg_infinity<T>();
   } else if (score_not_finite(scores[idx])) {
-    const long key_row = (row / n) * n + col;
+    const long key_row = (row / n_q) * n_k + col;
     scores[idx] = rescued_score(q + row * d_k, k + key_row * d_k, d_k, scale);
   }
 }
@@ -99,11 +100,13 @@ __global__ void finish_scores_kernel(T* scores, const T* q, const T* k, long row
 // out (batch, n, d_v) = weights (batch, n, n) v (batch, n, d_v), where query row i sums over
 // its visible keys j <= i only: a masked key's value is never read, so NaN or inf there cannot
 // reach a visible output (a GEMM would multiply the zero weights by it). One block per query
-// row, threads over d_v; the sum runs over j in ascending order, like the CPU twin.
+// row (rows first + blockIdx.x of a launch), threads over d_v; the sum runs over j in ascending
+// order, like the CPU twin.
 template <class T>
 __global__ void causal_weighted_sum_kernel(const T* __restrict__ weights, const T* __restrict__ v,
-                                           T* __restrict__ out, long rows, int n, int d_v) {
-  const long row = blockIdx.x;
+                                           T* __restrict__ out, long first, long rows, int n,
+                                           int d_v) {
+  const long row = first + blockIdx.x;
   if (row >= rows) return;
   const int valid = static_cast<int>(row % n) + 1;
   const T* p = weights + row * n;
@@ -116,20 +119,36 @@ __global__ void causal_weighted_sum_kernel(const T* __restrict__ weights, const 
 }
 
 template <class T>
-void finish_scores(T* scores, const T* q, const T* k, long rows, int n, int d_k, double scale,
-                   bool causal) {
-  const long total = rows * n;
-  finish_scores_kernel<T><<<static_cast<unsigned>((total + 255) / 256), 256>>>(
-      scores, q, k, rows, n, d_k, scale, causal);
+void finish_scores(T* scores, const T* q, const T* k, long rows, int n_q, int n_k, int d_k,
+                   double scale, bool causal) {
+  finish_scores_kernel<T>
+      <<<grid_blocks(rows * n_k, 256), 256>>>(scores, q, k, rows, n_q, n_k, d_k, scale, causal);
   ATTN_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
 void causal_weighted_sum(const T* weights, const T* v, T* out, long rows, int n, int d_v) {
   const int threads = d_v < 128 ? ((d_v + 31) / 32) * 32 : 128;
-  causal_weighted_sum_kernel<T>
-      <<<static_cast<unsigned>(rows), threads>>>(weights, v, out, rows, n, d_v);
-  ATTN_CUDA_CHECK_LAUNCH();
+  // One block per row, in launches of at most the 2^31 - 1 blocks a grid holds.
+  constexpr long kMaxBlocks = 0x7fffffffL;
+  for (long first = 0; first < rows; first += kMaxBlocks) {
+    const long count = rows - first < kMaxBlocks ? rows - first : kMaxBlocks;
+    causal_weighted_sum_kernel<T>
+        <<<static_cast<unsigned>(count), threads>>>(weights, v, out, first, rows, n, d_v);
+    ATTN_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// scores (batch, n_q, n_k) = scale * q (batch, n_q, d) k (batch, n_k, d)^T, then
+// finish_scores: the CPU twin's rescue of non-finite scores (with the scale in double, as the
+// CPU's) and, with causal (n_q = n_k), the mask.
+template <class T>
+void scores_rowmajor(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
+                     double scale, bool causal) {
+  if (batch <= 0 || n_q <= 0 || n_k <= 0) return;
+  gemm_rowmajor<T>(BTransposed::yes, n_q, n_k, d, static_cast<T>(scale), q, 1LL * n_q * d, k,
+                   1LL * n_k * d, scores, 1LL * n_q * n_k, batch);
+  finish_scores(scores, q, k, static_cast<long>(batch) * n_q, n_q, n_k, d, scale, causal);
 }
 
 }  // namespace
@@ -142,13 +161,11 @@ void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, b
     version = n <= 32 ? SoftmaxKernel::thread_per_row : SoftmaxKernel::warp_per_row;
   constexpr int kThreads = 256;
   if (version == SoftmaxKernel::thread_per_row) {
-    const long blocks = (rows + kThreads - 1) / kThreads;
     softmax_rows_v1_kernel<T>
-        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+        <<<grid_blocks(rows, kThreads), kThreads>>>(scores, weights, rows, n, scale, causal);
   } else {
-    const long blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);  // 8 rows per block
-    softmax_rows_v2_kernel<T>
-        <<<static_cast<unsigned>(blocks), kThreads>>>(scores, weights, rows, n, scale, causal);
+    softmax_rows_v2_kernel<T>  // a warp per row: 8 rows per block
+        <<<grid_blocks(rows, kThreads / 32), kThreads>>>(scores, weights, rows, n, scale, causal);
   }
   ATTN_CUDA_CHECK_LAUNCH();
 }
@@ -156,8 +173,7 @@ void softmax_rows_cuda(const T* scores, T* weights, long rows, int n, T scale, b
 template <class T>
 void batched_scores_cuda(const T* q, const T* k, T* scores, int batch, int n_q, int n_k, int d,
                          T scale) {
-  gemm_rowmajor<T>(BTransposed::yes, n_q, n_k, d, scale, q, 1LL * n_q * d, k, 1LL * n_k * d, scores,
-                   1LL * n_q * n_k, batch);
+  scores_rowmajor(q, k, scores, batch, n_q, n_k, d, double(scale), false);
 }
 
 template <class T>
@@ -176,11 +192,9 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
                    p.k, qk_stride, s.batch);
   gemm_rowmajor<T>(BTransposed::no, s.n, s.d_v, s.d_model, T(1), p.x, x_stride, p.w_v, wv_stride,
                    p.v, v_stride, s.batch);
-  // S (n x n) = scale * Q K^T.
-  batched_scores_cuda<T>(p.q, p.k, p.scores, s.batch, s.n, s.n, s.d_k,
-                         static_cast<T>(s.effective_scale()));
+  // S (n x n) = scale * Q K^T, non-finite scores rescued, the causal mask.
+  scores_rowmajor(p.q, p.k, p.scores, s.batch, s.n, s.n, s.d_k, s.effective_scale(), s.causal);
   const long rows = static_cast<long>(s.batch) * s.n;
-  finish_scores(p.scores, p.q, p.k, rows, s.n, s.d_k, s.effective_scale(), s.causal);
   softmax_rows_cuda<T>(p.scores, p.weights, rows, s.n, T(1), s.causal);
   // O (n x d_v) = P (n x n) V (n x d_v): a GEMM when every key is visible; under the causal
   // mask a kernel that never reads a masked key's value.

@@ -25,6 +25,19 @@ inline void check(cublasStatus_t s, const char* file, int line) {
 
 }  // namespace attn::cuda_detail
 
+namespace attn {
+// The grid size of a launch of `per_block` threads per block covering `threads` (>= 0) threads.
+// Throws std::length_error past the device's 2^31 - 1 blocks, where the cast to unsigned that a
+// launch takes would silently drop work.
+inline unsigned grid_blocks(long long threads, int per_block) {
+  const long long blocks = (threads + per_block - 1) / per_block;
+  if (blocks > 0x7fffffffLL)
+    throw std::length_error("a launch of " + std::to_string(threads) + " threads needs " +
+                            std::to_string(blocks) + " blocks, more than a grid holds (2^31 - 1)");
+  return static_cast<unsigned>(blocks);
+}
+}  // namespace attn
+
 #define ATTN_CUDA_CHECK(call) ::attn::cuda_detail::check((call), __FILE__, __LINE__)
 // After a launch: reports a bad configuration at once (asynchronous faults surface at the
 // next synchronizing call, which is checked too).

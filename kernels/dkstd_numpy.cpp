@@ -49,9 +49,9 @@ NumpyStream::~NumpyStream() = default;
 
 StreamSplit device_split(PieceDecoder decoder) {
   StreamSplit s;
-  s.piece_words = 256;
+  s.piece_words = 128;
   s.head_starts = 16;
-  s.wave_normals = s.k_wave_normals = std::uint64_t{1} << 22;
+  s.wave_normals = s.k_wave_normals = std::uint64_t{1} << 25;
   s.decoder = std::move(decoder);
   return s;
 }

@@ -58,8 +58,11 @@ struct StreamSplit {
   PieceDecoder decoder;              // decodes the pieces; empty: this CPU's threads
 };
 
-// The split for a device that decodes a piece per thread (the GPU): pieces of 256 words, 16
-// recorded starts, waves of 2^22 normals (32 MiB) to fill it.
+// The split for a device that decodes a piece per thread (the GPU): pieces of 128 words, 16
+// recorded starts, waves of 2^25 normals (256 MiB): 2^18 = 262,144 threads a wave, 97% of the
+// threads an H200 holds at once (132 SMs x 2,048), where waves of 2^22 in pieces of 256 words
+// gave it 16,384 (6%). A piece's jump (Pcg64::advance, about 25 128-bit multiplies at this
+// size) stays small beside its 128 words' decode.
 StreamSplit device_split(PieceDecoder decoder);
 
 // PieceDecoders: the CPU's threads (a plain loop over decode_piece, for tests and as the

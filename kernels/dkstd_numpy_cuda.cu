@@ -24,6 +24,17 @@ __global__ void __launch_bounds__(kThreads)
   pieces[i] = p;
 }
 
+// The device buffers of decode_pieces_cuda, per host thread, kept from call to call and grown
+// only when a call needs more: a run's waves (dkstd_numpy.hpp's device_split) allocate once.
+struct Scratch {
+  DeviceBuffer<Piece> pieces;
+  DeviceBuffer<double> values;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
 }  // namespace
 
 // pieces: host memory, updated in place; values: host memory for the run's words (the last
@@ -33,14 +44,15 @@ void decode_pieces_cuda(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t c
   if (count == 0) return;
   std::uint64_t words = 0;
   for (std::size_t i = 0; i < count; ++i) words = pieces[i].end > words ? pieces[i].end : words;
-  DeviceBuffer<Piece> d_pieces = DeviceBuffer<Piece>::from_host(pieces, count);
-  DeviceBuffer<double> d_values(values != nullptr ? words : 0);
-  const std::size_t blocks = (count + kThreads - 1) / kThreads;
-  numpy_pieces_kernel<<<static_cast<unsigned>(blocks), kThreads>>>(
-      g0, d_pieces.data(), count, head, values != nullptr ? d_values.data() : nullptr);
+  Scratch& s = scratch();
+  if (s.pieces.size() < count) s.pieces = DeviceBuffer<Piece>(count);
+  if (values != nullptr && s.values.size() < words) s.values = DeviceBuffer<double>(words);
+  s.pieces.upload(pieces, count);
+  numpy_pieces_kernel<<<grid_blocks(static_cast<long long>(count), kThreads), kThreads>>>(
+      g0, s.pieces.data(), count, head, values != nullptr ? s.values.data() : nullptr);
   ATTN_CUDA_CHECK_LAUNCH();
-  d_pieces.download(pieces, count);
-  if (values != nullptr) d_values.download(values, words);
+  s.pieces.download(pieces, count);
+  if (values != nullptr) s.values.download(values, words);
 }
 
 }  // namespace attn::dkstd

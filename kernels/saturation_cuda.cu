@@ -43,15 +43,13 @@ void row_stats_cuda_device(const Params& p, std::uint64_t first, std::int64_t ro
   const int n = p.keys, d = static_cast<int>(p.d_k);
   const std::uint32_t quads = static_cast<std::uint32_t>((p.normals_per_row() + 3) / 4);
   const std::int64_t fill_threads = rows * quads;
-  fill_kernel<<<static_cast<unsigned>((fill_threads + 255) / 256), 256>>>(p, first, rows, quads,
-                                                                          s.q, s.k);
+  fill_kernel<<<grid_blocks(fill_threads, 256), 256>>>(p, first, rows, quads, s.q, s.k);
   ATTN_CUDA_CHECK_LAUNCH();
   batched_scores_cuda<double>(s.q, s.k, s.scores, static_cast<int>(rows), 1, n, d, 1.0);
   const double scales[2] = {1.0, 1.0 / std::sqrt(static_cast<double>(d))};
   for (int which = 0; which < 2; ++which) {
     softmax_rows_cuda<double>(s.scores, s.weights, rows, n, scales[which], false);
-    stats_kernel<<<static_cast<unsigned>((rows + 255) / 256), 256>>>(s.weights, rows, n, which,
-                                                                     d_out);
+    stats_kernel<<<grid_blocks(rows, 256), 256>>>(s.weights, rows, n, which, d_out);
     ATTN_CUDA_CHECK_LAUNCH();
   }
 }

@@ -25,8 +25,7 @@ void train_seeds_cuda_device(Config c, const std::uint64_t* d_seeds, std::int64_
                              const TrainOptions& o, TrainResult* d_out) {
   if (n <= 0) return;
   constexpr int kThreads = 128;
-  train_kernel<T>
-      <<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads>>>(c, d_seeds, n, o, d_out);
+  train_kernel<T><<<grid_blocks(n, kThreads), kThreads>>>(c, d_seeds, n, o, d_out);
   ATTN_CUDA_CHECK_LAUNCH();
 }
 

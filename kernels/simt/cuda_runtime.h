@@ -1,0 +1,225 @@
+// cuda_runtime.h (SIMT emulation): the part of CUDA that kernels/*.cu use, for compiling those
+// files unchanged as C++ and running their kernels on the CPU with CUDA's semantics. Used only by
+// the test build (ATTNLAB_SIMT, see kernels/simt/README.md); never by a build that runs a GPU.
+//
+// What it emulates, and how:
+// - Qualifiers: __global__, __device__, __host__, __forceinline__,
+//   __launch_bounds__ vanish; __shared__ becomes `static`: one copy per kernel, which the blocks
+//   share one after another (blocks run one at a time on the launching thread), and which keeps
+//   the previous block's contents, as a block must assume garbage there anyway.
+// - Built-ins: threadIdx, blockIdx, blockDim, gridDim are the running CUDA thread's values.
+// - A launch `k<<<grid, block, shared, stream>>>(args)` (rewritten by kernels/simt/translate.cmake
+//   into simt::launch_config(...) % simt::kernel_args(...)) runs the whole grid before it
+//   returns: blocks in a shuffled order, each block's threads as fibers (one per CUDA thread)
+//   on one OS thread, resumed in a shuffled order after every barrier. __syncthreads waits for
+//   every thread of the block that has not returned; the warp intrinsics (__shfl*_sync,
+//   __syncwarp) wait for every lane of their mask, and a lane of the mask that returned, or
+//   that does not exist, is an error, as is a deadlock. An error in a kernel ends the launch and
+//   becomes the launch's error (cudaGetLastError), as a device fault would. When the first block
+//   of a launch (in that order) calls no barrier or warp intrinsic, the other blocks' threads run
+//   as plain calls, one after another in a shuffled order (no fibers, much faster); a barrier or
+//   warp intrinsic there is reported as a launch error (the kernel must synchronise alike in
+//   every block).
+// - The launch configuration is checked against an H200's limits (compute capability 9.0) and
+//   recorded (simt::launches()), so that tests can assert launch geometry.
+// - Device memory is host memory from malloc (AddressSanitizer sees every access out of an
+//   allocation), filled with 0xff bytes (NaN) at allocation as uninitialised device memory;
+//   copies check that their device side lies inside one allocation and the host side in none.
+//   Streams and events are accepted and run in issue order (every copy and launch completes
+//   before it returns: one valid schedule of the device's).
+// - The device is visible only where the environment sets ATTNLAB_SIMT_DEVICE=1; otherwise
+//   cudaGetDeviceCount reports no device, as on a machine without a GPU.
+// Limits (what a GPU shows and this does not) are listed in docs/KERNELS.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+// The running CUDA thread's coordinates (set by the scheduler before it resumes a thread).
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
+constexpr int warpSize = 32;
+
+// ---- Runtime types ---------------------------------------------------------------------------
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoKernelImageForDevice = 209,
+  cudaErrorUnsupportedPtxVersion = 222,
+  cudaErrorIllegalAddress = 700,
+  cudaErrorLaunchFailure = 719,
+};
+using cudaError = cudaError_t;
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4,
+};
+enum cudaDeviceAttr { cudaDevAttrComputeMode = 20, cudaDevAttrMultiProcessorCount = 16 };
+enum cudaComputeMode {
+  cudaComputeModeDefault = 0,
+  cudaComputeModeExclusive = 1,
+  cudaComputeModeProhibited = 2,
+  cudaComputeModeExclusiveProcess = 3,
+};
+struct cudaDeviceProp {
+  char name[256];
+  std::size_t totalGlobalMem;
+  std::size_t sharedMemPerBlock;
+  int regsPerBlock;
+  int warpSize;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int major;
+  int minor;
+  int multiProcessorCount;
+  int maxThreadsPerMultiProcessor;
+  int regsPerMultiprocessor;
+  std::size_t sharedMemPerMultiprocessor;
+};
+struct cudaFuncAttributes {
+  std::size_t sharedSizeBytes;
+  std::size_t constSizeBytes;
+  std::size_t localSizeBytes;
+  int maxThreadsPerBlock;
+  int numRegs;
+  int ptxVersion;
+  int binaryVersion;
+};
+struct CUstream_st;
+struct CUevent_st;
+using cudaStream_t = CUstream_st*;
+using cudaEvent_t = CUevent_st*;
+constexpr unsigned cudaHostAllocDefault = 0;
+constexpr unsigned cudaStreamNonBlocking = 1;
+
+// ---- Runtime calls (kernels/simt/simt.cpp) ---------------------------------------------------
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int* device);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+cudaError_t cudaDriverGetVersion(int* version);
+cudaError_t cudaRuntimeGetVersion(int* version);
+cudaError_t cudaDeviceSynchronize();
+cudaError_t cudaGetLastError();
+cudaError_t cudaPeekAtLastError();
+const char* cudaGetErrorString(cudaError_t e);
+const char* cudaGetErrorName(cudaError_t e);
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes);
+cudaError_t cudaFree(void* ptr);
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes);
+cudaError_t cudaHostAlloc(void** ptr, std::size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void* ptr);
+cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes);
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream = nullptr);
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes);
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream = nullptr);
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+namespace simt::detail {
+cudaError_t func_attributes(cudaFuncAttributes* attr, const void* fn);
+}
+template <class F>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* fn) {
+  return simt::detail::func_attributes(attr, reinterpret_cast<const void*>(fn));
+}
+
+// ---- Barriers and warp intrinsics ------------------------------------------------------------
+namespace simt::detail {
+void block_barrier();
+// Waits for every lane of `mask` in the calling thread's warp (an error if the caller is not in
+// the mask, or a lane of the mask has returned or does not exist).
+void warp_sync(unsigned mask);
+// The calling lane offers `bits`; returns what lane `src` offered (src in the mask).
+std::uint64_t warp_exchange(unsigned mask, std::uint64_t bits, int src);
+int lane_id();
+
+template <class T>
+T shuffle(unsigned mask, T v, int src) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "shuffle of a 1-8 byte value");
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  bits = warp_exchange(mask, bits, src);
+  T r;
+  std::memcpy(&r, &bits, sizeof(T));
+  return r;
+}
+}  // namespace simt::detail
+
+inline void __syncthreads() { simt::detail::block_barrier(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { simt::detail::warp_sync(mask); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// CUDA's rules for the source lane: within segments of `width` lanes; a source outside the
+// caller's segment (xor, down, up) gives the caller's own value.
+template <class T>
+T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {
+  const int lane = simt::detail::lane_id();
+  const int src = (lane & ~(width - 1)) + (src_lane & (width - 1));
+  return simt::detail::shuffle(mask, v, src);
+}
+template <class T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  const int lane = simt::detail::lane_id();
+  int src = lane ^ lane_mask;
+  if (src >= ((lane + width) & ~(width - 1))) src = lane;
+  return simt::detail::shuffle(mask, v, src);
+}
+template <class T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const int lane = simt::detail::lane_id();
+  int src = lane + static_cast<int>(delta);
+  if (src >= ((lane + width) & ~(width - 1))) src = lane;
+  return simt::detail::shuffle(mask, v, src);
+}
+template <class T>
+T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const int lane = simt::detail::lane_id();
+  int src = lane - static_cast<int>(delta);
+  if (src < (lane & ~(width - 1))) src = lane;
+  return simt::detail::shuffle(mask, v, src);
+}
+
+#include "simt.hpp"
