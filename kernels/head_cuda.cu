@@ -76,8 +76,8 @@ void train_seeds_cuda_device(const Model& m, const std::uint64_t* d_seeds, std::
                                 "]");
   if (count <= 0) return;
   constexpr int kThreads = 128;
-  train_kernel<<<static_cast<unsigned>((count + kThreads - 1) / kThreads), kThreads>>>(
-      m, d_seeds, count, d_workspace, d_out, s0, s1);
+  train_kernel<<<grid_blocks(count, kThreads), kThreads>>>(m, d_seeds, count, d_workspace, d_out,
+                                                           s0, s1);
   ATTN_CUDA_CHECK_LAUNCH();
 }
 
