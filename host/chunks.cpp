@@ -323,6 +323,22 @@ void prepare_chunks(const Options& o) {
   spdlog::info("resuming from checkpoint {}", o.checkpoint);
 }
 
+namespace {
+// The table a job's label belongs to, of `tables` (a JSON array of names): the table itself, or
+// TABLE-K, one of the jobs of a table that runs several (attention-sweep's grid); "" for none.
+std::string table_of_job(const json& tables, const std::string& label) {
+  for (const auto& t : tables) {
+    const std::string name = t.get<std::string>();
+    if (label == name) return name;
+    if (label.size() > name.size() + 1 && label.compare(0, name.size() + 1, name + "-") == 0 &&
+        std::all_of(label.begin() + static_cast<std::ptrdiff_t>(name.size()) + 1, label.end(),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+      return name;
+  }
+  return "";
+}
+}  // namespace
+
 std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
   std::vector<Part> parts;
   for (const std::string& dir : dirs) {
@@ -386,8 +402,7 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
                                   std::to_string(j.at("shards").get<std::uint64_t>()) + " parts, " +
                                   parts.front().path + " one of " + std::to_string(shards));
     const std::string table = j.at("table");
-    const auto& tables = id0.at("tables");
-    if (std::find(tables.begin(), tables.end(), j.at("table")) == tables.end())
+    if (table_of_job(id0.at("tables"), table).empty())
       throw std::invalid_argument("merge: " + p.path + " holds table " + quote_input(table) +
                                   ", which its command does not make");
     const auto shard = j.at("shard").get<std::uint64_t>();
@@ -398,9 +413,15 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
                                   ")");
     mine[shard] = p.path;
   }
-  for (const auto& table : first.at("identity").at("tables")) {
-    const auto& mine = seen[table.get<std::string>()];
-    const std::string name = quote_input(table.get<std::string>());
+  // Every table has a job, and every job all its parts.
+  const auto& tables = first.at("identity").at("tables");
+  for (const auto& table : tables)
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto& job) {
+          return table_of_job(tables, job.first) == table.get<std::string>();
+        }))
+      seen[table.get<std::string>()];  // none: reported missing below
+  for (const auto& [job, mine] : seen) {
+    const std::string name = quote_input(job);
     for (std::uint64_t s = 0; s < shards; ++s)
       if (!mine.count(s))
         throw std::invalid_argument("merge: part " + std::to_string(s) + " of " +
@@ -486,6 +507,9 @@ void checked_state(const std::string& where, F check) {
 // demo merge: folds the table's states from the parts, every one checked before any is folded.
 void fold_parts(std::map<std::string, PartStates>& tables, const ChunkJob& job) {
   PartStates& parts = tables[job.label];
+  if (parts.first.empty())
+    throw std::invalid_argument("merge: no part holds " + quote_input(job.label) +
+                                " (its .part.json files are missing)");
   if (parts.chunks != job.chunks)
     throw std::invalid_argument("merge: " + parts.first + ": " + job.label + " has " +
                                 std::to_string(job.chunks) + " chunks, the parts " +

@@ -39,7 +39,13 @@ const std::vector<std::string> kBulk = {
     "--table attention-sweep --task random --words 4 --d-model 6 --d-k 4 --seeds 0:3000 "
     "--steps 200",
     "--table attention-sweep --task random --words 4 --d-model 6 --d-k 4 --seeds 0:3000 "
-    "--steps 200 --map-memory 0"};
+    "--steps 200 --map-memory 0",
+    // A grid of four configurations (a job each; the two with two heads train their second pass
+    // again, their results past --map-memory), heads,
+    // a causal mask, Adam, a known map.
+    "--table attention-sweep --task previous --words 4 --d-model 4 --d-k 4 --heads 1,2 "
+    "--train qk,qkv --causal --optimizer adam --lr 0.05 --seeds 0:600 --steps 40 "
+    "--map-memory 150000"};
 
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())) / name;
@@ -258,22 +264,25 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
                      "ATTNLAB_TEST_KILL_AT_CALL=2");
   EXPECT_EQ(killed.exit_code, 128 + SIGKILL);
   EXPECT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).out, sweep_one.out);
-  // attention-sweep's two passes (two jobs in one checkpoint), killed at a random call of either.
-  const std::string heads = kBulk[4] + " --threads 1 --format csv -q";
-  const auto heads_one = test::run_demo(heads);
-  ASSERT_EQ(heads_one.exit_code, 0) << heads_one.err;
-  const int head_calls = calls_of(heads);
-  ASSERT_GT(head_calls, 2);
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const fs::path hk = scratch("ck-heads" + std::to_string(attempt) + ".json");
-    const int at = 1 + static_cast<int>(rd() % static_cast<unsigned>(head_calls - 1));
-    const auto k =
-        test::run_demo(heads + " --checkpoint " + hk.string() + " --checkpoint-every 1e-9",
-                       "ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at));
-    EXPECT_EQ(k.exit_code, 128 + SIGKILL) << "killed at call " << at;
-    const auto resumed = test::run_demo(heads + " --checkpoint " + hk.string());
-    ASSERT_EQ(resumed.exit_code, 0) << "killed at call " << at << ": " << resumed.err;
-    EXPECT_EQ(resumed.out, heads_one.out) << "killed at call " << at;
+  // attention-sweep's two passes (two jobs in one checkpoint), killed at a random call of either;
+  // and a grid (a job or two per configuration).
+  for (const std::string& sweep_args : {kBulk[4], kBulk[5]}) {
+    const std::string heads = sweep_args + " --threads 1 --format csv -q";
+    const auto heads_one = test::run_demo(heads);
+    ASSERT_EQ(heads_one.exit_code, 0) << heads_one.err;
+    const int head_calls = calls_of(heads);
+    ASSERT_GT(head_calls, 2);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const fs::path hk = scratch("ck-heads" + std::to_string(attempt) + ".json");
+      const int at = 1 + static_cast<int>(rd() % static_cast<unsigned>(head_calls - 1));
+      const auto k =
+          test::run_demo(heads + " --checkpoint " + hk.string() + " --checkpoint-every 1e-9",
+                         "ATTNLAB_TEST_KILL_AT_CALL=" + std::to_string(at));
+      EXPECT_EQ(k.exit_code, 128 + SIGKILL) << "killed at call " << at;
+      const auto resumed = test::run_demo(heads + " --checkpoint " + hk.string());
+      ASSERT_EQ(resumed.exit_code, 0) << "killed at call " << at << ": " << resumed.err;
+      EXPECT_EQ(resumed.out, heads_one.out) << "killed at call " << at;
+    }
   }
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
