@@ -88,7 +88,7 @@ void train_seeds_cuda(const Model& host_model, const std::uint64_t* seeds, std::
   const auto d_x = DeviceBuffer<double>::from_host(
       host_model.x, static_cast<std::size_t>(host_model.n) * host_model.d_model);
   const auto d_y = DeviceBuffer<double>::from_host(
-      host_model.y, static_cast<std::size_t>(host_model.n) * host_model.d_v);
+      host_model.y, static_cast<std::size_t>(host_model.n) * host_model.d_out());
   const auto d_seeds = DeviceBuffer<std::uint64_t>::from_host(seeds, n);
   DeviceBuffer<double> d_ws(n * static_cast<std::size_t>(layout(host_model).total));
   DeviceBuffer<double> d_out(n * static_cast<std::size_t>(result_size(host_model)));
