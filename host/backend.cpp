@@ -161,9 +161,17 @@ void Backend::numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std
 }
 
 dkstd::StreamSplit Backend::numpy_stream_split() const {
+#if defined(ATTNLAB_WITH_CUDA)
+  // The GPU's decoder queued (pieces and values in page-locked memory), waited for after the
+  // host's dot products of the previous wave (kernels/numpy_decode.hpp).
   if (kind_ == DeviceKind::cuda)
-    return dkstd::device_split([this](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n,
-                                      int head, double* v) { numpy_pieces(g0, p, n, head, v); });
+    return dkstd::device_split(
+        [this](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int head, double* v) {
+          ++calls_;
+          dkstd::decode_pieces_cuda_start(g0, p, n, head, v);
+        },
+        [] { dkstd::decode_pieces_cuda_wait(); }, dkstd::pinned_host_memory());
+#endif
   dkstd::StreamSplit s;
   s.threads = threads_;
   return s;

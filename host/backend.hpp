@@ -76,7 +76,9 @@ class Backend {
                     Moments* out) const;
   // numpy's stream (kernels/dkstd_numpy.hpp): a round's pieces decoded on this backend's device
   // (numpy_pieces.hpp's contract), and the split a NumpyStream on this backend uses: the CPU's
-  // own threads, or the GPU's decoder with pieces and waves sized for it.
+  // own threads, or the GPU's decoder with pieces and waves sized for it, queued on a stream
+  // with the pieces and values in page-locked host memory, so that a wave decodes while the
+  // host takes the previous wave's dot products.
   void numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std::size_t count, int head,
                     double* values) const;
   dkstd::StreamSplit numpy_stream_split() const;

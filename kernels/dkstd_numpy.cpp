@@ -41,18 +41,21 @@ std::uint64_t auto_wave(std::uint64_t q_normals) {
 }  // namespace
 
 struct NumpyStream::Buffers {
-  Normals q[2], k[2];  // two waves of each: one being decoded while the other's dots are taken
+  Normals q[2], k[2];       // two waves of each: one being decoded while the other's dots are taken
+  HostArray<Piece> pieces;  // a round's pieces, in split.host memory, allocated once
 };
 NumpyStream::NumpyStream(std::uint64_t seed, StreamSplit split)
     : gen_(seed), split_(split), bufs_(std::make_unique<Buffers>()) {}
 NumpyStream::~NumpyStream() = default;
 
-StreamSplit device_split(PieceDecoder decoder) {
+StreamSplit device_split(PieceDecoder decoder, DecodeWait wait, HostMemory host) {
   StreamSplit s;
   s.piece_words = 128;
   s.head_starts = 16;
   s.wave_normals = s.k_wave_normals = std::uint64_t{1} << 25;
   s.decoder = std::move(decoder);
+  s.wait = std::move(wait);
+  s.host = host;
   return s;
 }
 
@@ -100,7 +103,7 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   Normals* k = bufs_->k;
   q[0].clear();
   if (keep_q) {  // q fits: decode it once and keep it; k starts where it ends
-    decode({Job{&gk, samples * d_k, &q[0]}}, split_);
+    decode({Job{&gk, samples * d_k, &q[0]}}, split_, {}, &bufs_->pieces);
     decoded(samples * d_k);
   } else {  // locate k's start (q is decoded again, a wave at a time, below)
     // Counting keeps no values: 16 waves a call (fewer rounds and joins), a few ms apiece.
@@ -108,7 +111,7 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
     for (std::uint64_t r = 0; r < samples; r += locate_rows) {
       monitor.stop_point();
       const std::uint64_t rows = std::min(locate_rows, samples - r);
-      decode({Job{&gk, rows * d_k, nullptr}}, split_);
+      decode({Job{&gk, rows * d_k, nullptr}}, split_, {}, &bufs_->pieces);
       decoded(rows * d_k);
     }
   }
@@ -153,9 +156,9 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
       const Job kj{&gk, krows * d_k, &kw};
       if (!keep_q && k0 == 0) {  // q's wave and k's first wave in one go
         qw.clear();
-        decode({Job{&gq, rows * d_k, &qw}, kj}, split_, side);
+        decode({Job{&gq, rows * d_k, &qw}, kj}, split_, side, &bufs_->pieces);
       } else {
-        decode({kj}, split_, side);
+        decode({kj}, split_, side, &bufs_->pieces);
       }
       if (pending) merge_parts(last);
       if (!keep_q && k0 == 0) decoded(rows * d_k);
@@ -164,7 +167,7 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
     }
   }
   if (pending) {
-    decode({}, split_, dots(last));
+    decode({}, split_, dots(last), &bufs_->pieces);
     merge_parts(last);
   }
   monitor.advance(used - reported);  // rounding: the block's total exactly

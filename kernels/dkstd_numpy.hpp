@@ -33,14 +33,20 @@
 #include "monitor.hpp"
 #include "numpy_pieces.hpp"
 #include "numpy_random.hpp"
+#include "numpy_rows.hpp"
 
 namespace attn::dkstd {
 
 // Decodes pieces[0 .. count) of the stream g0 stands at the start of, each from its begin
 // (decode_piece), with values at values + piece.begin when values is not null: a round's pieces
-// handed to another device (Backend::numpy_pieces sends them to the GPU).
+// handed to another device (Backend::numpy_pieces sends them to the GPU). With a DecodeWait in
+// the split, it may return before the pieces and values are written: they are then complete when
+// the wait returns, and the caller neither reads nor frees them before.
 using PieceDecoder = std::function<void(const numpy_rng::Pcg64& g0, Piece* pieces,
                                         std::size_t count, int head, double* values)>;
+// Waits until every decode the decoder was handed since the last wait has completed; throws
+// what the device reported (std::runtime_error).
+using DecodeWait = std::function<void()>;
 
 // How a run of normals is cut. Defaults: each run of normals a round decodes in 8 pieces per
 // thread, of at least 2^12 words.
@@ -56,14 +62,22 @@ struct StreamSplit {
   std::uint64_t wave_normals = 0;    // next_block: q normals per wave; 0: by the block's size
   std::uint64_t k_wave_normals = 0;  // next_block: k normals per wave; 0: as q's
   PieceDecoder decoder;              // decodes the pieces; empty: this CPU's threads
+  // Asynchronous decoders (the GPU's): each round hands the decoder its pieces, runs the side
+  // work (the previous wave's dot products) on this CPU's threads meanwhile, then waits. Empty:
+  // the decoder returns when its pieces are done.
+  DecodeWait wait;
+  // Where a round's pieces and the decoded values are kept (page-locked for the GPU's copies).
+  HostMemory host;
 };
 
 // The split for a device that decodes a piece per thread (the GPU): pieces of 128 words, 16
 // recorded starts, waves of 2^25 normals (256 MiB): 2^18 = 262,144 threads a wave, 97% of the
 // threads an H200 holds at once (132 SMs x 2,048), where waves of 2^22 in pieces of 256 words
 // gave it 16,384 (6%). A piece's jump (Pcg64::advance, about 25 128-bit multiplies at this
-// size) stays small beside its 128 words' decode.
-StreamSplit device_split(PieceDecoder decoder);
+// size) stays small beside its 128 words' decode. wait and host: as in StreamSplit (the GPU's
+// asynchronous decoder, decode_pieces_cuda_start, with decode_pieces_cuda_wait and
+// pinned_host_memory()).
+StreamSplit device_split(PieceDecoder decoder, DecodeWait wait = {}, HostMemory host = {});
 
 // PieceDecoders: the CPU's threads (a plain loop over decode_piece, for tests and as the
 // reference) and the GPU (one thread per piece; CUDA builds). The GPU's normals equal the CPU's
@@ -74,6 +88,17 @@ void decode_pieces_cpu(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t co
 #if defined(ATTNLAB_WITH_CUDA)
 void decode_pieces_cuda(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t count, int head,
                         double* values);
+// decode_pieces_cuda in two halves, for the overlap of the GPU's decode with the host's work:
+// _start queues the copy of the pieces to the device, the kernel and the copies of pieces and
+// values back on this host thread's stream and returns; _wait waits for that stream. pieces and
+// values should be page-locked (pinned_host_memory), or the copies are not asynchronous. Errors
+// (a launch, a copy, out of device memory) throw std::runtime_error, from either half.
+void decode_pieces_cuda_start(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t count,
+                              int head, double* values);
+void decode_pieces_cuda_wait();
+// Page-locked host memory (cudaHostAlloc, freed by cudaFreeHost); allocate throws
+// std::runtime_error when the runtime refuses.
+HostMemory pinned_host_memory();
 #endif
 
 // The next `count` standard normals of numpy's stream from g, in order, exactly as `count`

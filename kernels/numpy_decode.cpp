@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 #include "cpu_clones.hpp"
@@ -36,7 +37,8 @@ void parallel_items(int threads, std::size_t n, bool parallel, F&& f) {
 // the first start past them (about 1.5% of words are rejections: rounds after the first are
 // small, and run on one thread below kSerialWords); a job's last kFinishNormals or fewer are
 // decoded one at a time, counted, instead of in further rounds.
-void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const SideWork& side) {
+void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const SideWork& side,
+            HostArray<Piece>* pieces_store) {
   constexpr std::uint64_t kSerialWords = 2 * kMinPieceWords;
   constexpr std::uint64_t kFinishNormals = 256;
   const int threads = thread_count(split);
@@ -50,48 +52,74 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
   };
   std::vector<Todo> todo;
   for (const Job& j : jobs_in) todo.push_back(Todo{j});
-  std::vector<Piece> pieces;
+  HostArray<Piece> own_pieces;
+  HostArray<Piece>& store = pieces_store != nullptr ? *pieces_store : own_pieces;
+  Piece* pieces = nullptr;
   std::vector<std::size_t> owner;  // the job of each piece
   std::size_t side_items = side.count;
   for (;;) {
-    pieces.clear();
     owner.clear();
     std::uint64_t round_words = 0;
+    std::vector<std::uint64_t> job_words(todo.size(), 0);  // words per piece, per job
+    std::size_t n_pieces = 0;
+    for (std::size_t j = 0; j < todo.size(); ++j) {
+      const Todo& t = todo[j];
+      if (t.done == t.job.count) continue;
+      const std::uint64_t rest = t.job.count - t.done;
+      job_words[j] = split.piece_words > 0
+                         ? split.piece_words
+                         : std::max(kMinPieceWords, (rest + 8 * threads - 1) /
+                                                        (8 * static_cast<std::uint64_t>(threads)));
+      n_pieces += static_cast<std::size_t>((rest + job_words[j] - 1) / job_words[j]);
+    }
+    // Room for the baseline loop's groups of four (a short last group padded with empty pieces).
+    pieces = store.reserve((n_pieces + 3) / 4 * 4, split.host);
+    n_pieces = 0;
     for (std::size_t j = 0; j < todo.size(); ++j) {
       Todo& t = todo[j];
-      t.first = pieces.size();
+      t.first = n_pieces;
       t.n = 0;
       if (t.done == t.job.count) continue;
       const std::uint64_t rest = t.job.count - t.done;
-      const std::uint64_t words =
-          split.piece_words > 0
-              ? split.piece_words
-              : std::max(kMinPieceWords,
-                         (rest + 8 * threads - 1) / (8 * static_cast<std::uint64_t>(threads)));
+      const std::uint64_t words = job_words[j];
       for (std::uint64_t b = 0; b < rest; b += words) {
-        Piece p;
+        Piece& p = *::new (static_cast<void*>(pieces + n_pieces++)) Piece;
         p.begin = b;
         p.end = std::min(rest, b + words);
-        pieces.push_back(p);
         owner.push_back(j);
       }
-      t.n = pieces.size() - t.first;
+      t.n = n_pieces - t.first;
       // A piece's normals start at distinct words of its range: at most `words` of them.
-      t.buf = t.job.out != nullptr ? t.job.out->buffer(rest) : nullptr;
+      t.buf = t.job.out != nullptr ? t.job.out->buffer(rest, split.host) : nullptr;
       round_words += rest;
     }
-    if (pieces.empty() && side_items == 0) return;
+    if (n_pieces == 0 && side_items == 0) return;
     auto lane = [&](std::size_t i) {
       Piece& p = pieces[i];
       const Todo& t = todo[owner[i]];
       return lane_at(*t.job.g, p.begin, p, head, t.buf != nullptr ? t.buf + p.begin : nullptr);
     };
     const bool parallel = side_items > 0 || round_words >= kSerialWords;
-    const std::size_t n_pieces = pieces.size();
     if (split.decoder) {
+      // An asynchronous decoder's pieces decode while this CPU's threads run the side work; the
+      // round waits for them before it reads them. Unwinding waits too (the device still
+      // writes to the pieces and values), and leaves the side work's error to propagate.
+      struct Waiter {
+        const DecodeWait* wait;
+        bool pending = true;
+        ~Waiter() {
+          if (!pending || !*wait) return;
+          try {
+            (*wait)();
+          } catch (...) {  // the error that unwinds goes on; this one is its consequence
+          }
+        }
+      } waiter{&split.wait};
       for (const Todo& t : todo)
-        if (t.n > 0) split.decoder(*t.job.g, pieces.data() + t.first, t.n, head, t.buf);
+        if (t.n > 0) split.decoder(*t.job.g, pieces + t.first, t.n, head, t.buf);
       parallel_items(threads, side_items, true, side.run);
+      waiter.pending = false;
+      if (split.wait) split.wait();
     } else {
       if (level != CpuLevel::baseline) {  // a piece at a time, eight words at once
         parallel_items(threads, side_items + n_pieces, parallel, [&](std::size_t i) {
@@ -102,7 +130,8 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
         });
       } else {  // four pieces at a time (decode_lanes4); a short last group gets empty pieces
         const std::size_t groups = (n_pieces + 3) / 4;
-        pieces.resize(groups * 4, Piece{});  // begin = end = 0: nothing to decode
+        for (std::size_t i = n_pieces; i < groups * 4; ++i)
+          ::new (static_cast<void*>(pieces + i)) Piece{};  // begin = end = 0: nothing to decode
         owner.resize(groups * 4, 0);
         parallel_items(threads, side_items + groups, parallel, [&](std::size_t i) {
           if (i < side_items) {
@@ -141,7 +170,7 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
       // few that rejections pushed out) cost more than they do.
       const std::uint64_t left = job.job.count - job.done;
       if (left > 0 && left <= kFinishNormals) {
-        double* out = job.job.out != nullptr ? job.job.out->buffer(left) : nullptr;
+        double* out = job.job.out != nullptr ? job.job.out->buffer(left, split.host) : nullptr;
         for (std::uint64_t i = 0; i < left; ++i) {
           const double x = numpy_rng::standard_normal(*job.job.g);
           if (out != nullptr) out[i] = x;

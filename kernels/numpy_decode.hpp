@@ -36,7 +36,10 @@ struct SideWork {
 // the first start past them (about 1.5% of words are rejections: rounds after the first are
 // small, and run on one thread below kSerialWords); a job's last kFinishNormals or fewer are
 // decoded one at a time, counted, instead of in further rounds.
-void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split,
-            const SideWork& side = {});
+// Values go to buffers of split.host memory, pieces to *pieces (kept by the caller from call to
+// call, so that page-locked memory is allocated once), or to memory of this call when null.
+// With split.wait, a round's pieces go to the decoder, the side work runs, then the round waits.
+void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const SideWork& side = {},
+            HostArray<Piece>* pieces = nullptr);
 
 }  // namespace attn::dkstd::stream

@@ -10,30 +10,64 @@
 #include <new>
 #include <vector>
 
-namespace attn::dkstd::stream {
+namespace attn::dkstd {
 
-// Memory for decoded normals, reused from wave to wave and block to block.
-class Buffer {
+// Host memory that the decoded values and the pieces live in: plain (aligned_alloc) for the CPU's
+// threads, page-locked (cudaHostAlloc) for the GPU's decoder, whose asynchronous copies need it.
+// allocate returns at least `bytes` bytes aligned to 64 or throws; release frees what it gave.
+struct HostMemory {
+  void* (*allocate)(std::size_t bytes) = nullptr;  // null: std::aligned_alloc, 64-byte aligned
+  void (*release)(void* p) = nullptr;              // null: std::free
+};
+
+// Memory for n values of T, reused from wave to wave and block to block: grown only when a call
+// needs more (or asks for another kind of host memory), freed by its destructor.
+template <class T>
+class HostArray {
  public:
-  double* reserve(std::size_t n) {
-    if (n > capacity_) {
+  T* reserve(std::size_t n, const HostMemory& mem = {}) {
+    if (n > capacity_ || mem.allocate != p_.get_deleter().mem.allocate) {
+      // Memory of another kind (page-locked: a system call and pinned pages each time) grows at
+      // least twofold and from 4096 values up, so that the small requests of a wave's later
+      // rounds and of its last normals, and the sizes that vary from wave to wave, settle within
+      // the first block instead of allocating again.
+      if (mem.allocate != nullptr && mem.allocate == p_.get_deleter().mem.allocate)
+        n = std::max({n, 2 * capacity_, std::size_t{4096}});
+      else if (mem.allocate != nullptr)
+        n = std::max(n, std::size_t{4096});
       constexpr std::size_t kAlign = 64;
-      const std::size_t bytes = (n * sizeof(double) + kAlign - 1) / kAlign * kAlign;
-      void* p = std::aligned_alloc(kAlign, bytes);
+      const std::size_t bytes =
+          (std::max<std::size_t>(n, 1) * sizeof(T) + kAlign - 1) / kAlign * kAlign;
+      p_.reset();
+      void* p = mem.allocate != nullptr ? mem.allocate(bytes) : std::aligned_alloc(kAlign, bytes);
       if (p == nullptr) throw std::bad_alloc();
-      p_.reset(static_cast<double*>(p));
-      capacity_ = bytes / sizeof(double);
+      p_ = std::unique_ptr<T, Free>(static_cast<T*>(p), Free{mem});
+      capacity_ = bytes / sizeof(T);
     }
     return p_.get();
   }
 
  private:
   struct Free {
-    void operator()(double* p) const { std::free(p); }
+    HostMemory mem;
+    void operator()(T* p) const {
+      if (mem.release != nullptr)
+        mem.release(p);
+      else
+        std::free(p);
+    }
   };
-  std::unique_ptr<double, Free> p_;
+  std::unique_ptr<T, Free> p_{nullptr, Free{}};
   std::size_t capacity_ = 0;
 };
+using Buffer = HostArray<double>;
+
+}  // namespace attn::dkstd
+
+namespace attn::dkstd::stream {
+
+using dkstd::HostArray;
+using dkstd::HostMemory;
 
 // A run of decoded normals, in order, as spans of the buffers that hold them.
 struct Span {
@@ -49,9 +83,9 @@ struct Normals {
     used = 0;
     spans.clear();
   }
-  double* buffer(std::size_t n) {
+  double* buffer(std::size_t n, const HostMemory& mem = {}) {
     if (used == buffers.size()) buffers.emplace_back();
-    return buffers[used++].reserve(n);
+    return buffers[used++].reserve(n, mem);
   }
 };
 

@@ -421,6 +421,52 @@ TEST(SimtGeometry, NumpyDecoderWavesFillTheDeviceAndAllocateOnce) {
   EXPECT_LE(simt::stats().device_allocations, 2u);  // the pieces and the values, once
 }
 
+// The dk-std numpy table's blocks on the device, its decoder queued and waited for (the split a
+// CUDA backend uses), equal the CPU's blocks bit for bit over several waves of rows, the last one
+// partial: q kept whole (k in waves), and q located then decoded again beside k. Every copy
+// between host and device goes through page-locked memory, kept from wave to wave.
+TEST(SimtNumpy, TableBlocksOverlapOnPinnedBuffersEqualTheCpu) {
+  constexpr std::uint32_t kDk = 1024;
+  constexpr std::uint64_t kWave = 65536;           // normals: 64 rows of 1024, one chunk of rows
+  constexpr std::uint64_t kSamples = 3 * 64 + 20;  // three full waves and a partial fourth
+  for (const bool keep_q : {true, false}) {
+    SCOPED_TRACE(keep_q ? "q kept" : "q decoded again");
+    dkstd::StreamSplit gpu =
+        dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
+                               double* v) { dkstd::decode_pieces_cuda_start(g0, p, n, h, v); },
+                            [] { dkstd::decode_pieces_cuda_wait(); }, dkstd::pinned_host_memory());
+    gpu.wave_normals = keep_q ? kSamples * kDk : kWave;
+    gpu.k_wave_normals = kWave;
+    dkstd::StreamSplit cpu;
+    cpu.threads = 2;
+    cpu.wave_normals = gpu.wave_normals;
+    cpu.k_wave_normals = kWave;
+
+    simt::clear_launches();
+    simt::clear_stats();
+    dkstd::NumpyStream on_gpu(20240611, gpu), on_cpu(20240611, cpu);
+    std::uint64_t pinned_after_first = 0;
+    for (int block = 0; block < 2; ++block) {
+      const Moments g = on_gpu.next_block(kSamples, kDk, silent_monitor());
+      const Moments c = on_cpu.next_block(kSamples, kDk, silent_monitor());
+      EXPECT_EQ(std::memcmp(&g, &c, sizeof(Moments)), 0) << "block " << block;
+      EXPECT_EQ(g.n, static_cast<double>(kSamples));
+      if (block == 0) pinned_after_first = simt::stats().pinned_allocations;
+    }
+    // k's 4 waves at least, each a launch of its own (one more round when rejections need one).
+    EXPECT_GE(launches_of("numpy_pieces_kernel").size(), 4u);
+    const simt::Stats st = simt::stats();
+    EXPECT_EQ(st.pageable_copy_bytes, 0u);
+    // Pieces up and down, values down: more than the two blocks' k normals of 8 bytes.
+    EXPECT_GT(st.pinned_copy_bytes, 2 * kSamples * kDk * sizeof(double));
+    // Buffers are kept from wave to wave and block to block: the second block (same size, four
+    // waves of k) allocates fewer than one buffer a wave (at most a buffer for a round more than
+    // the first block's waves needed), where allocating per wave would take two a wave.
+    EXPECT_LT(st.pinned_allocations - pinned_after_first, 4u);
+    EXPECT_GE(pinned_after_first, 2u);  // the pieces and at least a values buffer
+  }
+}
+
 // Registers a thread of each kernel uses on sm_90 (nvcc -Xptxas -v of the CUDA build): a block
 // must fit the 64 Ki registers of one multiprocessor, or the launch fails on the device.
 TEST(SimtGeometry, HeadBlocksFitTheirRegisters) {
