@@ -10,12 +10,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
 #include "attention.hpp"
 #include "host/array_io.hpp"
+#include "host/attention_compute.hpp"
 #include "host/backend.hpp"
 #include "host/format.hpp"
 #include "host/memory.hpp"
@@ -44,13 +44,6 @@ constexpr std::size_t kFigureWords = 1024;
 struct SignalMonitor : Monitor {
   bool stop_requested() const override { return stop_requested_by_signal(); }
 };
-
-// CPU time of this process, all threads (user + system), in seconds.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
 
 // The parsed, checked request.
 struct Plan {
@@ -204,16 +197,6 @@ std::vector<T> convert(const std::vector<double>& a) {
   return std::vector<T>(a.begin(), a.end());
 }
 
-// Columns [h w, (h + 1) w) of each (rows, cols) matrix of a (count, rows, cols) array.
-template <class T>
-std::vector<T> columns(const std::vector<T>& a, std::size_t count, std::size_t rows,
-                       std::size_t cols, std::size_t h, std::size_t w) {
-  std::vector<T> out(count * rows * w);
-  for (std::size_t m = 0; m < count * rows; ++m)
-    for (std::size_t c = 0; c < w; ++c) out[m * w + c] = a[m * cols + h * w + c];
-  return out;
-}
-
 // Weights as `count` matrices: the shared one, or one per batch entry (copied for a shared
 // one when another weight is per entry).
 template <class T>
@@ -226,15 +209,9 @@ std::vector<T> per_entry(const Array& w, std::size_t batch, bool want_per_entry)
   return out;
 }
 
-// Wall and CPU seconds spent in the attention kernels (input conversion excluded).
-struct KernelTime {
-  double wall = 0, cpu = 0;
-};
-
 template <class T>
 Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
-  const std::size_t B = p.batch, n = p.n, H = p.heads, dkh = p.d_k / H, dvh = p.d_v / H;
-  const std::size_t wc = p.per_entry ? B : 1;
+  const std::size_t B = p.batch, n = p.n, H = p.heads;
   const std::vector<T> x = convert<T>(p.x.data);
   const std::vector<T> wq = per_entry<T>(p.wq, B, p.per_entry),
                        wk = per_entry<T>(p.wk, B, p.per_entry),
@@ -246,62 +223,27 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   r.out.resize(B * n * p.d_v);
   r.scores.resize(B * H * n * n);
   r.weights.resize(B * H * n * n);
-  AttentionShape sh;
-  sh.batch = static_cast<int>(B);
-  sh.n = static_cast<int>(n);
-  sh.d_model = static_cast<int>(p.d_model);
-  sh.d_k = static_cast<int>(dkh);
-  sh.d_v = static_cast<int>(dvh);
-  sh.shared_weights = !p.per_entry;
-  sh.causal = p.causal;
-  sh.scale = p.scale;
-  // In pieces with a stop point between them (Ctrl-C, SIGTERM): Backend::attention_forward.
-  const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_seconds();
-    backend.attention_forward(prob, SignalMonitor());
-    time.cpu += process_cpu_seconds() - c0;
-    time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  spdlog::debug(
-      "attention: computing {} problem(s) of {} head(s), pieces of at most {} "
-      "multiply-adds on the CPU",
-      B, H, Backend::kAttentionPieceWork);
-  if (H == 1) {  // one head: the kernels write the results in place
-    forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
-                                r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),
-                                r.out.data()});
-    return r;
-  }
-  for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
-    stop_point();
-    const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
-                         hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
-                         hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
-    std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
-        o(B * n * dvh);
-    forward(AttentionProblem<T>{sh, x.data(), hq.data(), hk.data(), hv.data(), q.data(), k.data(),
-                                v.data(), s.data(), w.data(), o.data()});
-    StopEvery stops(double(1 << 24));
-    for (std::size_t row = 0; row < B * n; ++row) {  // concatenate the heads
-      stops.add(double(dkh + dvh));
-      for (std::size_t c = 0; c < dkh; ++c) {
-        r.q[row * p.d_k + h * dkh + c] = q[row * dkh + c];
-        r.k[row * p.d_k + h * dkh + c] = k[row * dkh + c];
-      }
-      for (std::size_t c = 0; c < dvh; ++c) {
-        r.v[row * p.d_v + h * dvh + c] = v[row * dvh + c];
-        r.out[row * p.d_v + h * dvh + c] = o[row * dvh + c];
-      }
-    }
-    for (std::size_t b = 0; b < B; ++b) {
-      stops.add(double(n * n));
-      for (std::size_t e = 0; e < n * n; ++e) {
-        r.scores[(b * H + h) * n * n + e] = s[b * n * n + e];
-        r.weights[(b * H + h) * n * n + e] = w[b * n * n + e];
-      }
-    }
-  }
+  AttentionArrays<T> a;
+  a.x = x.data();
+  a.w_q = wq.data();
+  a.w_k = wk.data();
+  a.w_v = wv.data();
+  a.batch = B;
+  a.n = n;
+  a.d_model = p.d_model;
+  a.d_k = p.d_k;
+  a.d_v = p.d_v;
+  a.per_entry = p.per_entry;
+  a.heads = p.heads;
+  a.causal = p.causal;
+  a.scale = p.scale;
+  a.q = r.q.data();
+  a.k = r.k.data();
+  a.v = r.v.data();
+  a.scores = r.scores.data();
+  a.weights = r.weights.data();
+  a.out = r.out.data();
+  attention_compute(a, backend, SignalMonitor(), time);
   return r;
 }
 
