@@ -306,3 +306,13 @@ def test_the_gil_is_released_while_kernels_run():
 def test_progress_is_off_by_default(capfd):
     attnlab.dk_std(samples=1000)
     assert capfd.readouterr().err == ""
+
+
+def test_the_example_runs(tmp_path):
+    pytest.importorskip("matplotlib")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "variability.py")
+    out = tmp_path / "v.png"
+    r = subprocess.run([sys.executable, script, "--seeds", "12", "--steps", "40", "--out", out],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "12 seeds" in r.stdout
