@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <stdexcept>
@@ -68,7 +69,7 @@ void attention_compute(const AttentionArrays<T>& a, const Backend& backend, cons
       B, H, Backend::kAttentionPieceWork);
   if (H == 1) {  // one head: the kernels write the results in place
     forward(AttentionProblem<T>{sh, a.x, a.w_q, a.w_k, a.w_v, a.q, a.k, a.v, a.scores, a.weights,
-                                a.out});
+                                a.out, a.mask});
     return;
   }
   for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
@@ -78,8 +79,15 @@ void attention_compute(const AttentionArrays<T>& a, const Backend& backend, cons
                          hv = columns(a.w_v, wc, a.d_model, a.d_v, h, dvh);
     std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
         o(B * n * dvh);
+    std::vector<unsigned char> mask;  // this head's (batch, n, n) of the mask
+    if (a.mask) {
+      mask.resize(B * n * n);
+      for (std::size_t b = 0; b < B; ++b)
+        std::copy_n(a.mask + (b * H + h) * n * n, n * n, mask.data() + b * n * n);
+    }
     forward(AttentionProblem<T>{sh, a.x, hq.data(), hk.data(), hv.data(), q.data(), k.data(),
-                                v.data(), s.data(), w.data(), o.data()});
+                                v.data(), s.data(), w.data(), o.data(),
+                                a.mask ? mask.data() : nullptr});
     double done = 0;  // units since the last stop point: copied elements
     const auto count = [&done, &monitor](double units) {
       if ((done += units) < double(1 << 24)) return;

@@ -7,7 +7,7 @@
 //   w_q, w_k          (count, d_model, d_k)   count = batch when per_entry, else 1 (shared)
 //   w_v               (count, d_model, d_v)
 //   q, k              (batch, n, d_k)      v, out (batch, n, d_v)
-//   scores, weights   (batch, heads, n, n)
+//   scores, weights   (batch, heads, n, n)      mask (batch, heads, n, n) when given
 // heads H divides d_k and d_v: head h uses columns [h d_k/H, (h+1) d_k/H) of W_Q and W_K and
 // the same share of W_V (Vaswani et al. 2017, section 3.2.2); q, k, v and out are the heads'
 // columns concatenated. scale > 0 multiplies every score (the caller resolves the default
@@ -29,6 +29,9 @@ struct AttentionArrays {
   int heads = 1;
   bool causal = false;
   double scale = 1;
+  // An optional mask (batch, heads, n, n), nonzero where query i may attend key j
+  // (kernels/attention.hpp's AttentionProblem::mask, per head); nullptr: none.
+  const unsigned char* mask = nullptr;
   // Outputs, every entry written (the caller allocates them, shapes above).
   T *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *weights = nullptr, *out = nullptr;
 };

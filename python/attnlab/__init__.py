@@ -134,14 +134,18 @@ def _float_array(name: str, a) -> np.ndarray:
 
 
 def attention(x, w_q, w_k, w_v, *, heads: int = 1, causal: bool = False, mask=None,
-              scale: Optional[float] = None, device: str = "auto",
+              lengths=None, scale: Optional[float] = None, device: str = "auto",
               threads: Optional[int] = None, progress: bool = False) -> AttentionResult:
     """Scaled dot-product attention of every problem in a batch, ``demo attention``'s kernels.
 
     x: (n, d_model) or (..., n, d_model). w_q, w_k: (d_model, d_k), shared by the batch, or
     (..., d_model, d_k), one per batch entry (x's batch shape); w_v likewise with d_v.
     heads H splits d_k and d_v into H heads (their outputs concatenated); causal: query i sees
-    keys 0..i; scale: the scores' factor (default 1/sqrt(d_k / H)). The computation is float32
+    keys 0..i; mask: booleans broadcastable to (..., H, n, n), True where query i may attend key
+    j (PyTorch's scaled_dot_product_attention convention); lengths: integers of x's batch shape,
+    keys at or past an entry's length are masked (key padding). A masked key has score -inf and
+    weight 0 and never enters the output; a row with no key left has zero weights and output.
+    scale: the scores' factor (default 1/sqrt(d_k / H)). The computation is float32
     when every input is float32, else float64; C-contiguous inputs of that dtype are read in
     place, without a copy. device: auto, cpu or cuda (a CUDA build); threads: CPU threads
     (None: all cores).
@@ -150,8 +154,6 @@ def attention(x, w_q, w_k, w_v, *, heads: int = 1, causal: bool = False, mask=No
     on the same inputs. Raises ValueError for shapes that do not fit, a bad option, or
     device="cuda" where no GPU answers; KeyboardInterrupt on Ctrl-C.
     """
-    if mask is not None:
-        raise NotImplementedError("mask: not available in this version")
     arrays = {n: _float_array(n, a) for n, a in (("x", x), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v))}
     x = arrays["x"]
     if x.ndim < 2:
@@ -198,11 +200,32 @@ def attention(x, w_q, w_k, w_v, *, heads: int = 1, causal: bool = False, mask=No
             return np.ascontiguousarray(np.broadcast_to(a, (batch, rows, cols)))
         return a.reshape((batch if per_entry_matrix else 1, rows, cols))
 
+    keep = None
+    if mask is not None:
+        m = np.asarray(mask)
+        if m.dtype != np.bool_:
+            raise ValueError(f"mask: expected booleans (True: may attend), got dtype {m.dtype}")
+        try:
+            keep = np.broadcast_to(m, tuple(batch_shape) + (heads, n, n))
+        except ValueError:
+            raise ValueError(f"mask: shape {_shape(m)} does not broadcast to (batch..., heads, n, n) = "
+                             f"{tuple(batch_shape) + (heads, n, n)}") from None
+    if lengths is not None:
+        ln = np.asarray(lengths)
+        if ln.dtype.kind not in "iu" or ln.shape != tuple(batch_shape):
+            raise ValueError(f"lengths: expected whole numbers of x's batch shape {tuple(batch_shape)}, "
+                             f"got shape {_shape(ln)} dtype {ln.dtype}")
+        pad = (np.arange(n) < ln[..., None])[..., None, None, :]  # (..., 1, 1, n): keys kept
+        keep = pad if keep is None else keep & pad
+        keep = np.broadcast_to(keep, tuple(batch_shape) + (heads, n, n))
+    mask4 = None
+    if keep is not None:  # one byte a query-key pair: numpy's booleans read as uint8
+        mask4 = np.ascontiguousarray(keep).reshape((batch, heads, n, n)).view(np.uint8)
     x3 = np.ascontiguousarray(x, dtype=dtype).reshape((batch, n, d_model))
     ws = [as3(arrays[w], d_model, dims[w], arrays[w].ndim != 2) for w in ("w_q", "w_k", "w_v")]
     q, k, v, s, p, o, info = _core.attention(
-        x3, *ws, per_entry, heads, bool(causal), float(scale), device, nthreads, bool(progress),
-        _main_thread())
+        x3, *ws, per_entry, heads, bool(causal), float(scale), mask4, device, nthreads,
+        bool(progress), _main_thread())
     square = tuple(batch_shape) + ((heads,) if heads > 1 else ()) + (n, n)
     out = {
         "q": q.reshape(tuple(batch_shape) + (n, d_k)),
@@ -219,6 +242,7 @@ def attention(x, w_q, w_k, w_v, *, heads: int = 1, causal: bool = False, mask=No
         "dtype": "float32" if dtype == np.float32 else "float64",
         "heads": heads,
         "causal": bool(causal),
+        "masked": keep is not None,
         "scale": float(scale),
         "kernel_seconds": info["kernel_seconds"],
         "kernel_cpu_seconds": info["kernel_cpu_seconds"],

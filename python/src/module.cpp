@@ -2,10 +2,11 @@
 // (python/attnlab/__init__.py is its public face and documents it for users).
 //
 // What it exposes, each a thin call into the libraries demo is built from:
-//   attention(x, w_q, w_k, w_v, per_entry, heads, causal, scale, device, threads, progress,
-//             main_thread) -> (q, k, v, scores, weights, out, info)
+//   attention(x, w_q, w_k, w_v, per_entry, heads, causal, scale, mask, device, threads,
+//             progress, main_thread) -> (q, k, v, scores, weights, out, info)
 //       x (batch, n, d_model), weights (count, d_model, d), C-contiguous float32 or float64 arrays
-//       read in place (no copy), count = batch when per_entry else 1; the outputs are new
+//       read in place (no copy), count = batch when per_entry else 1; mask None or uint8
+//       (batch, heads, n, n), nonzero where a query may attend a key; the outputs are new
 //       arrays of the same dtype, owned by numpy, shaped as host/attention_compute.hpp says;
 //       info: {"backend", "kernel_seconds", "kernel_cpu_seconds"}.
 //   experiments() -> [{"name", "summary", "in_all", "runs", "chunked", "params": [...]}]
@@ -27,12 +28,14 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -138,10 +141,12 @@ nb::ndarray<nb::numpy, T> owned(std::unique_ptr<T[]> data, std::vector<std::size
 template <class T>
 using In3 = nb::ndarray<const T, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
 
+using Mask = nb::ndarray<const std::uint8_t, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
+
 template <class T>
 nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry, int heads,
-                    bool causal, double scale, const std::string& device, int threads,
-                    bool progress, bool main_thread) {
+                    bool causal, double scale, std::optional<Mask> mask, const std::string& device,
+                    int threads, bool progress, bool main_thread) {
   const std::size_t B = x.shape(0), n = x.shape(1), d_model = x.shape(2);
   const std::size_t d_k = w_q.shape(2), d_v = w_v.shape(2), wc = per_entry ? B : 1;
   const auto check = [&](const char* name, const In3<T>& w, std::size_t cols) {
@@ -154,6 +159,9 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
   check("w_k", w_k, d_k);
   check("w_v", w_v, d_v);
   const std::size_t H = heads < 1 ? 1 : std::size_t(heads);
+  if (mask &&
+      (mask->shape(0) != B || mask->shape(1) != H || mask->shape(2) != n || mask->shape(3) != n))
+    throw nb::value_error("mask: not of shape (batch, heads, n, n)");
   std::unique_ptr<T[]> q(new T[B * n * d_k]), k(new T[B * n * d_k]), v(new T[B * n * d_v]),
       scores(new T[B * H * n * n]), weights(new T[B * H * n * n]), out(new T[B * n * d_v]);
   AttentionArrays<T> a;
@@ -170,6 +178,7 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
   a.heads = heads;
   a.causal = causal;
   a.scale = scale;
+  a.mask = mask ? mask->data() : nullptr;
   a.q = q.get();
   a.k = k.get();
   a.v = v.get();
@@ -312,11 +321,11 @@ NB_MODULE(_core, m) {
   m.attr("git_commit") = kGitCommit;
   m.attr("built_with_cuda") = kBuiltWithCuda;
   m.def("attention", &attention<float>, "x"_a.noconvert(), "w_q"_a.noconvert(), "w_k"_a.noconvert(),
-        "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a, "device"_a,
-        "threads"_a, "progress"_a, "main_thread"_a);
+        "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a, "mask"_a.none(),
+        "device"_a, "threads"_a, "progress"_a, "main_thread"_a);
   m.def("attention", &attention<double>, "x"_a.noconvert(), "w_q"_a.noconvert(),
         "w_k"_a.noconvert(), "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a,
-        "device"_a, "threads"_a, "progress"_a, "main_thread"_a);
+        "mask"_a.none(), "device"_a, "threads"_a, "progress"_a, "main_thread"_a);
   m.def("experiments", &experiments_list);
   m.def("run_table", &run_table, "name"_a, "given"_a, "device"_a, "threads"_a, "progress"_a,
         "main_thread"_a, "command_line"_a);

@@ -316,3 +316,68 @@ def test_the_example_runs(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "12 seeds" in r.stdout
+
+
+# ---- masks ----------------------------------------------------------------------------------
+
+def random_mask_case(g, dtype):
+    x = g.standard_normal((3, 2, 6, 8)).astype(dtype)
+    wq, wk, wv = (g.standard_normal((8, 8)).astype(dtype) for _ in range(3))
+    mask = g.random((3, 2, 1, 6, 6)) < 0.6  # broadcast over the heads
+    mask[0, 0, 0, 2, :] = False  # one row with no key left
+    lengths = g.integers(1, 7, size=(3, 2))
+    return x, wq, wk, wv, mask, lengths
+
+
+def test_mask_matches_numpy_and_empty_rows_are_zero():
+    g = np.random.default_rng(3)
+    x, wq, wk, wv, mask, lengths = random_mask_case(g, np.float64)
+    r = attnlab.attention(x, wq, wk, wv, heads=2, mask=mask, lengths=lengths)
+    keep = np.broadcast_to(mask, (3, 2, 2, 6, 6)) & (np.arange(6) < lengths[..., None])[..., None, None, :]
+    q, k, v = x @ wq, x @ wk, x @ wv
+    for h in range(2):
+        s = (q[..., 4 * h:4 * h + 4] @ np.swapaxes(k[..., 4 * h:4 * h + 4], -1, -2)) / 2
+        s = np.where(keep[:, :, h], s, -np.inf)
+        m = s.max(-1, keepdims=True)
+        p = np.where(keep[:, :, h], np.exp(s - np.where(np.isfinite(m), m, 0)), 0)
+        p = p / np.where(p.sum(-1, keepdims=True) > 0, p.sum(-1, keepdims=True), 1)
+        np.testing.assert_allclose(r.weights[:, :, h], p, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(r.out[..., 4 * h:4 * h + 4], p @ v[..., 4 * h:4 * h + 4],
+                                   rtol=1e-12, atol=1e-14)
+    assert np.all(r.weights[0, 0, :, 2] == 0) and np.all(r.out[0, 0, 2] == 0)
+    assert np.all(np.isneginf(r.scores[~keep]))
+
+
+def test_mask_against_pytorch():
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(11)
+    for _ in range(5):
+        x, wq, wk, wv, mask, lengths = random_mask_case(g, np.float64)
+        keep = np.broadcast_to(mask, (3, 2, 2, 6, 6)) & (np.arange(6) < lengths[..., None])[..., None, None, :]
+        keep = keep | np.eye(6, dtype=bool)  # no empty row
+        r = attnlab.attention(x, wq, wk, wv, heads=2, mask=keep)
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a))
+        split = lambda m: t(m).reshape(3, 2, 6, 2, 4).transpose(2, 3)  # (..., heads, n, d)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            split(x @ wq), split(x @ wk), split(x @ wv), attn_mask=t(keep))
+        np.testing.assert_allclose(r.out, o.transpose(2, 3).reshape(3, 2, 6, 8).numpy(),
+                                   rtol=1e-12, atol=1e-13)
+
+
+def test_a_causal_mask_is_causal_bit_for_bit():
+    g = np.random.default_rng(5)
+    x = g.standard_normal((4, 9, 8)).astype(np.float32)
+    w = g.standard_normal((8, 8)).astype(np.float32)
+    a = attnlab.attention(x, w, w, w, causal=True)
+    b = attnlab.attention(x, w, w, w, mask=np.tril(np.ones((9, 9), bool)))
+    assert all(same_bits(a[n], b[n]) for n in a)
+
+
+def test_mask_refusals():
+    x, w = np.ones((3, 2)), np.eye(2)
+    with pytest.raises(ValueError, match="mask: expected booleans"):
+        attnlab.attention(x, w, w, w, mask=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        attnlab.attention(x, w, w, w, mask=np.ones((2, 3), bool))
+    with pytest.raises(ValueError, match="lengths: expected whole numbers"):
+        attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=[1.5, 2])
