@@ -12,7 +12,7 @@ peer's time over attnlab's. The SGEMM line is numpy's 2048 x 2048 float32 matmul
 2 threads: the rate attnlab's 2 (B n d_model (2 d_k + d_v) + B n^2 (d_k + d_v)) FLOP per
 CPU-second is compared with. A peer that is not installed is skipped.
 
-    OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 PYTHONPATH=build/cpu/python \\
+    OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 PYTHONPATH=build/python/python \\
         build/bench-venv/bin/python bench/python_attention.py [--rounds 7]
 """
 
