@@ -215,11 +215,19 @@ def attention(x, w_q, w_k, w_v, *, heads: int = 1, causal: bool = False, mask=No
         if ln.dtype.kind not in "iu" or ln.shape != tuple(batch_shape):
             raise ValueError(f"lengths: expected whole numbers of x's batch shape {tuple(batch_shape)}, "
                              f"got shape {_shape(ln)} dtype {ln.dtype}")
+        bad = np.flatnonzero((ln < 0) | (ln > n))
+        if bad.size:
+            at = np.unravel_index(bad[0], ln.shape)
+            raise ValueError(f"lengths: entry {tuple(int(i) for i in at)} is {int(ln[at])}, "
+                             f"outside 0 to n = {n}")
         pad = (np.arange(n) < ln[..., None])[..., None, None, :]  # (..., 1, 1, n): keys kept
         keep = pad if keep is None else keep & pad
         keep = np.broadcast_to(keep, tuple(batch_shape) + (heads, n, n))
     mask4 = None
     if keep is not None:  # one byte a query-key pair: numpy's booleans read as uint8
+        if device == "cuda":
+            raise ValueError("mask: the CUDA path takes no mask (device='cpu' or 'auto')")
+        device = "cpu"  # the CPU twin alone takes a mask: auto picks the CPU
         mask4 = np.ascontiguousarray(keep).reshape((batch, heads, n, n)).view(np.uint8)
     x3 = np.ascontiguousarray(x, dtype=dtype).reshape((batch, n, d_model))
     ws = [as3(arrays[w], d_model, dims[w], arrays[w].ndim != 2) for w in ("w_q", "w_k", "w_v")]

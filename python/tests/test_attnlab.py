@@ -373,6 +373,38 @@ def test_a_causal_mask_is_causal_bit_for_bit():
     assert all(same_bits(a[n], b[n]) for n in a)
 
 
+@pytest.mark.parametrize("dtype,heads,mask_shape,with_lengths", [
+    (np.float32, 2, (3, 1, 6, 6), True), (np.float64, 1, (6, 6), False),
+    (np.float64, 2, (2, 1, 6), True)])
+def test_mask_and_lengths_are_the_cli_bit_for_bit(tmp_path, dtype, heads, mask_shape, with_lengths):
+    g = np.random.default_rng(17)
+    x = g.standard_normal((3, 6, 8)).astype(dtype)
+    ws = {n: g.standard_normal((8, 8)).astype(dtype) for n in ("w_q", "w_k", "w_v")}
+    mask = g.random(mask_shape) < 0.6
+    empty_row = mask_shape[-2] == 6  # a mask with a query axis: query 1 with no key left
+    if empty_row:
+        mask[..., 1, :] = False
+    lengths = np.array([6, 0, 3], dtype=np.int32)
+    paths = write_inputs(tmp_path, dict(x=x, **ws))
+    np.save(tmp_path / "mask.npy", mask)
+    np.save(tmp_path / "lengths.npy", lengths)
+    out = tmp_path / "out"
+    args = ["attention", "--x", paths["x"], "--w-q", paths["w_q"], "--w-k", paths["w_k"], "--w-v",
+            paths["w_v"], "--heads", heads, "--mask", tmp_path / "mask.npy", "--out", out,
+            "--no-plots", "-q"]
+    demo(*(args + (["--lengths", tmp_path / "lengths.npy"] if with_lengths else [])))
+    r = attnlab.attention(x, ws["w_q"], ws["w_k"], ws["w_v"], heads=heads, mask=mask,
+                          lengths=lengths if with_lengths else None)
+    for name in ("q", "k", "v", "scores", "weights", "out"):
+        assert same_bits(r[name], np.load(out / f"{name}.npy")), name
+    if empty_row:
+        assert np.all(r.weights[..., 1, :] == 0) and np.all(r.out[:, 1] == 0)
+    if with_lengths:
+        assert np.all(r.out[1] == 0)  # length 0: every row of entry 1 is empty
+    doc = json.loads((out / "attention.json").read_text())
+    assert doc["provenance"]["masked"] and doc["provenance"]["inputs"]["mask"]["shape"] == list(mask_shape)
+
+
 def test_mask_refusals():
     x, w = np.ones((3, 2)), np.eye(2)
     with pytest.raises(ValueError, match="mask: expected booleans"):
@@ -381,3 +413,7 @@ def test_mask_refusals():
         attnlab.attention(x, w, w, w, mask=np.ones((2, 3), bool))
     with pytest.raises(ValueError, match="lengths: expected whole numbers"):
         attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=[1.5, 2])
+    with pytest.raises(ValueError, match=r"lengths: entry \(1,\) is 4, outside 0 to n = 3"):
+        attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=np.array([1, 4]))
+    with pytest.raises(ValueError, match="takes no mask"):
+        attnlab.attention(x, w, w, w, mask=np.ones((3, 3), bool), device="cuda")
