@@ -64,7 +64,17 @@ void copy_c_order(const std::string& npy, std::vector<double>& out) {
   out.assign(c.begin(), c.end());
 }
 
-Array load_npy(const std::string& label, const std::string& path, const std::string& bytes) {
+// The parts of a .npy file's header, checked: magic, version, header length, the header's
+// dtype, order and shape (no negative dimension).
+struct NpyHeader {
+  std::string descr;
+  bool fortran = false;
+  std::vector<std::size_t> shape;
+  std::size_t data_at = 0;  // the data's first byte
+};
+
+NpyHeader npy_header_of(const std::string& label, const std::string& path,
+                        const std::string& bytes) {
   // Preamble: "\x93NUMPY", major, minor, header length (2 bytes in 1.0, 4 in 2.0 and 3.0).
   static const std::string magic = "\x93NUMPY";
   if (bytes.size() < 10 || bytes.compare(0, 6, magic) != 0)
@@ -77,14 +87,12 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
   std::size_t header_len = 0;
   for (std::size_t i = 0; i < len_bytes; ++i)
     header_len |= std::size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-  const std::size_t data_at = 8 + len_bytes + header_len;
-  if (bytes.size() < data_at) fail(label, path, "truncated .npy header");
+  NpyHeader h;
+  h.data_at = 8 + len_bytes + header_len;
+  if (bytes.size() < h.data_at) fail(label, path, "truncated .npy header");
   const std::string header = bytes.substr(8 + len_bytes, header_len);
-  std::string descr;
-  bool fortran = false;
-  std::vector<std::size_t> shape;
   try {
-    xt::detail::parse_header(header, descr, &fortran, shape);
+    xt::detail::parse_header(header, h.descr, &h.fortran, h.shape);
   } catch (const std::exception& e) {
     fail(label, path, "malformed .npy header (" + quote_input(e.what(), 80) + ")");
   }
@@ -95,6 +103,31 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
     fail(label, path,
          "malformed .npy header: shape " + quote_input(header.substr(from, to - from + 1)) +
              " has a negative dimension");
+  return h;
+}
+
+// The data after the header holds exactly the shape's elements of `word` bytes.
+void check_npy_size(const std::string& label, const std::string& path, const std::string& bytes,
+                    const NpyHeader& h, std::size_t word) {
+  std::size_t want = 0;
+  if (!checked_size(h.shape, word, want))
+    fail(label, path, "shape " + shape_text(h.shape) + " is too large");
+  const std::size_t have = bytes.size() - h.data_at;
+  if (have < want)
+    fail(label, path,
+         "truncated .npy: shape " + shape_text(h.shape) + " needs " + std::to_string(want) +
+             " bytes of data, the file has " + std::to_string(have));
+  if (have > want)
+    fail(label, path,
+         "malformed .npy: " + std::to_string(have - want) + " bytes after the data of shape " +
+             shape_text(h.shape));
+}
+
+Array load_npy(const std::string& label, const std::string& path, const std::string& bytes) {
+  const NpyHeader h = npy_header_of(label, path, bytes);
+  const std::string& descr = h.descr;
+  const bool fortran = h.fortran;
+  const std::vector<std::size_t>& shape = h.shape;
   const std::string name = dtype_name(descr);
   if (descr != "<f4" && descr != "<f8") {
     if (descr.size() > 1 && descr[0] == '>')
@@ -106,18 +139,7 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
          "dtype " + name + " is refused (float32 or float64 only; numpy: a.astype(np.float64))");
   }
   const std::size_t word = descr == "<f4" ? 4 : 8;
-  std::size_t want = 0;
-  if (!checked_size(shape, word, want))
-    fail(label, path, "shape " + shape_text(shape) + " is too large");
-  const std::size_t have = bytes.size() - data_at;
-  if (have < want)
-    fail(label, path,
-         "truncated .npy: shape " + shape_text(shape) + " needs " + std::to_string(want) +
-             " bytes of data, the file has " + std::to_string(have));
-  if (have > want)
-    fail(label, path,
-         "malformed .npy: " + std::to_string(have - want) + " bytes after the data of shape " +
-             shape_text(shape));
+  check_npy_size(label, path, bytes, h, word);
   if (fortran && shape.size() > 1)
     spdlog::info("{} {}: Fortran order, converted to C order", label, path);
   Array a;
@@ -132,6 +154,65 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
     fail(label, path, "malformed .npy (" + quote_input(e.what(), 80) + ")");
   }
   return a;
+}
+
+// Fortran-order elements of `word` bytes, in C order.
+std::string fortran_to_c(const std::string& data, const std::vector<std::size_t>& shape,
+                         std::size_t word) {
+  std::string out(data.size(), '\0');
+  const std::size_t count = word ? data.size() / word : 0;
+  std::vector<std::size_t> idx(shape.size(), 0);  // the C-order index of element i
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t f = 0, stride = 1;  // its Fortran-order position: the first axis fastest
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      f += idx[d] * stride;
+      stride *= shape[d];
+    }
+    std::copy_n(data.data() + f * word, word, out.data() + i * word);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// A .npy of booleans or integers: the extension, the header, 0 to 4 axes, none empty, the size,
+// and the data in C order.
+std::string small_npy_data(const std::string& label, const std::string& path, std::size_t max_bytes,
+                           const std::string& what, NpyHeader& h,
+                           std::size_t (*word_of)(const std::string&), const std::string& refusal) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".npy")
+    fail(label, path, "unknown extension '" + ext + "' (expected a .npy file of " + what + ")");
+  const std::string bytes = read_file(label, path, max_bytes);
+  h = npy_header_of(label, path, bytes);
+  const std::size_t word = word_of(h.descr);
+  if (word == 0) {
+    if (h.descr.size() > 1 && h.descr[0] == '>')
+      fail(label, path, "big-endian " + dtype_name(h.descr) + " is refused (" + refusal + ")");
+    fail(label, path, "dtype " + dtype_name(h.descr) + " is refused (" + refusal + ")");
+  }
+  if (h.shape.size() > 4) fail(label, path, "shape " + shape_text(h.shape) + ": more than 4 axes");
+  for (std::size_t d : h.shape)
+    if (d == 0) fail(label, path, "shape " + shape_text(h.shape) + " is empty");
+  check_npy_size(label, path, bytes, h, word);
+  std::string data = bytes.substr(h.data_at);
+  if (h.fortran && h.shape.size() > 1) data = fortran_to_c(data, h.shape, word);
+  return data;
+}
+
+std::size_t bool_word(const std::string& descr) { return descr == "|b1" ? 1 : 0; }
+
+// Little-endian integers of 1, 2, 4 or 8 bytes, signed or not ('|' or '<' byte order).
+std::size_t int_word(const std::string& descr) {
+  if (descr.size() != 3 || (descr[0] != '<' && descr[0] != '|') ||
+      (descr[1] != 'i' && descr[1] != 'u'))
+    return 0;
+  const char w = descr[2];
+  if (w == '1') return 1;
+  if (descr[0] == '|') return 0;
+  return w == '2' ? 2 : w == '4' ? 4 : w == '8' ? 8 : 0;
 }
 
 // Strict number: the whole cell (spaces around allowed) is a decimal number, nan or +-inf.
@@ -289,6 +370,40 @@ Array load_array(const std::string& label, const std::string& path, std::size_t 
          "shape " + a.shape_text() + ": expected a matrix or a batch of matrices (2 or 3 axes)");
   for (std::size_t d : a.shape)
     if (d == 0) fail(label, path, "shape " + a.shape_text() + " is empty");
+  return a;
+}
+
+Bools load_npy_bools(const std::string& label, const std::string& path, std::size_t max_bytes) {
+  NpyHeader h;
+  const std::string data =
+      small_npy_data(label, path, max_bytes, "booleans", h, bool_word,
+                     "booleans only, True where a query may attend; numpy: m.astype(bool)");
+  Bools b;
+  b.shape = h.shape;
+  b.data.resize(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) b.data[i] = data[i] != 0;
+  return b;
+}
+
+Integers load_npy_integers(const std::string& label, const std::string& path,
+                           std::size_t max_bytes) {
+  NpyHeader h;
+  const std::string data = small_npy_data(label, path, max_bytes, "whole numbers", h, int_word,
+                                          "little-endian integers only; numpy: a.astype(np.int64)");
+  const std::size_t word = int_word(h.descr);
+  const bool is_signed = h.descr[1] == 'i';
+  Integers a;
+  a.shape = h.shape;
+  a.data.resize(data.size() / word);
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    std::uint64_t u = 0;
+    for (std::size_t b = 0; b < word; ++b)
+      u |= std::uint64_t(static_cast<unsigned char>(data[i * word + b])) << (8 * b);
+    if (is_signed && word < 8 && (u >> (8 * word - 1)) != 0) u |= ~std::uint64_t(0) << (8 * word);
+    // uint64 beyond int64's range: kept as the largest int64, out of any caller's range too.
+    if (!is_signed && u > std::uint64_t(INT64_MAX)) u = std::uint64_t(INT64_MAX);
+    a.data[i] = static_cast<std::int64_t>(u);
+  }
   return a;
 }
 

@@ -13,11 +13,15 @@
 //          column named on error), then xt::load_csv converts it.
 //   .json  nested arrays of numbers (nlohmann-json), 1 to 3 levels, rectangular; the strings
 //          "nan", "inf", "-inf" stand for the non-finite values (JSON has no literal for them).
+// A mask and key-padding lengths come from .npy alone: load_npy_bools (dtype bool, '|b1') and
+// load_npy_integers (int8 to int64, uint8 to uint64, little-endian), 0 to 4 axes, none empty,
+// C or Fortran order.
 // Errors: std::runtime_error with one line "LABEL PATH: what is wrong" (LABEL is the option,
 // e.g. --x), before any attention work.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,22 @@ struct Array {
 // scalar, a vector, an array of more than 3 axes or an empty one is refused. max_bytes: refuse
 // files whose data would need more memory.
 Array load_array(const std::string& label, const std::string& path, std::size_t max_bytes);
+
+// Booleans (0 or 1 a byte) and whole numbers, C order, with their shape.
+struct Bools {
+  std::vector<std::size_t> shape;
+  std::vector<unsigned char> data;
+};
+struct Integers {
+  std::vector<std::size_t> shape;
+  std::vector<std::int64_t> data;  // uint64 beyond int64's range reads as INT64_MAX
+};
+
+// Reads a .npy of booleans (a mask) or of integers (lengths); LABEL prefixes every error, and
+// anything else (another extension or dtype, more than 4 axes, an empty axis) is refused.
+Bools load_npy_bools(const std::string& label, const std::string& path, std::size_t max_bytes);
+Integers load_npy_integers(const std::string& label, const std::string& path,
+                           std::size_t max_bytes);
 
 // A .npy file (version 1.0, C order, little-endian) holding data with this shape, as bytes,
 // made by xtensor's xt::dump_npy. T is float or double.

@@ -10,12 +10,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
 #include "attention.hpp"
 #include "host/array_io.hpp"
+#include "host/attention_compute.hpp"
 #include "host/backend.hpp"
 #include "host/format.hpp"
 #include "host/memory.hpp"
@@ -45,13 +45,6 @@ struct SignalMonitor : Monitor {
   bool stop_requested() const override { return stop_requested_by_signal(); }
 };
 
-// CPU time of this process, all threads (user + system), in seconds.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // The parsed, checked request.
 struct Plan {
   Array x, wq, wk, wv;
@@ -61,6 +54,10 @@ struct Plan {
   int heads = 1;
   bool causal = false, f32 = false;
   double scale = 0;
+  // --mask and --lengths, as one (batch, heads, n, n) mask (AttentionArrays::mask): 1 where
+  // query i may attend key j; empty when neither is given.
+  std::vector<unsigned char> mask;
+  std::vector<std::size_t> mask_shape, lengths_shape;  // as read, for the provenance
   double device_bytes = 0;  // what the GPU path needs at once: inputs and one head's outputs
 };
 
@@ -77,6 +74,86 @@ std::size_t check_weight(const std::string& label, const std::string& path, cons
                    x_path + " shape " + p.x.shape_text() +
                    ": it needs d_model = " + std::to_string(p.d_model) + " rows");
   return cols;
+}
+
+// Whether shape `from` broadcasts to `to` (numpy's rule: aligned on the right, each axis equal
+// or 1).
+bool broadcasts(const std::vector<std::size_t>& from, const std::vector<std::size_t>& to) {
+  if (from.size() > to.size()) return false;
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    const std::size_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+// --mask and --lengths into p.mask, refused before any work when they do not fit x. The mask
+// broadcasts to (batch, heads, n, n), or to (heads, n, n) for an x of 2 axes, as PyTorch's
+// scaled_dot_product_attention and attnlab.attention read it; lengths has x's batch shape ((),
+// (1,) for an x of 2 axes), each from 0 to n: key j of entry b is kept while j < lengths[b].
+void plan_mask(const AttentionRequest& r, Plan& p, std::size_t budget) {
+  if (r.mask.empty() && r.lengths.empty()) return;
+  Bools m;
+  Integers len;
+  try {
+    if (!r.mask.empty()) m = load_npy_bools("--mask", r.mask, budget);
+    if (!r.lengths.empty()) len = load_npy_integers("--lengths", r.lengths, budget);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw BadInput(e.what());
+  }
+  const std::size_t B = p.batch, H = std::size_t(p.heads), n = p.n;
+  std::vector<std::size_t> target = {H, n, n};
+  if (p.x_batched) target.insert(target.begin(), B);
+  if (!r.mask.empty()) {
+    if (!broadcasts(m.shape, target))
+      throw BadInput("--mask " + r.mask + ": shape " + shape_text(m.shape) +
+                     " does not broadcast to (" + std::string(p.x_batched ? "batch, " : "") +
+                     "heads, n, n) = " + shape_text(target));
+    p.mask_shape = m.shape;
+  }
+  if (!r.lengths.empty()) {
+    const bool fits = p.x_batched ? len.shape == std::vector<std::size_t>{B}
+                                  : len.shape.empty() || len.shape == std::vector<std::size_t>{1};
+    if (!fits)
+      throw BadInput("--lengths " + r.lengths + ": shape " + shape_text(len.shape) +
+                     ", expected x's batch shape " +
+                     (p.x_batched ? shape_text({B}) : std::string("() or (1,)")) + " (--x " + r.x +
+                     " shape " + p.x.shape_text() + ")");
+    for (std::size_t b = 0; b < len.data.size(); ++b)
+      if (len.data[b] < 0 || std::size_t(len.data[b]) > n)
+        throw BadInput("--lengths " + r.lengths + ": entry " + std::to_string(b) + " is " +
+                       std::to_string(len.data[b]) + ", outside 0 to n = " + std::to_string(n));
+    p.lengths_shape = len.shape;
+  }
+  // Expanded to (B, H, n, n): the mask's element for each index (stride 0 along an axis of 1).
+  std::vector<std::size_t> stride(4, 0);
+  if (!r.mask.empty()) {
+    std::vector<std::size_t> shape4(4 - m.shape.size(), 1);
+    shape4.insert(shape4.end(), m.shape.begin(), m.shape.end());
+    std::size_t s = 1;
+    for (std::size_t d = 4; d-- > 0;) {
+      stride[d] = shape4[d] == 1 ? 0 : s;
+      s *= shape4[d];
+    }
+  }
+  p.mask.resize(B * H * n * n);
+  StopEvery stops(double(1 << 24));
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::size_t keys = r.lengths.empty() ? n : std::size_t(len.data[b]);
+    for (std::size_t h = 0; h < H; ++h) {
+      stops.add(double(n * n));
+      for (std::size_t i = 0; i < n; ++i) {
+        unsigned char* row = p.mask.data() + ((b * H + h) * n + i) * n;
+        for (std::size_t j = 0; j < n; ++j) {
+          const bool kept = r.mask.empty() ||
+                            m.data[b * stride[0] + h * stride[1] + i * stride[2] + j * stride[3]];
+          row[j] = kept && j < keys;
+        }
+      }
+    }
+  }
 }
 
 // The first non-finite entry of an input, for the warning.
@@ -151,6 +228,9 @@ Plan plan_request(const AttentionRequest& r) {
       p.d_v > int_max)
     throw BadInput("--x " + r.x + ": shape " + p.x.shape_text() + " has a dimension beyond 2^31");
   p.causal = r.causal;
+  if ((!r.mask.empty() || !r.lengths.empty()) && r.device == "cuda")
+    throw BadInput(std::string(r.mask.empty() ? "--lengths" : "--mask") +
+                   ": the CUDA path takes no mask (--device cpu or auto)");
   p.f32 = r.dtype.empty() ? (p.x.float32 && p.wq.float32 && p.wk.float32 && p.wv.float32)
                           : r.dtype == "f32";
   if (p.scale == 0) p.scale = 1.0 / std::sqrt(double(p.d_k / p.heads));
@@ -161,13 +241,18 @@ Plan plan_request(const AttentionRequest& r) {
   const double inputs = B * n * p.d_model + w_count * p.d_model * (2.0 * p.d_k + p.d_v);
   const double outputs = B * n * (2.0 * p.d_k + 2.0 * p.d_v) + 2.0 * B * p.heads * n * n;
   const double per_head = outputs / p.heads + inputs;
-  const double need = 8 * inputs + word * (inputs + outputs + (p.heads > 1 ? per_head : 0));
+  // The mask: one byte a query-key pair, and one head's copy with several heads.
+  const double mask_bytes =
+      !r.mask.empty() || !r.lengths.empty() ? B * n * n * (p.heads + (p.heads > 1 ? 1.0 : 0.0)) : 0;
+  const double need =
+      8 * inputs + word * (inputs + outputs + (p.heads > 1 ? per_head : 0)) + mask_bytes;
   p.device_bytes = word * (inputs + per_head);
   if (need > double(budget))
     throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the problem needs about " +
                    human_bytes(need) + " of memory (scores and weights alone " +
                    human_bytes(word * 2.0 * B * p.heads * n * n) + "), this machine has " +
                    human_bytes(double(budget)) + " available");
+  plan_mask(r, p, budget);
   return p;
 }
 
@@ -204,16 +289,6 @@ std::vector<T> convert(const std::vector<double>& a) {
   return std::vector<T>(a.begin(), a.end());
 }
 
-// Columns [h w, (h + 1) w) of each (rows, cols) matrix of a (count, rows, cols) array.
-template <class T>
-std::vector<T> columns(const std::vector<T>& a, std::size_t count, std::size_t rows,
-                       std::size_t cols, std::size_t h, std::size_t w) {
-  std::vector<T> out(count * rows * w);
-  for (std::size_t m = 0; m < count * rows; ++m)
-    for (std::size_t c = 0; c < w; ++c) out[m * w + c] = a[m * cols + h * w + c];
-  return out;
-}
-
 // Weights as `count` matrices: the shared one, or one per batch entry (copied for a shared
 // one when another weight is per entry).
 template <class T>
@@ -226,15 +301,9 @@ std::vector<T> per_entry(const Array& w, std::size_t batch, bool want_per_entry)
   return out;
 }
 
-// Wall and CPU seconds spent in the attention kernels (input conversion excluded).
-struct KernelTime {
-  double wall = 0, cpu = 0;
-};
-
 template <class T>
 Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
-  const std::size_t B = p.batch, n = p.n, H = p.heads, dkh = p.d_k / H, dvh = p.d_v / H;
-  const std::size_t wc = p.per_entry ? B : 1;
+  const std::size_t B = p.batch, n = p.n, H = p.heads;
   const std::vector<T> x = convert<T>(p.x.data);
   const std::vector<T> wq = per_entry<T>(p.wq, B, p.per_entry),
                        wk = per_entry<T>(p.wk, B, p.per_entry),
@@ -246,62 +315,28 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   r.out.resize(B * n * p.d_v);
   r.scores.resize(B * H * n * n);
   r.weights.resize(B * H * n * n);
-  AttentionShape sh;
-  sh.batch = static_cast<int>(B);
-  sh.n = static_cast<int>(n);
-  sh.d_model = static_cast<int>(p.d_model);
-  sh.d_k = static_cast<int>(dkh);
-  sh.d_v = static_cast<int>(dvh);
-  sh.shared_weights = !p.per_entry;
-  sh.causal = p.causal;
-  sh.scale = p.scale;
-  // In pieces with a stop point between them (Ctrl-C, SIGTERM): Backend::attention_forward.
-  const auto forward = [&backend, &time](const AttentionProblem<T>& prob) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double c0 = process_cpu_seconds();
-    backend.attention_forward(prob, SignalMonitor());
-    time.cpu += process_cpu_seconds() - c0;
-    time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  spdlog::debug(
-      "attention: computing {} problem(s) of {} head(s), pieces of at most {} "
-      "multiply-adds on the CPU",
-      B, H, Backend::kAttentionPieceWork);
-  if (H == 1) {  // one head: the kernels write the results in place
-    forward(AttentionProblem<T>{sh, x.data(), wq.data(), wk.data(), wv.data(), r.q.data(),
-                                r.k.data(), r.v.data(), r.scores.data(), r.weights.data(),
-                                r.out.data()});
-    return r;
-  }
-  for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
-    stop_point();
-    const std::vector<T> hq = columns(wq, wc, p.d_model, p.d_k, h, dkh),
-                         hk = columns(wk, wc, p.d_model, p.d_k, h, dkh),
-                         hv = columns(wv, wc, p.d_model, p.d_v, h, dvh);
-    std::vector<T> q(B * n * dkh), k(B * n * dkh), v(B * n * dvh), s(B * n * n), w(B * n * n),
-        o(B * n * dvh);
-    forward(AttentionProblem<T>{sh, x.data(), hq.data(), hk.data(), hv.data(), q.data(), k.data(),
-                                v.data(), s.data(), w.data(), o.data()});
-    StopEvery stops(double(1 << 24));
-    for (std::size_t row = 0; row < B * n; ++row) {  // concatenate the heads
-      stops.add(double(dkh + dvh));
-      for (std::size_t c = 0; c < dkh; ++c) {
-        r.q[row * p.d_k + h * dkh + c] = q[row * dkh + c];
-        r.k[row * p.d_k + h * dkh + c] = k[row * dkh + c];
-      }
-      for (std::size_t c = 0; c < dvh; ++c) {
-        r.v[row * p.d_v + h * dvh + c] = v[row * dvh + c];
-        r.out[row * p.d_v + h * dvh + c] = o[row * dvh + c];
-      }
-    }
-    for (std::size_t b = 0; b < B; ++b) {
-      stops.add(double(n * n));
-      for (std::size_t e = 0; e < n * n; ++e) {
-        r.scores[(b * H + h) * n * n + e] = s[b * n * n + e];
-        r.weights[(b * H + h) * n * n + e] = w[b * n * n + e];
-      }
-    }
-  }
+  AttentionArrays<T> a;
+  a.x = x.data();
+  a.w_q = wq.data();
+  a.w_k = wk.data();
+  a.w_v = wv.data();
+  a.batch = B;
+  a.n = n;
+  a.d_model = p.d_model;
+  a.d_k = p.d_k;
+  a.d_v = p.d_v;
+  a.per_entry = p.per_entry;
+  a.heads = p.heads;
+  a.causal = p.causal;
+  a.scale = p.scale;
+  a.mask = p.mask.empty() ? nullptr : p.mask.data();
+  a.q = r.q.data();
+  a.k = r.k.data();
+  a.v = r.v.data();
+  a.scores = r.scores.data();
+  a.weights = r.weights.data();
+  a.out = r.out.data();
+  attention_compute(a, backend, SignalMonitor(), time);
   return r;
 }
 
@@ -320,7 +355,7 @@ Table lesson_view(const Plan& p, const Result<T>& r) {
   Table t;
   t.name = "attention";
   t.title = "attention on your matrices: softmax(scale Q K^T) V, scale " + fixed(p.scale, 4) +
-            (p.causal ? ", causal" : "") +
+            (p.causal ? ", causal" : "") + (p.mask.empty() ? "" : ", masked") +
             (p.heads > 1 ? ", " + std::to_string(p.heads) + " heads" : "");
   t.columns = matrix_columns();
   std::vector<std::string> names;
@@ -343,7 +378,10 @@ Table lesson_view(const Plan& p, const Result<T>& r) {
   add_matrix_rows(t, all, "output", as_double(r.out.data(), r.out.size()).data(), n,
                   static_cast<int>(p.d_v), names);
   t.notes.push_back("scores are scale * q_i . k_j (row i = query i, column j = key j)" +
-                    std::string(p.causal ? "; masked keys show -inf and weight 0" : ""));
+                    std::string(p.causal || !p.mask.empty()
+                                    ? "; masked keys show -inf and weight 0 (a row with no key "
+                                      "left: zero weights and output)"
+                                    : ""));
   return t;
 }
 
@@ -356,7 +394,8 @@ Table summary_view(const Plan& p, const Result<T>& r) {
             std::to_string(p.n) + ", d_model " + std::to_string(p.d_model) + ", d_k " +
             std::to_string(p.d_k) + ", d_v " + std::to_string(p.d_v) + ", " +
             std::to_string(p.heads) + " head(s), scale " + fixed(p.scale, 4) +
-            (p.causal ? ", causal" : "") + "; statistics of each row of weights";
+            (p.causal ? ", causal" : "") + (p.mask.empty() ? "" : ", masked") +
+            "; statistics of each row of weights";
   t.columns = {{"statistic"},   {"rows", ""},    {"mean", "%.4g"},  {"std", "%.4g"},
                {"min", "%.4g"}, {"max", "%.4g"}, {"non_finite", ""}};
   const std::size_t rows = p.batch * p.heads * p.n;
@@ -367,11 +406,19 @@ Table summary_view(const Plan& p, const Result<T>& r) {
     std::int64_t count = 0, bad = 0;
   } acc[3];
   std::vector<double> row(p.n);
+  std::int64_t empty_rows = 0;
   StopEvery stops(double(1 << 22));  // units: weights, each an exp or a log in row_stats
   for (std::size_t i = 0; i < rows; ++i) {
     stops.add(double(p.n));
-    const std::size_t visible = p.causal ? i % p.n + 1 : p.n;
-    for (std::size_t j = 0; j < visible; ++j) row[j] = r.weights[i * p.n + j];
+    // The row's keys that are not masked (causal: 0..i; the mask's), in order.
+    const std::size_t causal_end = p.causal ? i % p.n + 1 : p.n;
+    std::size_t visible = 0;
+    for (std::size_t j = 0; j < causal_end; ++j)
+      if (p.mask.empty() || p.mask[i * p.n + j]) row[visible++] = r.weights[i * p.n + j];
+    if (visible == 0) {  // no key left: zero weights, no distribution to describe
+      ++empty_rows;
+      continue;
+    }
     const RowStats st = row_stats(row.data(), static_cast<int>(visible));
     const double v[3] = {st.max_weight, st.entropy, st.jacobian_norm};
     for (int s = 0; s < 3; ++s) {
@@ -395,6 +442,9 @@ Table summary_view(const Plan& p, const Result<T>& r) {
       "per row of weights (query), over every entry and head: the largest weight, "
       "the entropy in nats, ||J||_F of the softmax Jacobian (softmax.hpp); rows "
       "with a NaN weight are counted as non_finite and left out");
+  if (!p.mask.empty())
+    t.notes.push_back("over each row's keys that are not masked; " + std::to_string(empty_rows) +
+                      " row(s) with no key left (zero weights) are left out");
   return t;
 }
 
@@ -467,7 +517,8 @@ void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& 
   StopEvery stops(double(1 << 24));
   for (std::size_t i = 0; i < res.scores.size(); ++i) {
     stops.add(1);
-    const bool masked = p.causal && (i % p.n) > (i / p.n) % p.n;
+    const bool masked =
+        (p.causal && (i % p.n) > (i / p.n) % p.n) || (!p.mask.empty() && !p.mask[i]);
     if (!masked && std::isinf(res.scores[i])) ++inf_scores;
   }
   if (inf_scores > 0)
@@ -516,7 +567,9 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
       spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
   }
   OutputSet outputs;  // after the lock: its temporaries go before the lock is released
-  const Backend backend = Backend::select(r.device, r.threads.empty() ? 0 : std::stoi(r.threads));
+  // A mask runs on the CPU twin alone (the CUDA path takes none): auto picks the CPU.
+  const Backend backend = Backend::select(p.mask.empty() ? r.device : std::string("cpu"),
+                                          r.threads.empty() ? 0 : std::stoi(r.threads));
   if (backend.kind() == DeviceKind::cuda && backend.gpu().memory_gib > 0 &&
       p.device_bytes > backend.gpu().memory_gib * 1024.0 * 1024 * 1024)
     throw BadInput("--x " + r.x + " shape " + p.x.shape_text() + ": the GPU path needs about " +
@@ -532,15 +585,18 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   warn_non_finite(p, r, res);
 
   Table t = is_small(p) ? lesson_view(p, res) : summary_view(p, res);
+  nlohmann::json inputs = {{"x", {{"path", r.x}, {"shape", p.x.shape}}},
+                           {"w_q", {{"path", r.w_q}, {"shape", p.wq.shape}}},
+                           {"w_k", {{"path", r.w_k}, {"shape", p.wk.shape}}},
+                           {"w_v", {{"path", r.w_v}, {"shape", p.wv.shape}}}};
+  if (!r.mask.empty()) inputs["mask"] = {{"path", r.mask}, {"shape", p.mask_shape}};
+  if (!r.lengths.empty()) inputs["lengths"] = {{"path", r.lengths}, {"shape", p.lengths_shape}};
   t.run = {{"backend", backend.name()},
            {"dtype", p.f32 ? "float32" : "float64"},
-           {"inputs",
-            {{"x", {{"path", r.x}, {"shape", p.x.shape}}},
-             {"w_q", {{"path", r.w_q}, {"shape", p.wq.shape}}},
-             {"w_k", {{"path", r.w_k}, {"shape", p.wk.shape}}},
-             {"w_v", {{"path", r.w_v}, {"shape", p.wv.shape}}}}},
+           {"inputs", inputs},
            {"heads", p.heads},
            {"causal", p.causal},
+           {"masked", !p.mask.empty()},
            {"scale", p.scale},
            {"kernel_seconds", kernel_seconds},
            {"kernel_cpu_seconds", kernel_cpu_seconds}};
@@ -595,6 +651,13 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
       ->type_name("H")
       ->capture_default_str();
   sub->add_flag("--causal", r.causal, "Word i sees words 0..i only");
+  sub->add_option("--mask", r.mask,
+                  "Booleans (.npy), True where query i may attend key j, broadcastable to "
+                  "(batch, heads, n, n)")
+      ->type_name("FILE");
+  sub->add_option("--lengths", r.lengths,
+                  "Whole numbers (.npy), one per batch entry: keys at or past it are masked")
+      ->type_name("FILE");
   sub->add_option("--scale", r.scale, "Score scale (default 1/sqrt(d_k per head))")->type_name("X");
   sub->add_option("--dtype", r.dtype, "f32 | f64 (default: f32 when every input is float32)")
       ->type_name("DTYPE");

@@ -1,7 +1,8 @@
 // attention_command.hpp: `demo attention`, the batched attention kernels on the user's own
 // matrices.
 //
-//   demo attention --x X --w-q WQ --w-k WK --w-v WV [--heads H] [--causal] [--scale S]
+//   demo attention --x X --w-q WQ --w-k WK --w-v WV [--heads H] [--causal] [--mask M]
+//                  [--lengths L] [--scale S]
 //                  [--dtype f32|f64] [--device auto|cpu|cuda] [--format table|csv|json|markdown]
 //                  [--out DIR [--force] [--no-plots]] [--threads N]
 //
@@ -12,6 +13,11 @@
 // of W_V), and the heads' outputs are concatenated. The scale defaults to 1/sqrt(d_k / H), the
 // head's own d_k (1/sqrt(d_k) with one head, the lesson's). --dtype defaults to float32 when
 // every input file is float32 .npy, else float64.
+// --mask M (.npy booleans) broadcasts to (batch, heads, n, n), (heads, n, n) for an x of 2 axes:
+// True where query i may attend key j (PyTorch's scaled_dot_product_attention convention);
+// --lengths L (.npy integers, x's batch shape, each 0 to n) masks keys at or past an entry's
+// length. A masked key has score -inf and weight 0 (kernels/attention.hpp); a row with no key
+// left has zero weights and output. Masks run on the CPU (--device cuda is refused with one).
 //
 // Output: a small problem (one entry, n <= 16, every d <= 16) prints the lesson's view (Q, K,
 // V, scores, weights, output, rows labelled by position); anything larger prints per-row
@@ -43,6 +49,7 @@ struct AttentionRequest {
   bool chosen = false;  // set when the subcommand was given
   std::string x, w_q, w_k, w_v;
   std::string heads = "1", scale, dtype, device = "auto", format = "table", threads;
+  std::string mask, lengths;  // .npy files, empty: none
   bool causal = false, force = false, no_plots = false, quiet = false, verbose = false;
   std::string out_dir;
 };

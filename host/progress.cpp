@@ -56,6 +56,22 @@ void stop_point() {
   if (stop_requested_by_signal()) throw Interrupted();
 }
 
+StopScope::StopScope(bool install) : installed_(install) {
+  g_stop.store(0);
+  if (!install) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &previous_);
+}
+
+StopScope::~StopScope() {
+  if (installed_) sigaction(SIGINT, &previous_, nullptr);
+  g_stop.store(0);
+}
+
+bool StopScope::interrupted() const { return g_stop.load() == SIGINT; }
+
 ChunkPacer::ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
                        double target_seconds, std::uint64_t multiple)
     : size_(std::min(std::max(first, min), max)),

@@ -19,6 +19,8 @@
 // ("NAME: started, ..."), a line tests wait for before they send a signal.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -34,6 +36,26 @@ bool stop_requested_by_signal();
 int stop_signal();
 // Throws Interrupted when a signal asked to stop; for loops that have no Monitor.
 void stop_point();
+
+// For a process that outlives one computation (the Python module): while a StopScope lives,
+// SIGINT sets the stop flag that stop_requested_by_signal() reads (as install_stop_handler's
+// handler does), and the handler it replaced is back when the scope ends. The flag is cleared
+// when the scope begins and when it ends, so that one Ctrl-C stops one computation. With
+// install = false the scope only clears the flag (a thread other than the one that receives the
+// interpreter's signals: its handler is left alone).
+class StopScope {
+ public:
+  explicit StopScope(bool install);
+  ~StopScope();
+  StopScope(const StopScope&) = delete;
+  StopScope& operator=(const StopScope&) = delete;
+  // Whether SIGINT arrived while the scope lived.
+  bool interrupted() const;
+
+ private:
+  bool installed_ = false;
+  struct sigaction previous_ {};
+};
 
 // Calls stop_point() once every `every` units of work counted with add(): for loops whose
 // passes are too short to ask at each one (units: whatever the loop counts, elements or rows).

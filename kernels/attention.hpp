@@ -64,6 +64,11 @@ struct AttentionProblem {
   const T *x = nullptr, *w_q = nullptr, *w_k = nullptr, *w_v = nullptr;  // inputs
   T *q = nullptr, *k = nullptr, *v = nullptr;                            // outputs
   T *scores = nullptr, *weights = nullptr, *out = nullptr;
+  // An optional mask (batch, n, n): nonzero where query i may attend key j (PyTorch's boolean
+  // attn_mask convention); with causal, key j also needs j <= i. A key it hides is masked as
+  // causal masks one (score -inf, weight 0, never read by the weighted sum); a row with no key
+  // left has zero weights and a zero output. The CPU twin alone takes one.
+  const unsigned char* mask = nullptr;
 };
 
 // The score of query row q and key row k (d entries each), recomputed so that it overflows only

@@ -167,6 +167,50 @@ void forward_rows_t(const AttentionShape& s, double scale, bool project, bool at
   forward_rows_f64(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, sc, w, out, kt);
 }
 
+// The attend step of rows [r0, r1) of one problem under a mask (AttentionProblem::mask, this
+// problem's (n, n)): each row's visible keys, in ascending order, are gathered, given
+// softmax_row's weights, and summed into the output in that order. A mask that is a prefix
+// per row (causal's) gives the bits of forward_rows' attend step.
+template <class T>
+void attend_masked_rows(const AttentionShape& s, double scale_d, int r0, int r1, const T* q,
+                        const T* k, const T* v, const unsigned char* mask, T* scores, T* weights,
+                        T* out, T* kt) {
+  const int n = s.n, dk = s.d_k, dv = s.d_v, rows = r1 - r0;
+  const T scale = static_cast<T>(scale_d);
+  for (int j = 0; j < n; ++j)
+    for (int c = 0; c < dk; ++c) kt[Index(c) * n + j] = k[Index(j) * dk + c];
+  T* sr = scores + Index(r0) * n;
+  matmul(q + Index(r0) * dk, kt, sr, rows, dk, n);
+  std::vector<T> vs(n), vw(n);
+  std::vector<int> keys(n);
+  for (int i = r0; i < r1; ++i) {
+    T* si = scores + Index(i) * n;
+    T* wi = weights + Index(i) * n;
+    const unsigned char* mi = mask + Index(i) * n;
+    int count = 0;
+    for (int j = 0; j < n; ++j) {
+      if (!mi[j] || (s.causal && j > i)) {
+        si[j] = neg_infinity<T>();
+        wi[j] = T(0);
+        continue;
+      }
+      si[j] *= scale;
+      if (score_not_finite(si[j]))
+        si[j] = rescued_score(q + Index(i) * dk, k + Index(j) * dk, dk, scale_d);
+      keys[count] = j;
+      vs[count++] = si[j];
+    }
+    softmax_row(vs.data(), vw.data(), count, T(1), count);
+    T* oi = out + Index(i) * dv;
+    for (int c = 0; c < dv; ++c) oi[c] = T(0);
+    for (int t = 0; t < count; ++t) {
+      wi[keys[t]] = vw[t];
+      const T* vj = v + Index(keys[t]) * dv;
+      for (int c = 0; c < dv; ++c) oi[c] += vw[t] * vj[c];
+    }
+  }
+}
+
 }  // namespace
 
 double attention_work(const AttentionShape& s) {
@@ -251,11 +295,16 @@ void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& p
   const Index wk_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_k;
   const Index wv_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_v;
   const auto entry = [&](int b, bool project, bool attend, int r0, int r1, T* kt) {
-    forward_rows_t(s, scale, project, attend, r0, r1, p.x + Index(b) * s.n * s.d_model,
-                   p.w_q + b * wk_stride, p.w_k + b * wk_stride, p.w_v + b * wv_stride,
-                   p.q + Index(b) * s.n * s.d_k, p.k + Index(b) * s.n * s.d_k,
-                   p.v + Index(b) * s.n * s.d_v, p.scores + Index(b) * s.n * s.n,
-                   p.weights + Index(b) * s.n * s.n, p.out + Index(b) * s.n * s.d_v, kt);
+    const Index xo = Index(b) * s.n * s.d_model, ko = Index(b) * s.n * s.d_k,
+                vo = Index(b) * s.n * s.d_v, so = Index(b) * s.n * s.n;
+    const bool masked = p.mask != nullptr;  // its attend step apart: attend_masked_rows
+    if (project || !masked)
+      forward_rows_t(s, scale, project, attend && !masked, r0, r1, p.x + xo, p.w_q + b * wk_stride,
+                     p.w_k + b * wk_stride, p.w_v + b * wv_stride, p.q + ko, p.k + ko, p.v + vo,
+                     p.scores + so, p.weights + so, p.out + vo, kt);
+    if (attend && masked)
+      attend_masked_rows(s, scale, r0, r1, p.q + ko, p.k + ko, p.v + vo, p.mask + so, p.scores + so,
+                         p.weights + so, p.out + vo, kt);
   };
 #pragma omp parallel if (worth_threads(piece.work))
   {

@@ -265,6 +265,148 @@ TEST(AttentionCommand, FortranOrderIsConvertedToCOrder) {
   EXPECT_NE(r.err.find("Fortran order, converted"), std::string::npos) << r.err;
 }
 
+// ---- masks ----------------------------------------------------------------------------------
+
+// A .npy of booleans (numpy's dtype '|b1'), one byte each, in the order given.
+std::string bool_npy(const TempDir& d, const std::string& name, const std::vector<int>& bits,
+                     const std::string& shape, bool fortran = false) {
+  std::string data;
+  for (int b : bits) data += char(b != 0);
+  return raw_npy(d, name,
+                 "{'descr': '|b1', 'fortran_order': " + std::string(fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }",
+                 data);
+}
+
+// A .npy of little-endian integers of `bytes` bytes (descr '<i4', '|u1', ...).
+std::string int_npy(const TempDir& d, const std::string& name, const std::vector<std::int64_t>& v,
+                    const std::string& descr, const std::string& shape) {
+  const std::size_t word = std::size_t(descr.back() - '0');
+  std::string data;
+  for (std::int64_t x : v)
+    for (std::size_t b = 0; b < word; ++b) data += char((std::uint64_t(x) >> (8 * b)) & 0xff);
+  return raw_npy(d, name,
+                 "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }",
+                 data);
+}
+
+// The six output files of two runs hold the same bytes.
+void expect_same_files(const std::string& a, const std::string& b) {
+  for (const char* name : {"q", "k", "v", "scores", "weights", "out"})
+    EXPECT_EQ(test::read_file(a + "/" + name + ".npy"), test::read_file(b + "/" + name + ".npy"))
+        << name;
+}
+
+// --mask and --lengths against the masked formula computed here in double: each query's
+// softmax of scale q.k over its kept keys, zeros for a query with none.
+TEST(AttentionCommand, MaskAndLengthsAgreeWithTheMaskedFormula) {
+  TempDir d;
+  const std::size_t B = 2, n = 4, dm = 3;
+  std::vector<double> x(B * n * dm), wq(dm * 2), wk(dm * 2), wv(dm * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.9 * i + 0.2);
+  for (std::size_t i = 0; i < wq.size(); ++i) wq[i] = std::cos(1.1 * i), wk[i] = std::sin(1.7 * i);
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = std::cos(0.6 * i + 0.5);
+  // Shared by the batch, (n, n): query 3 keeps no key; lengths cut entry 1 to keys 0 and 1.
+  const std::vector<int> mask = {1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0};
+  const std::vector<std::int64_t> lengths = {4, 2};
+  const std::string dir = d.file("o");
+  const auto r = run_demo(
+      "attention --x " + save(d, "x.npy", x, {B, n, dm}) + " --w-q " +
+      save(d, "wq.npy", wq, {dm, 2}) + " --w-k " + save(d, "wk.npy", wk, {dm, 2}) + " --w-v " +
+      save(d, "wv.npy", wv, {dm, 3}) + " --mask " + bool_npy(d, "m.npy", mask, "(4, 4)") +
+      " --lengths " + int_npy(d, "len.npy", lengths, "<i8", "(2,)") +
+      " --device cpu --no-plots --out " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = load(dir + "/scores.npy"), w = load(dir + "/weights.npy"),
+             o = load(dir + "/out.npy");
+  const double scale = 1 / std::sqrt(2.0);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> e(n, 0.0);
+      double z = 0, top = -INFINITY;
+      std::vector<bool> kept(n);
+      std::vector<double> score(n);
+      for (std::size_t j = 0; j < n; ++j) {
+        kept[j] = mask[i * n + j] && std::int64_t(j) < lengths[b];
+        double dot = 0;
+        for (int c = 0; c < 2; ++c) {
+          double qi = 0, kj = 0;
+          for (std::size_t m = 0; m < dm; ++m) {
+            qi += x[(b * n + i) * dm + m] * wq[m * 2 + c];
+            kj += x[(b * n + j) * dm + m] * wk[m * 2 + c];
+          }
+          dot += qi * kj;
+        }
+        score[j] = scale * dot;
+        if (kept[j]) top = std::max(top, score[j]);
+      }
+      for (std::size_t j = 0; j < n; ++j)
+        if (kept[j]) z += (e[j] = std::exp(score[j] - top));
+      for (std::size_t j = 0; j < n; ++j) {
+        SCOPED_TRACE("entry " + std::to_string(b) + " query " + std::to_string(i) + " key " +
+                     std::to_string(j));
+        if (!kept[j]) {
+          EXPECT_TRUE(std::isinf(s(b, i, j)) && s(b, i, j) < 0);
+          EXPECT_EQ(w(b, i, j), 0.0);
+        } else {
+          EXPECT_NEAR(s(b, i, j), score[j], 1e-12);
+          EXPECT_NEAR(w(b, i, j), e[j] / z, 1e-12);
+        }
+      }
+      for (std::size_t c = 0; c < 3; ++c) {
+        double want = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+          double vj = 0;
+          for (std::size_t m = 0; m < dm; ++m) vj += x[(b * n + j) * dm + m] * wv[m * 3 + c];
+          if (kept[j]) want += e[j] / z * vj;
+        }
+        if (i == 3)
+          EXPECT_EQ(o(b, i, c), 0.0);  // no key left: a zero output
+        else
+          EXPECT_NEAR(o(b, i, c), want, 1e-12);
+      }
+    }
+  const auto doc = nlohmann::json::parse(std::ifstream(dir + "/attention.json"));
+  EXPECT_EQ(doc["provenance"]["masked"], true);
+  EXPECT_EQ(doc["provenance"]["inputs"]["lengths"]["shape"], nlohmann::json::array({2}));
+}
+
+// A lower-triangular mask is --causal, bit for bit; lengths are their key-padding mask; a
+// Fortran-order mask is its C-order twin.
+TEST(AttentionCommand, EquivalentMasksGiveTheSameBits) {
+  TempDir d;
+  std::vector<double> x(2 * 5 * 4), w(4 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * i + 0.3);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(1.3 * i);
+  const std::string common = "attention --x " + save(d, "x.npy", x, {2, 5, 4}) + " --w-q " +
+                             save(d, "w.npy", w, {4, 4}) + " --w-k " + d.file("w.npy") + " --w-v " +
+                             d.file("w.npy") +
+                             " --heads 2 --device cpu --no-plots --dtype f32 --out ";
+  const auto ok = [&](const std::string& dir, const std::string& more) {
+    const auto r = run_demo(common + d.file(dir) + more);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  std::vector<int> tril(25), pad(2 * 5), rows(25);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j) tril[i * 5 + j] = j <= i, rows[i * 5 + j] = (i + 2 * j) % 3 != 0;
+  for (int b = 0; b < 2; ++b)
+    for (int j = 0; j < 5; ++j) pad[b * 5 + j] = j < (b == 0 ? 3 : 1);
+  ok("causal", " --causal");
+  ok("tril", " --mask " + bool_npy(d, "tril.npy", tril, "(5, 5)"));
+  expect_same_files(d.file("causal"), d.file("tril"));
+  ok("lengths", " --lengths " + int_npy(d, "len.npy", {3, 1}, "<i4", "(2,)"));
+  ok("pad", " --mask " + bool_npy(d, "pad.npy", pad, "(2, 1, 1, 5)"));
+  expect_same_files(d.file("lengths"), d.file("pad"));
+  // rows transposed, stored column by column: the same (5, 5) mask in Fortran order.
+  std::vector<int> columns(25);
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 5; ++j) columns[j * 5 + i] = rows[i * 5 + j];
+  ok("c", " --mask " + bool_npy(d, "c.npy", rows, "(5, 5)"));
+  ok("f", " --mask " + bool_npy(d, "f.npy", columns, "(5, 5)", true));
+  expect_same_files(d.file("c"), d.file("f"));
+  EXPECT_NE(test::read_file(d.file("c/weights.npy")), test::read_file(d.file("tril/weights.npy")));
+}
+
 // ---- non-finite rules through the command -------------------------------------------------
 
 TEST(AttentionCommand, MaskedNaNNeverReachesAVisibleOutputAndIsNamed) {
@@ -355,6 +497,13 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       d, "x0.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", std::string(8, '\0'));
   const std::string x4 = save<double>(d, "x4.npy", std::vector<double>(6, 1.0), {1, 1, 3, 2});
   const std::string v1 = save<double>(d, "v1.npy", {1, 0}, {2});
+  // Masks and lengths that do not fit x (3, 2) or xb (2, 3, 2).
+  const std::string m23 = bool_npy(d, "m23.npy", std::vector<int>(6, 1), "(2, 3)");
+  const std::string m5 = bool_npy(d, "m5.npy", std::vector<int>(9, 1), "(1, 1, 1, 3, 3)");
+  const std::string len_big = int_npy(d, "len4.npy", {3, 4}, "<i8", "(2,)");
+  const std::string len_neg = int_npy(d, "lenneg.npy", {-1, 2}, "<i2", "(2,)");
+  const std::string len_u64 = int_npy(d, "lenu8.npy", {-1, 2}, "<u8", "(2,)");  // 2^64 - 1
+  const std::string len3 = int_npy(d, "len3.npy", {1, 2, 3}, "|u1", "(3,)");
   struct Case {
     std::string args, must_name, must_say;
   };
@@ -405,11 +554,32 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(x, w, w, w, " --threads 0"), "--threads", "from 1 to " + cores + " "},
       {run(x, w, w, w, " --threads 100000"), "--threads", "from 1 to " + cores + " "},
       {"attention --w-q " + w + " --w-k " + w + " --w-v " + w, "--x", "required"},
+      {run(x, w, w, w, " --mask " + x), "--mask " + x, "dtype float64 is refused (booleans only"},
+      {run(x, w, w, w, " --mask " + int64), "--mask", "dtype int64 is refused"},
+      {run(x, w, w, w, " --mask " + m23), "m23.npy",
+       "shape (2, 3) does not broadcast to (heads, n, n) = (1, 3, 3)"},
+      {run(xb, w, w, w, " --heads 2 --mask " + m23), "m23.npy", "= (2, 2, 3, 3)"},
+      {run(x, w, w, w, " --mask " + m5), "m5.npy", "more than 4 axes"},
+      {run(x, w, w, w, " --mask " + d.write("m.csv", "1\n")), "m.csv",
+       "expected a .npy file of booleans"},
+      {run(x, w, w, w, " --mask " + bige), "--mask", "big-endian float64 is refused"},
+      {run(xb, w, w, w, " --lengths " + len_big), "len4.npy", "entry 1 is 4, outside 0 to n = 3"},
+      {run(xb, w, w, w, " --lengths " + len_neg), "lenneg.npy", "entry 0 is -1, outside 0 to n"},
+      {run(xb, w, w, w, " --lengths " + len_u64), "lenu8.npy", "outside 0 to n = 3"},
+      {run(xb, w, w, w, " --lengths " + len3), "len3.npy", "shape (3,), expected x's batch"},
+      {run(x, w, w, w, " --lengths " + len3), "len3.npy", "expected x's batch shape () or (1,)"},
+      {run(xb, w, w, w, " --lengths " + m23), "--lengths", "dtype bool is refused"},
+      {run(xb, w, w, w, " --lengths " + x), "--lengths", "dtype float64 is refused"},
   };
   const std::string out = d.file("never");
   for (const Case& c : cases)
     test::expect_refused(c.args + " --device cpu --out " + out, 2, {c.must_name, c.must_say},
                          test::Refusal().leaves_no(out));
+  // The CUDA path takes no mask: refused on any build, before any work.
+  test::expect_refused(
+      run(x, w, w, w, " --mask " + bool_npy(d, "m33.npy", std::vector<int>(9, 1), "(3, 3)")) +
+          " --device cuda --out " + out,
+      2, {"--mask", "takes no mask"}, test::Refusal().leaves_no(out));
 }
 
 // A message quotes a few dozen characters of a file: a long CSV cell, a JSON string cut short

@@ -1,0 +1,419 @@
+"""The Python package against independent references: numpy's own arithmetic, and demo's
+files and messages for the same request (bit for bit). ctest runs this file (label `python`)
+with ATTNLAB_DEMO naming the demo built beside the module."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import attnlab
+
+DEMO = os.environ.get("ATTNLAB_DEMO") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "cpu", "demo")
+
+
+def demo(*args, check=True):
+    r = subprocess.run([DEMO, *map(str, args)], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"demo {' '.join(map(str, args))}: {r.returncode} {r.stderr}")
+    return r
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def numpy_attention(x, wq, wk, wv, heads=1, causal=False, scale=None):
+    """The textbook formula in float64 numpy, per head, for comparison within rounding."""
+    x, wq, wk, wv = (np.asarray(a, dtype=np.float64) for a in (x, wq, wk, wv))
+    q, k, v = x @ wq, x @ wk, x @ wv
+    n, dk, dv = x.shape[-2], q.shape[-1] // heads, v.shape[-1] // heads
+    scale = 1 / np.sqrt(dk) if scale is None else scale
+    outs, ws = [], []
+    for h in range(heads):
+        qh, kh, vh = q[..., h * dk:(h + 1) * dk], k[..., h * dk:(h + 1) * dk], v[..., h * dv:(h + 1) * dv]
+        s = scale * qh @ np.swapaxes(kh, -1, -2)
+        if causal:
+            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        ws.append(p)
+        outs.append(p @ vh)
+    return q, k, v, np.stack(ws, -3) if heads > 1 else ws[0], np.concatenate(outs, -1)
+
+
+# ---- attention ------------------------------------------------------------------------------
+
+def test_lesson_checkpoint_matches_numpy():
+    x = np.array([[2.0, 0], [1, 1], [0, 2]])
+    swap = np.array([[0.0, 1], [1, 0]])
+    r = attnlab.attention(x, np.eye(2), swap, np.eye(2))
+    q, k, v, w, out = numpy_attention(x, np.eye(2), swap, np.eye(2))
+    np.testing.assert_allclose(r.out, out, rtol=1e-14)
+    np.testing.assert_allclose(r.weights, w, rtol=1e-14)
+    assert r.out.dtype == np.float64 and r.out.shape == (3, 2)
+    np.testing.assert_allclose(r.weights.sum(-1), 1, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype,heads,causal", [(np.float32, 1, False), (np.float64, 2, True),
+                                                (np.float32, 4, True)])
+def test_batched_heads_match_numpy(dtype, heads, causal):
+    g = np.random.default_rng(1)
+    x = g.standard_normal((2, 3, 7, 8)).astype(dtype)
+    wq, wk, wv = (g.standard_normal((8, 8)).astype(dtype) for _ in range(3))
+    r = attnlab.attention(x, wq, wk, wv, heads=heads, causal=causal)
+    q, k, v, w, out = numpy_attention(x, wq, wk, wv, heads, causal)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+    for got, want in ((r.q, q), (r.v, v), (r.weights, w), (r.out, out)):
+        assert got.dtype == dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if causal:
+        assert np.all(np.isneginf(r.scores[..., 0, 1])) and np.all(r.weights[..., 0, 1] == 0)
+
+
+def write_inputs(tmp_path, arrays):
+    paths = {}
+    for name, a in arrays.items():
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], a)
+    return paths
+
+
+@pytest.mark.parametrize("dtype,heads,causal,per_entry", [
+    (np.float32, 1, False, False), (np.float64, 2, True, False), (np.float32, 2, False, True)])
+def test_attention_is_the_cli_bit_for_bit(tmp_path, dtype, heads, causal, per_entry):
+    g = np.random.default_rng(7)
+    x = g.standard_normal((3, 9, 6)).astype(dtype)
+    shape = (3, 6, 4) if per_entry else (6, 4)
+    ws = {n: g.standard_normal(shape).astype(dtype) for n in ("w_q", "w_k", "w_v")}
+    paths = write_inputs(tmp_path, dict(x=x, **ws))
+    out = tmp_path / "out"
+    args = ["attention", "--x", paths["x"], "--w-q", paths["w_q"], "--w-k", paths["w_k"], "--w-v",
+            paths["w_v"], "--heads", heads, "--out", out, "--no-plots", "-q"]
+    demo(*(args + (["--causal"] if causal else [])))
+    r = attnlab.attention(x, ws["w_q"], ws["w_k"], ws["w_v"], heads=heads, causal=causal)
+    for name in ("q", "k", "v", "scores", "weights", "out"):
+        assert same_bits(r[name], np.load(out / f"{name}.npy")), name
+    loaded = attnlab.load(out)  # and load reads the folder back as the same result
+    assert all(same_bits(loaded[n], r[n]) for n in r)
+    assert loaded.provenance["heads"] == heads
+
+
+def test_attention_reads_its_inputs_in_place():
+    # numpy reports its allocations to tracemalloc: a copy of x (8 MiB) would show in the peak.
+    import tracemalloc
+    x = np.ones((256, 64, 128), np.float32)
+    x.flags.writeable = False  # read-only arrays are read as they are
+    w = np.eye(128, 64, dtype=np.float32)
+    tracemalloc.start()
+    r = attnlab.attention(x, w, w, w)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < x.nbytes / 8
+    assert r.out.dtype == np.float32 and r.out.shape == (256, 64, 64)
+    assert not any(np.shares_memory(r[name], x) for name in r)
+
+
+def test_attention_refusals():
+    x, w = np.ones((3, 2)), np.eye(2)
+    cases = [
+        (dict(x=np.ones((3, 3))), "w_q: shape (2, 2) does not fit x shape (3, 3): it needs d_model = 3 rows"),
+        (dict(w_k=np.ones((2, 3))), "w_k: shape (2, 3) gives d_k = 3, but w_q shape (2, 2) gives d_k = 2"),
+        (dict(heads=3), "heads 3: d_k = 2 (w_q) is not divisible by it"),
+        (dict(scale=-1.0), "scale: expected a number in (0, 1e+300], got -1.0"),
+        (dict(device="tpu"), "device: expected one of auto, cpu, cuda, got 'tpu'"),
+        (dict(threads=0), "threads: expected a whole number >= 1 (or None: all cores), got 0"),
+        (dict(x=np.ones(3)), "x: shape (3): expected (n, d_model) or (batch, n, d_model)"),
+        (dict(x=np.array([["a"]])), "x: expected real numbers, got an array of dtype <U1"),
+    ]
+    for change, message in cases:
+        args = dict(x=x, w_q=w, w_k=w, w_v=w)
+        args.update(change)
+        with pytest.raises(ValueError) as e:
+            attnlab.attention(**args)
+        assert str(e.value) == message
+
+
+@pytest.mark.skipif(attnlab._core.built_with_cuda, reason="a CUDA build may have a GPU")
+def test_cuda_on_a_cpu_build_is_a_value_error():
+    with pytest.raises(ValueError, match="CUDA"):
+        attnlab.attention(np.ones((2, 2)), np.eye(2), np.eye(2), np.eye(2), device="cuda")
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+def same_table(a, b):
+    assert list(a) == list(b)
+    for c in a:
+        x, y = a[c], b[c]
+        if x.dtype == object:
+            assert list(x) == list(y), c
+        else:
+            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), c
+
+
+def test_options_are_the_declarations():
+    opts = attnlab.options("dk-std")
+    assert opts["dk"]["flag"] == "--dk" and opts["dk"]["default"] == "2,64,512"
+    help_text = demo("--table", "dk-std", "--help").stdout
+    for o in opts.values():  # every declared option is one demo shows, with its default
+        assert o["flag"] in help_text and f"[{o['default']}]" in help_text
+    assert set(attnlab.tables()) >= {"dk-std", "training-sweep", "attention-sweep"}
+    assert "d_k" in attnlab.options("attention-sweep")
+
+
+def test_table_is_the_cli_bit_for_bit(tmp_path):
+    demo("--table", "dk-std", "--dk", "3,17", "--samples", "2000", "--seed", "5", "--out", tmp_path,
+         "--no-plots", "-q")
+    t = attnlab.dk_std(dk=[3, 17], samples=2000, seed=5)
+    cli = attnlab.load(tmp_path / "dk-std.json")
+    same_table(t, cli)
+    assert t.provenance["command_line"] == "demo --table dk-std --dk 3,17 --samples 2000 --seed 5"
+    assert t.provenance["backend"] == cli.provenance["backend"]
+    assert t["d_k"].tolist() == [3, 17]
+    assert attnlab.load(tmp_path)["dk-std"].title == t.title  # a tables' --out folder
+
+
+def test_table_round_trips_through_json(tmp_path):
+    t = attnlab.table("softmax_saturation", dk="1,4", samples=300)
+    printed = demo("--table", "softmax-saturation", "--dk", "1,4", "--samples", "300", "--format",
+                   "json", "-q").stdout
+    (tmp_path / "s.json").write_text(printed)
+    same_table(t, attnlab.load(tmp_path / "s.json"))
+
+
+def test_pandas_reads_a_table():
+    pd = pytest.importorskip("pandas")
+    t = attnlab.table("rnn-decay", n=[1, 2, 3])
+    assert list(pd.DataFrame(t).columns) == list(t) and len(pd.DataFrame(t)) == 3
+
+
+def test_table_refusals_are_the_cli_lines(tmp_path):
+    with pytest.raises(ValueError) as e:
+        attnlab.dk_std(samples=-3)
+    line = demo("--table", "dk-std", "--samples", "-3", check=False).stderr.strip().splitlines()[0]
+    assert line == "demo: error: " + str(e.value)
+    with pytest.raises(ValueError, match="no option 'sample'"):
+        attnlab.dk_std(sample=10)
+    with pytest.raises(ValueError, match="no table"):
+        attnlab.table("nope")
+    existing = tmp_path / "rows.csv"
+    existing.write_text("")
+    with pytest.raises(OSError, match="exists"):
+        attnlab.table("training-sweep", seeds="0:2", steps=2, per_seed=existing)
+    with pytest.raises(OSError):
+        attnlab.load(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError):
+        attnlab.load(tmp_path / "bad.json")
+
+
+def test_training_sweep_per_seed_is_the_cli(tmp_path):
+    rows = tmp_path / "rows.csv"
+    demo("--table", "training-sweep", "--seeds", "0:6", "--steps", "40", "--grad", "analytic",
+         "--per-seed", rows, "--out", tmp_path / "o", "--no-plots", "-q")
+    t = attnlab.sweep("training", seeds=range(0, 6), steps=40, grad="analytic")
+    same_table(t, attnlab.load(tmp_path / "o" / "training-sweep.json"))
+    lines = rows.read_text().splitlines()
+    assert len(t.per_seed["seed"]) == len(lines) - 1
+    for i, line in enumerate(lines[1:]):
+        config, seed, *values = line.split(",")
+        assert t.per_seed["config"][i] == config and int(t.per_seed["seed"][i]) == int(seed)
+        assert [float(v) for v in values] == [t.per_seed[c][i] for c in
+                                              ("weight_on_apple", "out_x", "out_y", "loss")]
+
+
+def test_attention_sweep_per_seed_is_the_cli(tmp_path):
+    stem = tmp_path / "maps"
+    demo("--table", "attention-sweep", "--seeds", "0:5", "--steps", "30", "--per-seed",
+         f"{stem}.npy", "-q")
+    t = attnlab.sweep("attention", seeds="0:5", steps=30)
+    assert same_bits(t.per_seed["maps"], np.load(f"{stem}.npy"))
+    for name in ("seeds", "loss", "jsd", "out"):
+        assert same_bits(t.per_seed[name], np.load(f"{stem}.{name}.npy")), name
+    assert t.per_seed["seeds"].tolist() == list(range(5))
+
+
+# ---- the interpreter ------------------------------------------------------------------------
+
+def run_python(code):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing(tmp_path):
+    # A sweep that would run for hours, stopped by SIGINT from a timer: KeyboardInterrupt, no
+    # per-seed file (not even a temporary), and the next call runs normally.
+    r = run_python(f"""
+        import os, signal, threading, attnlab
+        folder = {str(tmp_path)!r}
+        threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            attnlab.sweep("training", seeds="0:1000000000", steps=3000,
+                          per_seed=os.path.join(folder, "rows.csv"))
+            print("finished")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", sorted(os.listdir(folder)))
+        print(attnlab.table("rnn-decay", n=[1])["n"].tolist())
+        """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["KeyboardInterrupt []", "[1]"]
+
+
+def test_ctrl_c_stops_attention():
+    r = run_python("""
+        import os, signal, threading, numpy as np, attnlab
+        x = np.ones((64, 256, 512), np.float32)
+        w = np.ones((512, 256), np.float32)
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            for _ in range(1000):
+                attnlab.attention(x, w, w, w)
+            print("finished")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+        """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "KeyboardInterrupt"
+
+
+def test_the_gil_is_released_while_kernels_run():
+    # This thread runs Python code while another thread is inside a table: had the call held the
+    # GIL, this thread would run again only once the call had ended.
+    import time
+    started = threading.Event()
+
+    def work():
+        started.set()
+        attnlab.sweep("training", seeds="0:4000", steps=3000, grad="analytic")
+
+    t = threading.Thread(target=work)
+    t.start()
+    started.wait()
+    time.sleep(0.2)
+    alive = t.is_alive()
+    t.join()
+    assert alive
+
+
+def test_progress_is_off_by_default(capfd):
+    attnlab.dk_std(samples=1000)
+    assert capfd.readouterr().err == ""
+
+
+def test_the_example_runs(tmp_path):
+    pytest.importorskip("matplotlib")
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "variability.py")
+    out = tmp_path / "v.png"
+    r = subprocess.run([sys.executable, script, "--seeds", "12", "--steps", "40", "--out", out],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "12 seeds" in r.stdout
+
+
+# ---- masks ----------------------------------------------------------------------------------
+
+def random_mask_case(g, dtype):
+    x = g.standard_normal((3, 2, 6, 8)).astype(dtype)
+    wq, wk, wv = (g.standard_normal((8, 8)).astype(dtype) for _ in range(3))
+    mask = g.random((3, 2, 1, 6, 6)) < 0.6  # broadcast over the heads
+    mask[0, 0, 0, 2, :] = False  # one row with no key left
+    lengths = g.integers(1, 7, size=(3, 2))
+    return x, wq, wk, wv, mask, lengths
+
+
+def test_mask_matches_numpy_and_empty_rows_are_zero():
+    g = np.random.default_rng(3)
+    x, wq, wk, wv, mask, lengths = random_mask_case(g, np.float64)
+    r = attnlab.attention(x, wq, wk, wv, heads=2, mask=mask, lengths=lengths)
+    keep = np.broadcast_to(mask, (3, 2, 2, 6, 6)) & (np.arange(6) < lengths[..., None])[..., None, None, :]
+    q, k, v = x @ wq, x @ wk, x @ wv
+    for h in range(2):
+        s = (q[..., 4 * h:4 * h + 4] @ np.swapaxes(k[..., 4 * h:4 * h + 4], -1, -2)) / 2
+        s = np.where(keep[:, :, h], s, -np.inf)
+        m = s.max(-1, keepdims=True)
+        p = np.where(keep[:, :, h], np.exp(s - np.where(np.isfinite(m), m, 0)), 0)
+        p = p / np.where(p.sum(-1, keepdims=True) > 0, p.sum(-1, keepdims=True), 1)
+        np.testing.assert_allclose(r.weights[:, :, h], p, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(r.out[..., 4 * h:4 * h + 4], p @ v[..., 4 * h:4 * h + 4],
+                                   rtol=1e-12, atol=1e-14)
+    assert np.all(r.weights[0, 0, :, 2] == 0) and np.all(r.out[0, 0, 2] == 0)
+    assert np.all(np.isneginf(r.scores[~keep]))
+
+
+def test_mask_against_pytorch():
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(11)
+    for _ in range(5):
+        x, wq, wk, wv, mask, lengths = random_mask_case(g, np.float64)
+        keep = np.broadcast_to(mask, (3, 2, 2, 6, 6)) & (np.arange(6) < lengths[..., None])[..., None, None, :]
+        keep = keep | np.eye(6, dtype=bool)  # no empty row
+        r = attnlab.attention(x, wq, wk, wv, heads=2, mask=keep)
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a))
+        split = lambda m: t(m).reshape(3, 2, 6, 2, 4).transpose(2, 3)  # (..., heads, n, d)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            split(x @ wq), split(x @ wk), split(x @ wv), attn_mask=t(keep))
+        np.testing.assert_allclose(r.out, o.transpose(2, 3).reshape(3, 2, 6, 8).numpy(),
+                                   rtol=1e-12, atol=1e-13)
+
+
+def test_a_causal_mask_is_causal_bit_for_bit():
+    g = np.random.default_rng(5)
+    x = g.standard_normal((4, 9, 8)).astype(np.float32)
+    w = g.standard_normal((8, 8)).astype(np.float32)
+    a = attnlab.attention(x, w, w, w, causal=True)
+    b = attnlab.attention(x, w, w, w, mask=np.tril(np.ones((9, 9), bool)))
+    assert all(same_bits(a[n], b[n]) for n in a)
+
+
+@pytest.mark.parametrize("dtype,heads,mask_shape,with_lengths", [
+    (np.float32, 2, (3, 1, 6, 6), True), (np.float64, 1, (6, 6), False),
+    (np.float64, 2, (2, 1, 6), True)])
+def test_mask_and_lengths_are_the_cli_bit_for_bit(tmp_path, dtype, heads, mask_shape, with_lengths):
+    g = np.random.default_rng(17)
+    x = g.standard_normal((3, 6, 8)).astype(dtype)
+    ws = {n: g.standard_normal((8, 8)).astype(dtype) for n in ("w_q", "w_k", "w_v")}
+    mask = g.random(mask_shape) < 0.6
+    empty_row = mask_shape[-2] == 6  # a mask with a query axis: query 1 with no key left
+    if empty_row:
+        mask[..., 1, :] = False
+    lengths = np.array([6, 0, 3], dtype=np.int32)
+    paths = write_inputs(tmp_path, dict(x=x, **ws))
+    np.save(tmp_path / "mask.npy", mask)
+    np.save(tmp_path / "lengths.npy", lengths)
+    out = tmp_path / "out"
+    args = ["attention", "--x", paths["x"], "--w-q", paths["w_q"], "--w-k", paths["w_k"], "--w-v",
+            paths["w_v"], "--heads", heads, "--mask", tmp_path / "mask.npy", "--out", out,
+            "--no-plots", "-q"]
+    demo(*(args + (["--lengths", tmp_path / "lengths.npy"] if with_lengths else [])))
+    r = attnlab.attention(x, ws["w_q"], ws["w_k"], ws["w_v"], heads=heads, mask=mask,
+                          lengths=lengths if with_lengths else None)
+    for name in ("q", "k", "v", "scores", "weights", "out"):
+        assert same_bits(r[name], np.load(out / f"{name}.npy")), name
+    if empty_row:
+        assert np.all(r.weights[..., 1, :] == 0) and np.all(r.out[:, 1] == 0)
+    if with_lengths:
+        assert np.all(r.out[1] == 0)  # length 0: every row of entry 1 is empty
+    doc = json.loads((out / "attention.json").read_text())
+    assert doc["provenance"]["masked"] and doc["provenance"]["inputs"]["mask"]["shape"] == list(mask_shape)
+
+
+def test_mask_refusals():
+    x, w = np.ones((3, 2)), np.eye(2)
+    with pytest.raises(ValueError, match="mask: expected booleans"):
+        attnlab.attention(x, w, w, w, mask=np.ones((3, 3)))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        attnlab.attention(x, w, w, w, mask=np.ones((2, 3), bool))
+    with pytest.raises(ValueError, match="lengths: expected whole numbers"):
+        attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=[1.5, 2])
+    with pytest.raises(ValueError, match=r"lengths: entry \(1,\) is 4, outside 0 to n = 3"):
+        attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=np.array([1, 4]))
+    with pytest.raises(ValueError, match="takes no mask"):
+        attnlab.attention(x, w, w, w, mask=np.ones((3, 3), bool), device="cuda")
