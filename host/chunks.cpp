@@ -325,7 +325,7 @@ void prepare_chunks(const Options& o) {
 
 namespace {
 // The table a job's label belongs to, of `tables` (a JSON array of names): the table itself, or
-// TABLE-K, one of the jobs of a table that runs several (attention-sweep's grid); "" for none.
+// TABLE-K, one of the jobs of a table that runs several (a grid of configurations); "" for none.
 std::string table_of_job(const json& tables, const std::string& label) {
   for (const auto& t : tables) {
     const std::string name = t.get<std::string>();
