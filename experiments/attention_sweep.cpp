@@ -483,6 +483,7 @@ struct Sweep {
   std::string label;  // the chunk jobs' label
   const SeedSet* seeds = nullptr;
   std::uint64_t count = 0, per_chunk = 0, chunks = 0;
+  std::uint64_t batch = 1;   // chunks per backend call
   std::uint64_t budget = 0;  // values kept per quantity for exact quantiles
   bool keep = false;         // the first pass keeps every seed's results for the second
   std::string per_seed_file;
@@ -887,6 +888,7 @@ std::vector<Table> run(const RunContext& ctx) {
     ctx.backend.check_head(w->m);
     const std::uint64_t call = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
+    w->batch = std::max<std::uint64_t>(1, call / w->per_chunk);
     const double call_bytes =
         static_cast<double>(std::min(call, w->count)) * result_bytes * 3 +
         64.0 * 8 * head::layout(w->m).total * std::max(1, ctx.backend.threads());
@@ -941,12 +943,9 @@ std::vector<Table> run(const RunContext& ctx) {
       spdlog::info(
           "attention-sweep: the seeds' results need more than --map-memory: every seed trains "
           "twice (the second time for its JSD to the mean map)");
-    const std::uint64_t call = std::max<std::uint64_t>(
-        static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
-    const std::uint64_t batch = std::max<std::uint64_t>(1, call / w->per_chunk);
-    w->first_pass(batch);
+    w->first_pass(w->batch);
     if (w->mean_map[1].empty() && (w->keep || ctx.opt.shards > 0)) continue;  // a part, a rank
-    if (!w->keep || reports_results(ctx.opt)) w->second_pass(batch);
+    if (!w->keep || reports_results(ctx.opt)) w->second_pass(w->batch);
     w->kept.clear();
     w->kept.shrink_to_fit();
   }

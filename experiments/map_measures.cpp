@@ -53,9 +53,7 @@ bool SeedResults::finite(const double* r) const {
   return ok;
 }
 
-bool SeedResults::diverged(const double* r) const {
-  return !finite(r) || r[0] > kDivergedFactor * r[1];
-}
+bool SeedResults::diverged(const double* r) const { return !finite(r) || blew_up(r); }
 
 const double* SeedResults::mean_over_heads(const double* r, std::vector<double>& buffer) const {
   if (heads == 1) return head_map(r, 0);
@@ -164,14 +162,17 @@ bool MapSummary::covers(const double* r) const {
 void MapSummary::add(const double* results, std::int64_t count) {
   const int size = shape.size(), map = shape.map_size(), n = shape.n;
   std::vector<double> buffer, other, one_hot(static_cast<std::size_t>(n));
+  std::vector<char> in(static_cast<std::size_t>(count));  // covered, seed by seed
   for (std::int64_t i = 0; i < count; ++i) {
     const double* r = results + i * size;
     ++seeds;
-    const bool finite = shape.finite(r), gone = shape.diverged(r);
+    const bool finite = shape.finite(r), gone = !finite || shape.blew_up(r);
+    const bool done = finite && !gone && r[0] < converged_below;
     not_finite += finite ? 0 : 1;
     diverged += gone ? 1 : 0;
-    if (finite && !gone && r[0] < converged_below) ++converged;
-    if (!covers(r)) continue;
+    converged += done ? 1 : 0;
+    in[i] = cover == Cover::finite ? finite : done;
+    if (!in[i]) continue;
     ++covered;
     loss.push(r[0]);
     const double* p = shape.mean_over_heads(r, buffer);
@@ -197,7 +198,7 @@ void MapSummary::add(const double* results, std::int64_t count) {
   for (std::int64_t i = 0; i + 1 < count; i += 2) {
     const double* a = results + i * size;
     const double* b = a + size;
-    if (!covers(a) || !covers(b)) continue;
+    if (!in[i] || !in[i + 1]) continue;
     const double* pa = shape.mean_over_heads(a, buffer);
     const double* pb = shape.mean_over_heads(b, other);
     pair_jsd.push(map_jsd(pa, pb, shape.rows, n));

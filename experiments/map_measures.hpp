@@ -40,6 +40,11 @@ double map_jsd(const double* a, const double* b, int rows, int n);
 // Non-finite inputs give the plain sum's inf or NaN.
 double rms_distance(const double* a, const double* b, int count, int rows);
 
+// A run diverged when its final loss ends more than this many times above its starting loss:
+// gradient descent that works lowers the loss, so a run that ends an order of magnitude above
+// where it began has blown up (its steps overshot), whatever its map.
+inline constexpr double kDivergedFactor = 10;
+
 // The shape of one seed's results (head::result_size's layout, kernels/head.hpp): the final
 // loss, the loss at the start, the H maps P_h on the loss rows (H x |R| x n), the outputs on the
 // loss rows (|R| x d_out).
@@ -55,12 +60,9 @@ struct SeedResults {
   bool finite(const double* r) const;  // loss and every map finite
   // Diverged: not finite, or a final loss more than kDivergedFactor times the starting loss.
   bool diverged(const double* r) const;
+  // The final loss more than kDivergedFactor times the starting loss (the finite half of it).
+  bool blew_up(const double* r) const { return r[0] > kDivergedFactor * r[1]; }
 };
-
-// A run diverged when its final loss ends more than this many times above its starting loss:
-// gradient descent that works lowers the loss, so a run that ends an order of magnitude above
-// where it began has blown up (its steps overshot), whatever its map.
-inline constexpr double kDivergedFactor = 10;
 
 // Which seeds the map measures cover (spec "Which seeds the measures cover"): the converged
 // ones (finite, not diverged, final loss below --converged-below), or every finite one.

@@ -58,6 +58,13 @@ double rel_norm(const std::vector<double>& a, const std::vector<double>& b) {
   return std::sqrt(d / s);
 }
 
+// The change of the weights (the first start.size() elements of ws) from start.
+std::vector<double> changes(const std::vector<double>& ws, const std::vector<double>& start) {
+  std::vector<double> d(start.size());
+  for (std::size_t e = 0; e < start.size(); ++e) d[e] = ws[e] - start[e];
+  return d;
+}
+
 // Central differences of the loss in every weight of W_Q, W_K, W_V (step h), in plain loops
 // from the model's definition: the reference for the analytic gradient.
 std::vector<double> numeric_gradient(Case& c, double h) {
@@ -186,12 +193,7 @@ TEST(HeadAdam, TwoStepsEqualAHandComputation) {
       }
     const std::vector<double> start(c.ws.begin(), c.ws.begin() + l.q);
     head::train<double>(c.m, c.ws.data());
-    std::vector<double> a(l.q), b(l.q);  // the changes of the weights
-    for (std::int64_t e = 0; e < l.q; ++e) {
-      a[e] = c.ws[e] - start[e];
-      b[e] = by_hand.ws[e] - start[e];
-    }
-    EXPECT_LT(rel_norm(a, b), 1e-12) << describe(c.m);
+    EXPECT_LT(rel_norm(changes(c.ws, start), changes(by_hand.ws, start)), 1e-12) << describe(c.m);
   }
 }
 
@@ -239,12 +241,7 @@ TEST(HeadGradient, SequentialScheduleUsesTheUpdatedQueries) {
   }
   const std::vector<double> start(c.ws.begin(), c.ws.begin() + l.q);
   head::train<double>(c.m, c.ws.data());
-  std::vector<double> a(l.q), b(l.q);  // the changes of the weights
-  for (std::int64_t e = 0; e < l.q; ++e) {
-    a[e] = c.ws[e] - start[e];
-    b[e] = by_hand.ws[e] - start[e];
-  }
-  EXPECT_LT(rel_norm(a, b), 1e-6);
+  EXPECT_LT(rel_norm(changes(c.ws, start), changes(by_hand.ws, start)), 1e-6);
 }
 
 // A monitor that says stop from its `after`-th question on, and counts the questions.
