@@ -102,6 +102,7 @@ void TrainCpuAlone(benchmark::State& state) {
 }
 BENCHMARK(TrainCpuAlone)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+template <class T>
 void AttentionForwardCpu(benchmark::State& state) {
   const AttentionShape sh{static_cast<int>(state.range(0)),
                           static_cast<int>(state.range(1)),
@@ -112,18 +113,18 @@ void AttentionForwardCpu(benchmark::State& state) {
                           false,
                           0};
   std::mt19937_64 rng(1);
-  std::normal_distribution<double> nd;
+  std::normal_distribution<T> nd;
   auto random = [&](std::size_t n) {
-    std::vector<double> v(n);
-    for (double& x : v) x = nd(rng);
+    std::vector<T> v(n);
+    for (T& x : v) x = nd(rng);
     return v;
   };
   const std::size_t rows = std::size_t(sh.batch) * sh.n;
   const auto x = random(rows * 64), w = random(64 * 64);
-  std::vector<double> q(rows * 64), k(rows * 64), v(rows * 64), s(rows * sh.n), p(rows * sh.n),
+  std::vector<T> q(rows * 64), k(rows * 64), v(rows * 64), s(rows * sh.n), p(rows * sh.n),
       o(rows * 64);
-  const AttentionProblem<double> prob{sh,       x.data(), w.data(), w.data(), w.data(), q.data(),
-                                      k.data(), v.data(), s.data(), p.data(), o.data()};
+  const AttentionProblem<T> prob{sh,       x.data(), w.data(), w.data(), w.data(), q.data(),
+                                 k.data(), v.data(), s.data(), p.data(), o.data()};
   for (auto _ : state) {
     attention_forward_cpu(prob);
     benchmark::DoNotOptimize(o.data());
@@ -133,9 +134,14 @@ void AttentionForwardCpu(benchmark::State& state) {
   state.counters["flop/s"] =
       benchmark::Counter(flops * state.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(AttentionForwardCpu)
+BENCHMARK_TEMPLATE(AttentionForwardCpu, double)
     ->Args({256, 32})
     ->Args({16, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// The Python package's benchmark problem (bench/python_attention.py), outputs already in memory.
+BENCHMARK_TEMPLATE(AttentionForwardCpu, float)
+    ->Args({4096, 128})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

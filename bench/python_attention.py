@@ -6,9 +6,13 @@ for every peer. Each peer computes q, k, v, the scores, the softmax and the outp
   numpy    one (batch n, d_model) x (d_model, d) matmul per projection, batched matmul for
            the scores and the outputs, a stable softmax (max subtracted)
   torch    torch.matmul projections and torch.nn.functional.scaled_dot_product_attention
-Rounds alternate the peers (the order rotates each round); each call is timed in process CPU
-seconds (all threads) and wall seconds, and the median over rounds is reported, with each
-peer's time over attnlab's. The SGEMM line is numpy's 2048 x 2048 float32 matmul on the same
+Rounds alternate the peers (the order rotates each round). In a round each peer runs twice, back
+to back, after a pause that lets the thread pools of the peer before it (OpenBLAS, OpenMP) stop
+spinning, so that none is charged another's idle threads; the second call is timed, in process
+CPU seconds (all threads) and wall seconds, so that its outputs land in memory the first one just
+freed: on a virtual machine that hands freed memory back to its host, memory fresh from the host
+costs each peer a multiple of its computation in page faults, in proportion to what it allocates
+(docs/PERFORMANCE.md). The median over rounds is reported, with each peer's time over attnlab's. The SGEMM line is numpy's 2048 x 2048 float32 matmul on the same
 2 threads: the rate attnlab's 2 (B n d_model (2 d_k + d_v) + B n^2 (d_k + d_v)) FLOP per
 CPU-second is compared with. A peer that is not installed is skipped.
 
@@ -48,6 +52,8 @@ def isa_level():
 
 
 def timed(f):
+    time.sleep(0.2)
+    f()
     c0, w0 = time.process_time(), time.perf_counter()
     f()
     return time.process_time() - c0, time.perf_counter() - w0
@@ -105,7 +111,10 @@ def main():
     print(f"attention: batch {B}, n {N}, d_model = d_k = d_v = {D}, float32, {THREADS} threads; "
           f"{platform.processor() or platform.machine()}, {isa_level()}; numpy {np.__version__}"
           + (f", torch {torch_version}" if torch_version else ", torch not installed")
+          + (f"; attnlab's kernels at ATTNLAB_CPU_LEVEL={os.environ['ATTNLAB_CPU_LEVEL']}"
+             if os.environ.get("ATTNLAB_CPU_LEVEL") else "")
           + f"; {a.rounds} alternating rounds, medians")
+    print("attnlab CPU s by round:", [round(c, 3) for c in cpu["attnlab"]])
     print(f"{'peer':8} {'CPU s':>8} {'wall s':>8} {'CPU s / attnlab':>16}")
     for n in names:
         c, w = statistics.median(cpu[n]), statistics.median(wall[n])

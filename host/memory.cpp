@@ -1,13 +1,30 @@
 // memory.cpp: see memory.hpp.
 #include "host/memory.hpp"
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <new>
 
 namespace attn {
+
+void* large_allocation(std::size_t bytes) {
+  constexpr std::size_t kHuge = std::size_t(2) << 20;
+  if (bytes < kHuge) {
+    if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+    throw std::bad_alloc();
+  }
+  const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;  // aligned_alloc's rule
+  void* p = std::aligned_alloc(kHuge, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without huge pages, plain pages
+#endif
+  return p;
+}
 
 double memory_available() {
   double avail = INFINITY;

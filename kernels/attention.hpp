@@ -12,7 +12,8 @@
 //   weights  (batch, n, n)     P; rows sum to 1 (all-masked rows are zero)
 //   out      (batch, n, d_v)   O
 // With causal = true, word i sees words 0..i only (Level 15's mask), else every word.
-// Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch) and, in a
+// Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch; each product
+// entry one fused multiply-add per term, ascending, the same bits at every CPU level) and, in a
 // CUDA build, attention_forward_cuda (cuBLAS strided-batched GEMM plus a softmax kernel).
 //
 // Non-finite numbers (softmax.hpp states the softmax half of the rule):
@@ -34,6 +35,8 @@
 #include "hd.hpp"
 
 namespace attn {
+
+enum class CpuLevel;  // cpu_clones.hpp
 
 struct AttentionShape {
   int batch = 1, n = 1, d_model = 1, d_k = 1, d_v = 1;
@@ -120,6 +123,10 @@ void attention_forward_cpu(const AttentionProblem<T>& p);
 // One piece of it (attention_pieces); throws std::invalid_argument for a piece outside p.
 template <class T>
 void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& piece);
+// The whole call at a CPU level of the caller's choosing (cpu_clones.hpp), at most cpu_level()
+// (else std::invalid_argument): every level gives the same bits, which the tests check.
+template <class T>
+void attention_forward_cpu(const AttentionProblem<T>& p, CpuLevel level);
 
 // The score step alone: scores (batch, n_q, n_k) = scale * q (batch, n_q, d) k (batch, n_k, d)^T.
 template <class T>

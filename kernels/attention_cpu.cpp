@@ -1,20 +1,25 @@
 // attention_cpu.cpp: the CPU twin of the batched attention forward (attention.hpp).
 //
-// One problem per OpenMP iteration. Each matrix product is a register-blocked loop (4 rows of
-// the result times a strip of columns held in registers, the inner index outermost), built
-// for AVX-512, AVX2 and plain x86-64 (cpu_clones.hpp). Every entry of every product is still
-// the plain sum over the inner index in ascending order, with no FMA contraction
-// (-ffp-contract=off), so all clones give the same bits as the textbook loops; the softmax is
-// softmax.hpp's, as on the GPU.
+// One problem per OpenMP iteration. Each matrix product is a register-blocked loop (a tile of
+// rows of the result times a strip of vectors of columns, held in registers, the inner index
+// outermost), written once over simd.hpp's shim and built for AVX-512, AVX2 and plain x86-64
+// (cpu_clones.hpp). Every entry of every product is the same chain at every level and for any
+// tiling: c = fma(a_k, b_k, c) for k ascending from c = 0 (one rounding per term; -ffp-contract
+// is off, so nothing else fuses), so all levels give the same bits and any split of the rows
+// gives the bits of the whole. The row softmax follows softmax.hpp's rule: rows whose visible
+// scores are all finite take softmax_row_blocked below (vector exp, a fixed tree of 16 partial
+// sums), the rest softmax.hpp's softmax_row.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attention.hpp"
 #include "cpu_clones.hpp"
 #include "cpu_threads.hpp"
+#include "simd.hpp"
 #include "softmax.hpp"
 
 namespace attn {
@@ -22,194 +27,337 @@ namespace {
 
 using Index = std::ptrdiff_t;
 
-// c (rows, cols) = a (rows, inner) * b (inner, cols), all row-major with leading dimensions
-// lda, ldb, ldc; row i of c sums over k < limit(i) only (limit non-decreasing in i), so that
-// the weighted sum of a causal row never touches a masked key. Each c entry is
-// sum_{k < limit(i)} a[i][k] * b[k][j], accumulated in ascending k.
-template <class T, class Limit>
-ATTN_INLINE void matmul_rows(const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,
-                             int rows, int inner, int cols, Limit limit) {
-  constexpr int kRows = 4;
-  constexpr int kCols = 64 / sizeof(T) * 2;  // two 64-byte vectors: 32 floats or 16 doubles
-  int i = 0;
-  for (; i + kRows <= rows; i += kRows) {
-    const int lo = std::min(limit(i), inner);  // every row of the block sums at least this far
-    int j = 0;
-    for (; j + kCols <= cols; j += kCols) {
-      T acc[kRows][kCols] = {};
-      for (int k = 0; k < lo; ++k) {
-        const T* bk = b + k * ldb + j;
-        ATTN_UNROLL
-        for (int r = 0; r < kRows; ++r) {
-          const T ar = a[(i + r) * lda + k];
-          ATTN_UNROLL
-          for (int x = 0; x < kCols; ++x) acc[r][x] += ar * bk[x];
-        }
-      }
-      for (int r = 0; r < kRows; ++r) {  // the rest of each row's own range
-        const int hi = std::min(limit(i + r), inner);
-        for (int k = lo; k < hi; ++k) {
-          const T ar = a[(i + r) * lda + k];
-          const T* bk = b + k * ldb + j;
-          for (int x = 0; x < kCols; ++x) acc[r][x] += ar * bk[x];
-        }
-        for (int x = 0; x < kCols; ++x) c[(i + r) * ldc + j + x] = acc[r][x];
-      }
-    }
-    for (int r = 0; r < kRows; ++r) {  // columns left over: one row at a time
-      const int hi = std::min(limit(i + r), inner);
-      T* cr = c + (i + r) * ldc;
-      for (int x = j; x < cols; ++x) cr[x] = T(0);
-      for (int k = 0; k < hi; ++k) {
-        const T ar = a[(i + r) * lda + k];
-        const T* bk = b + k * ldb;
-        for (int x = j; x < cols; ++x) cr[x] += ar * bk[x];
-      }
+// A product's operands: c (rows, cols) = a (rows, inner) b (inner, cols), row-major with
+// leading dimensions lda, ldb, ldc.
+template <class T>
+struct Operands {
+  const T* a;
+  Index lda;
+  const T* b;
+  Index ldb;
+  T* c;
+  Index ldc;
+};
+
+// The tile of a level: kRows rows times kVecs vectors of columns. At AVX-512 (32 registers)
+// 5 x 4 accumulators, at AVX2 (16) 3 x 4, with the strip of b and a broadcast beside them;
+// the choice among the tiles that fit is measured (docs/PERFORMANCE.md). The baseline: 4 x 4
+// scalars.
+template <class S>
+constexpr int kRows = S::kLanes == 1 ? 4 : (S::kLanes * sizeof(typename S::Elem) == 64 ? 5 : 3);
+template <class S>
+constexpr int kVecs = 4;
+
+// Rows [i, i + MR) and columns [j, j + NV W) of c (W = S::kLanes; the last vector `part` lanes
+// wide when Part): row i + r sums over k < hi[r] (hi non-decreasing, lo = hi[0]).
+template <class S, int MR, int NV, bool Part>
+ATTN_INLINE void tile(const Operands<typename S::Elem>& o, int i, int j, const int* hi, int part) {
+  using T = typename S::Elem;
+  using V = typename S::V;
+  constexpr int W = S::kLanes;
+  V acc[MR][NV];
+  ATTN_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    ATTN_UNROLL
+    for (int x = 0; x < NV; ++x) acc[r][x] = S::set1(T(0));
+  }
+  const auto strip = [&](int k, V* bv) {
+    const T* bk = o.b + Index(k) * o.ldb + j;
+    ATTN_UNROLL
+    for (int x = 0; x < NV; ++x)
+      bv[x] = Part && x == NV - 1 ? S::load_n(bk + x * W, part, T(0)) : S::load(bk + x * W);
+  };
+  int k = 0;
+  for (; k < hi[0]; ++k) {
+    V bv[NV];
+    strip(k, bv);
+    ATTN_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      const V ar = S::set1(o.a[Index(i + r) * o.lda + k]);
+      ATTN_UNROLL
+      for (int x = 0; x < NV; ++x) acc[r][x] = S::fma(ar, bv[x], acc[r][x]);
     }
   }
-  for (; i < rows; ++i) {  // rows left over
-    const int hi = std::min(limit(i), inner);
-    T* cr = c + i * ldc;
-    for (int x = 0; x < cols; ++x) cr[x] = T(0);
-    for (int k = 0; k < hi; ++k) {
-      const T ar = a[i * lda + k];
-      const T* bk = b + k * ldb;
-      for (int x = 0; x < cols; ++x) cr[x] += ar * bk[x];
+  for (; k < hi[MR - 1]; ++k) {  // the rows that sum further (a causal row block)
+    V bv[NV];
+    strip(k, bv);
+    ATTN_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      if (k >= hi[r]) continue;
+      const V ar = S::set1(o.a[Index(i + r) * o.lda + k]);
+      ATTN_UNROLL
+      for (int x = 0; x < NV; ++x) acc[r][x] = S::fma(ar, bv[x], acc[r][x]);
+    }
+  }
+  ATTN_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    T* cr = o.c + Index(i + r) * o.ldc + j;
+    ATTN_UNROLL
+    for (int x = 0; x < NV; ++x) {
+      if (Part && x == NV - 1)
+        S::store_n(cr + x * W, acc[r][x], part);
+      else
+        S::store(cr + x * W, acc[r][x]);
     }
   }
 }
 
-template <class T>
-ATTN_INLINE void matmul(const T* a, const T* b, T* c, int rows, int inner, int cols) {
-  matmul_rows(a, inner, b, cols, c, cols, rows, inner, cols, [inner](int) { return inner; });
+// Rows [i, i + MR) of c, every column.
+template <class S, int MR, class Limit>
+ATTN_INLINE void row_block(const Operands<typename S::Elem>& o, int i, int inner, int cols,
+                           Limit limit) {
+  constexpr int W = S::kLanes, NV = kVecs<S>;
+  int hi[MR];
+  ATTN_UNROLL
+  for (int r = 0; r < MR; ++r) hi[r] = std::min(limit(i + r), inner);
+  int j = 0;
+  for (; j + NV * W <= cols; j += NV * W) tile<S, MR, NV, false>(o, i, j, hi, W);
+  for (; j + W <= cols; j += W) tile<S, MR, 1, false>(o, i, j, hi, W);
+  if (j < cols) tile<S, MR, 1, true>(o, i, j, hi, cols - j);
 }
+
+// The last `left` (< MR) rows from row i.
+template <class S, int MR, class Limit>
+ATTN_INLINE void rows_left(const Operands<typename S::Elem>& o, int i, int left, int inner,
+                           int cols, Limit limit) {
+  if constexpr (MR > 0) {
+    if (left == MR)
+      row_block<S, MR>(o, i, inner, cols, limit);
+    else
+      rows_left<S, MR - 1>(o, i, left, inner, cols, limit);
+  }
+}
+
+// c (rows, cols) = a (rows, inner) b (inner, cols); row i sums over k < limit(i) only (limit
+// non-decreasing in i), so that the weighted sum of a causal row never touches a masked key.
+// Entry (i, j): c = fma(a_ik, b_kj, c) for k = 0, 1, ... < limit(i), from c = 0.
+template <class S, class Limit>
+ATTN_INLINE void product(const Operands<typename S::Elem>& o, int rows, int inner, int cols,
+                         Limit limit) {
+  constexpr int MR = kRows<S>;
+  int i = 0;
+  for (; i + MR <= rows; i += MR) row_block<S, MR>(o, i, inner, cols, limit);
+  if (i < rows) rows_left<S, MR - 1>(o, i, rows - i, inner, cols, limit);
+}
+
+// weights[0..n) = the softmax of scores[0..valid) (already scaled; columns >= valid masked),
+// by softmax.hpp's rule. A row whose visible scores are all finite takes the vector path:
+// exp_nonpositive(s_j - max), summed into 16 partial sums (sum p takes the j = p mod 16, in
+// ascending j) added in a fixed tree (p and p + 8, then + 4, + 2, + 1), each weight that exp
+// over the sum: the same bits at every level. Any other row (a NaN, an infinite maximum, no
+// visible key) takes softmax_row, which states those cases.
+template <class S>
+ATTN_INLINE void softmax_row_blocked(const typename S::Elem* scores, typename S::Elem* weights,
+                                     int n, int valid) {
+  using T = typename S::Elem;
+  using V = typename S::V;
+  constexpr int W = S::kLanes, P = 16 / W;
+  static_assert(16 % W == 0, "16 partial sums, whole vectors of them");
+  const T ninf = neg_infinity<T>();
+  V top = S::set1(ninf);
+  typename S::Bits nan = 0;
+  for (int j = 0; j < valid; j += W) {
+    const V s = j + W <= valid ? S::load(scores + j) : S::load_n(scores + j, valid - j, ninf);
+    top = S::max(top, s);
+    nan |= S::nan(s);
+  }
+  T lanes[16];
+  S::to_array(top, lanes);
+  T m = lanes[0];
+  for (int l = 1; l < W; ++l) m = lanes[l] > m ? lanes[l] : m;
+  if (nan || !(m - m == T(0))) {
+    softmax_row(scores, weights, n, T(1), valid);
+    return;
+  }
+  V sums[P];
+  for (int p = 0; p < P; ++p) sums[p] = S::set1(T(0));
+  const V vm = S::set1(m);
+  for (int j = 0, c = 0; j < valid; j += W, ++c) {
+    const int count = std::min(W, valid - j);
+    const V s = count == W ? S::load(scores + j) : S::load_n(scores + j, count, ninf);
+    const V e = simd::exp_nonpositive<S>(S::sub(s, vm));
+    if (count == W)
+      S::store(weights + j, e);
+    else
+      S::store_n(weights + j, e, count);
+    sums[c % P] = S::add(sums[c % P], e);  // a lane past `valid` adds exp(-inf) = +0
+  }
+  for (int p = 0; p < P; ++p) S::to_array(sums[p], lanes + p * W);
+  for (int h = 8; h >= 1; h /= 2)
+    for (int l = 0; l < h; ++l) lanes[l] += lanes[l + h];
+  const V total = S::set1(lanes[0]);
+  for (int j = 0; j < valid; j += W) {
+    const int count = std::min(W, valid - j);
+    if (count == W)
+      S::store(weights + j, S::div(S::load(weights + j), total));
+    else
+      S::store_n(weights + j, S::div(S::load_n(weights + j, count, T(0)), total), count);
+  }
+  for (int j = valid; j < n; ++j) weights[j] = T(0);
+}
+
+// Scratch of one thread: K transposed (d_k, n) and, for a mask, one row's gathered scores,
+// weights and keys (n each).
+template <class T>
+struct Scratch {
+  std::vector<T> kt, gathered_scores, gathered_weights;
+  std::vector<int> keys;
+  explicit Scratch(const AttentionShape& s)
+      : kt(std::size_t(s.d_k) * s.n), gathered_scores(s.n), gathered_weights(s.n), keys(s.n) {}
+};
 
 // Rows [r0, r1) of one problem's forward (attention.hpp), in two steps that a piece may take
 // apart (AttentionPiece): project computes those rows of q, k and v; attend computes those rows
-// of scores, weights and out, and reads every row of k and v. kt: scratch of d_k * n entries
-// (K transposed). Every entry is the same sum over the same terms in the same order however the
-// rows are split, so any split gives the bits of the whole.
-template <class T>
+// of scores, weights and out, and reads every row of k and v (mask: this problem's (n, n), or
+// null). Every entry is the same chain of operations however the rows are split, so any split
+// gives the bits of the whole; a mask that is a prefix per row (causal's) gives the bits of no
+// mask with causal.
+template <CpuLevel L, class T>
 ATTN_INLINE void forward_rows(const AttentionShape& s, double scale_d, bool project, bool attend,
                               int r0, int r1, const T* x, const T* w_q, const T* w_k, const T* w_v,
-                              T* q, T* k, T* v, T* scores, T* weights, T* out, T* kt) {
-  const int n = s.n, dk = s.d_k, rows = r1 - r0;
+                              T* q, T* k, T* v, T* scores, T* weights, T* out,
+                              const unsigned char* mask, Scratch<T>& scratch) {
+  using S = simd::Simd<L, T>;
+  using V = typename S::V;
+  constexpr int W = S::kLanes;
+  const int n = s.n, dk = s.d_k, dv = s.d_v, rows = r1 - r0;
+  const auto all = [](int) { return 1 << 30; };
   if (project) {
     const T* xr = x + Index(r0) * s.d_model;
-    matmul(xr, w_q, q + Index(r0) * dk, rows, s.d_model, dk);
-    matmul(xr, w_k, k + Index(r0) * dk, rows, s.d_model, dk);
-    matmul(xr, w_v, v + Index(r0) * s.d_v, rows, s.d_model, s.d_v);
+    product<S>({xr, s.d_model, w_q, dk, q + Index(r0) * dk, dk}, rows, s.d_model, dk, all);
+    product<S>({xr, s.d_model, w_k, dk, k + Index(r0) * dk, dk}, rows, s.d_model, dk, all);
+    product<S>({xr, s.d_model, w_v, dv, v + Index(r0) * dv, dv}, rows, s.d_model, dv, all);
   }
   if (!attend) return;
   const T scale = static_cast<T>(scale_d);
-  // scores (rows, n) = q (rows, d_k) kt (d_k, n): entry (i, j) = sum_c q_ic k_jc, ascending c.
+  // scores (rows, n) = q (rows, d_k) kt (d_k, n): entry (i, j) is the chain over q_ic k_jc.
+  T* kt = scratch.kt.data();
   for (int j = 0; j < n; ++j)
     for (int c = 0; c < dk; ++c) kt[Index(c) * n + j] = k[Index(j) * dk + c];
   const bool causal = s.causal;
   const auto visible = [causal, n, r0](int i) { return causal ? r0 + i + 1 : n; };
   T* sr = scores + Index(r0) * n;
   T* wr = weights + Index(r0) * n;
-  matmul(q + Index(r0) * dk, kt, sr, rows, dk, n);  // masked entries are overwritten below
-  for (int i = 0; i < rows; ++i) {
-    T* si = sr + Index(i) * n;
-    const int valid = visible(i);
-    for (int j = 0; j < valid; ++j) {
-      si[j] *= scale;
-      if (score_not_finite(si[j]))
-        si[j] = rescued_score(q + Index(r0 + i) * dk, k + Index(j) * dk, dk, scale_d);
+  product<S>({q + Index(r0) * dk, dk, kt, n, sr, n}, rows, dk, n, all);
+  // Scaled; a non-finite one computed again (rescued_score); masked ones -inf.
+  const auto finish = [&](int i, int j0, int j1) {
+    T* si = scores + Index(i) * n;
+    const V vs = S::set1(scale);
+    for (int j = j0; j < j1; j += W) {
+      const int count = std::min(W, j1 - j);
+      const V sc = S::mul(count == W ? S::load(si + j) : S::load_n(si + j, count, T(0)), vs);
+      count == W ? S::store(si + j, sc) : S::store_n(si + j, sc, count);
+      if (S::not_finite(sc))
+        for (int l = 0; l < count; ++l)
+          if (score_not_finite(si[j + l]))
+            si[j + l] = rescued_score(q + Index(i) * dk, k + Index(j + l) * dk, dk, scale_d);
     }
-    for (int j = valid; j < n; ++j) si[j] = neg_infinity<T>();
-    softmax_row(si, wr + Index(i) * n, n, T(1), valid);
+  };
+  if (mask == nullptr) {
+    for (int i = 0; i < rows; ++i) {
+      T* si = sr + Index(i) * n;
+      const int valid = visible(i);
+      finish(r0 + i, 0, valid);
+      for (int j = valid; j < n; ++j) si[j] = neg_infinity<T>();
+      softmax_row_blocked<S>(si, wr + Index(i) * n, n, valid);
+    }
+    // out rows (rows, d_v) = weights rows (rows, n) v (n, d_v), row i over its visible keys.
+    product<S>({wr, n, v, dv, out + Index(r0) * dv, dv}, rows, n, dv, visible);
+    return;
   }
-  // out rows (rows, d_v) = weights rows (rows, n) v (n, d_v), row i over its visible keys only.
-  matmul_rows(wr, n, v, s.d_v, out + Index(r0) * s.d_v, s.d_v, rows, n, s.d_v, visible);
-}
-
-ATTN_INLINE void forward_rows_f32_body(const AttentionShape& s, double scale, bool project,
-                                       bool attend, int r0, int r1, const float* x,
-                                       const float* w_q, const float* w_k, const float* w_v,
-                                       float* q, float* k, float* v, float* scores, float* weights,
-                                       float* out, float* kt) {
-  forward_rows<float>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights,
-                      out, kt);
-}
-ATTN_INLINE void forward_rows_f64_body(const AttentionShape& s, double scale, bool project,
-                                       bool attend, int r0, int r1, const double* x,
-                                       const double* w_q, const double* w_k, const double* w_v,
-                                       double* q, double* k, double* v, double* scores,
-                                       double* weights, double* out, double* kt) {
-  forward_rows<double>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores,
-                       weights, out, kt);
-}
-// Each compiled for every CPU level (kernels/cpu_clones.hpp); the best one runs.
-ATTN_CPU_LEVELS(void, forward_rows_f32,
-                (const AttentionShape& s, double scale, bool project, bool attend, int r0, int r1,
-                 const float* x, const float* w_q, const float* w_k, const float* w_v, float* q,
-                 float* k, float* v, float* scores, float* weights, float* out, float* kt),
-                (s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights, out,
-                 kt))
-ATTN_CPU_LEVELS(void, forward_rows_f64,
-                (const AttentionShape& s, double scale, bool project, bool attend, int r0, int r1,
-                 const double* x, const double* w_q, const double* w_k, const double* w_v,
-                 double* q, double* k, double* v, double* scores, double* weights, double* out,
-                 double* kt),
-                (s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights, out,
-                 kt))
-void forward_rows_t(const AttentionShape& s, double scale, bool project, bool attend, int r0,
-                    int r1, const float* x, const float* w_q, const float* w_k, const float* w_v,
-                    float* q, float* k, float* v, float* sc, float* w, float* out, float* kt) {
-  forward_rows_f32(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, sc, w, out, kt);
-}
-void forward_rows_t(const AttentionShape& s, double scale, bool project, bool attend, int r0,
-                    int r1, const double* x, const double* w_q, const double* w_k,
-                    const double* w_v, double* q, double* k, double* v, double* sc, double* w,
-                    double* out, double* kt) {
-  forward_rows_f64(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, sc, w, out, kt);
-}
-
-// The attend step of rows [r0, r1) of one problem under a mask (AttentionProblem::mask, this
-// problem's (n, n)): each row's visible keys, in ascending order, are gathered, given
-// softmax_row's weights, and summed into the output in that order. A mask that is a prefix
-// per row (causal's) gives the bits of forward_rows' attend step.
-template <class T>
-void attend_masked_rows(const AttentionShape& s, double scale_d, int r0, int r1, const T* q,
-                        const T* k, const T* v, const unsigned char* mask, T* scores, T* weights,
-                        T* out, T* kt) {
-  const int n = s.n, dk = s.d_k, dv = s.d_v, rows = r1 - r0;
-  const T scale = static_cast<T>(scale_d);
-  for (int j = 0; j < n; ++j)
-    for (int c = 0; c < dk; ++c) kt[Index(c) * n + j] = k[Index(j) * dk + c];
-  T* sr = scores + Index(r0) * n;
-  matmul(q + Index(r0) * dk, kt, sr, rows, dk, n);
-  std::vector<T> vs(n), vw(n);
-  std::vector<int> keys(n);
+  // A mask: each row's visible keys, in ascending order, gathered, given softmax_row_blocked's
+  // weights and summed into the output in that order (the chain of the product above).
+  T* gs = scratch.gathered_scores.data();
+  T* gw = scratch.gathered_weights.data();
+  int* keys = scratch.keys.data();
   for (int i = r0; i < r1; ++i) {
     T* si = scores + Index(i) * n;
     T* wi = weights + Index(i) * n;
     const unsigned char* mi = mask + Index(i) * n;
+    finish(i, 0, n);
     int count = 0;
     for (int j = 0; j < n; ++j) {
-      if (!mi[j] || (s.causal && j > i)) {
+      if (!mi[j] || (causal && j > i)) {
         si[j] = neg_infinity<T>();
         wi[j] = T(0);
         continue;
       }
-      si[j] *= scale;
-      if (score_not_finite(si[j]))
-        si[j] = rescued_score(q + Index(i) * dk, k + Index(j) * dk, dk, scale_d);
       keys[count] = j;
-      vs[count++] = si[j];
+      gs[count++] = si[j];
     }
-    softmax_row(vs.data(), vw.data(), count, T(1), count);
+    softmax_row_blocked<S>(gs, gw, count, count);
     T* oi = out + Index(i) * dv;
-    for (int c = 0; c < dv; ++c) oi[c] = T(0);
-    for (int t = 0; t < count; ++t) {
-      wi[keys[t]] = vw[t];
-      const T* vj = v + Index(keys[t]) * dv;
-      for (int c = 0; c < dv; ++c) oi[c] += vw[t] * vj[c];
+    for (int c = 0; c < dv; c += W) {
+      const int width = std::min(W, dv - c);
+      V acc = S::set1(T(0));
+      for (int t = 0; t < count; ++t) {
+        const T* vj = v + Index(keys[t]) * dv + c;
+        acc = S::fma(S::set1(gw[t]), width == W ? S::load(vj) : S::load_n(vj, width, T(0)), acc);
+      }
+      width == W ? S::store(oi + c, acc) : S::store_n(oi + c, acc, width);
     }
+    for (int t = 0; t < count; ++t) wi[keys[t]] = gw[t];
   }
 }
+
+template <CpuLevel L>
+ATTN_INLINE void forward_rows_f32_body(const AttentionShape& s, double scale, bool project,
+                                       bool attend, int r0, int r1, const float* x,
+                                       const float* w_q, const float* w_k, const float* w_v,
+                                       float* q, float* k, float* v, float* scores, float* weights,
+                                       float* out, const unsigned char* mask,
+                                       Scratch<float>* scratch) {
+  forward_rows<L, float>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores,
+                         weights, out, mask, *scratch);
+}
+template <CpuLevel L>
+ATTN_INLINE void forward_rows_f64_body(const AttentionShape& s, double scale, bool project,
+                                       bool attend, int r0, int r1, const double* x,
+                                       const double* w_q, const double* w_k, const double* w_v,
+                                       double* q, double* k, double* v, double* scores,
+                                       double* weights, double* out, const unsigned char* mask,
+                                       Scratch<double>* scratch) {
+  forward_rows<L, double>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores,
+                          weights, out, mask, *scratch);
+}
+// Each compiled for every CPU level (kernels/cpu_clones.hpp); forward_rows_t runs the copy of
+// the level it is given.
+#define ATTN_FORWARD_ROWS_PARAMS(T)                                                              \
+  (const AttentionShape& s, double scale, bool project, bool attend, int r0, int r1, const T* x, \
+   const T* w_q, const T* w_k, const T* w_v, T* q, T* k, T* v, T* scores, T* weights, T* out,    \
+   const unsigned char* mask, Scratch<T>* scratch)
+#define ATTN_FORWARD_ROWS_ARGS                                                               \
+  (s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights, out, mask, \
+   scratch)
+ATTN_CPU_LEVEL_COPIES(void, forward_rows_f32, ATTN_FORWARD_ROWS_PARAMS(float),
+                      ATTN_FORWARD_ROWS_ARGS)
+ATTN_CPU_LEVEL_COPIES(void, forward_rows_f64, ATTN_FORWARD_ROWS_PARAMS(double),
+                      ATTN_FORWARD_ROWS_ARGS)
+#define ATTN_FORWARD_ROWS_AT(NAME)                   \
+  switch (level) {                                   \
+    case CpuLevel::v4:                               \
+      return NAME##_v4 ATTN_FORWARD_ROWS_ARGS;       \
+    case CpuLevel::v3:                               \
+      return NAME##_v3 ATTN_FORWARD_ROWS_ARGS;       \
+    default:                                         \
+      return NAME##_baseline ATTN_FORWARD_ROWS_ARGS; \
+  }
+void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
+                    bool attend, int r0, int r1, const float* x, const float* w_q, const float* w_k,
+                    const float* w_v, float* q, float* k, float* v, float* scores, float* weights,
+                    float* out, const unsigned char* mask, Scratch<float>* scratch) {
+  ATTN_FORWARD_ROWS_AT(forward_rows_f32)
+}
+void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
+                    bool attend, int r0, int r1, const double* x, const double* w_q,
+                    const double* w_k, const double* w_v, double* q, double* k, double* v,
+                    double* scores, double* weights, double* out, const unsigned char* mask,
+                    Scratch<double>* scratch) {
+  ATTN_FORWARD_ROWS_AT(forward_rows_f64)
+}
+#undef ATTN_FORWARD_ROWS_AT
+#undef ATTN_FORWARD_ROWS_ARGS
+#undef ATTN_FORWARD_ROWS_PARAMS
 
 }  // namespace
 
@@ -283,8 +431,10 @@ void batched_scores_cpu(const T* q, const T* k, T* scores, int batch, int n_q, i
   }
 }
 
+namespace {
+
 template <class T>
-void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& piece) {
+void forward_piece(const AttentionProblem<T>& p, const AttentionPiece& piece, CpuLevel level) {
   const AttentionShape& s = p.shape;
   s.validate();
   if (piece.b0 < 0 || piece.b1 > s.batch || piece.b0 >= piece.b1 || piece.r0 < 0 ||
@@ -294,51 +444,68 @@ void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& p
   const double scale = s.effective_scale();
   const Index wk_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_k;
   const Index wv_stride = s.shared_weights ? 0 : Index(s.d_model) * s.d_v;
-  const auto entry = [&](int b, bool project, bool attend, int r0, int r1, T* kt) {
+  const auto entry = [&](int b, bool project, bool attend, int r0, int r1, Scratch<T>& scratch) {
     const Index xo = Index(b) * s.n * s.d_model, ko = Index(b) * s.n * s.d_k,
                 vo = Index(b) * s.n * s.d_v, so = Index(b) * s.n * s.n;
-    const bool masked = p.mask != nullptr;  // its attend step apart: attend_masked_rows
-    if (project || !masked)
-      forward_rows_t(s, scale, project, attend && !masked, r0, r1, p.x + xo, p.w_q + b * wk_stride,
-                     p.w_k + b * wk_stride, p.w_v + b * wv_stride, p.q + ko, p.k + ko, p.v + vo,
-                     p.scores + so, p.weights + so, p.out + vo, kt);
-    if (attend && masked)
-      attend_masked_rows(s, scale, r0, r1, p.q + ko, p.k + ko, p.v + vo, p.mask + so, p.scores + so,
-                         p.weights + so, p.out + vo, kt);
+    forward_rows_t(level, s, scale, project, attend, r0, r1, p.x + xo, p.w_q + b * wk_stride,
+                   p.w_k + b * wk_stride, p.w_v + b * wv_stride, p.q + ko, p.k + ko, p.v + vo,
+                   p.scores + so, p.weights + so, p.out + vo, p.mask ? p.mask + so : nullptr,
+                   &scratch);
   };
 #pragma omp parallel if (worth_threads(piece.work))
   {
     bind_this_thread();
-    std::vector<T> kt;
-    if (piece.step != AttentionStep::project) kt.resize(std::size_t(s.d_k) * s.n);
+    Scratch<T> scratch(s);
     if (piece.step == AttentionStep::whole) {
       // One problem per iteration.
 #pragma omp for schedule(static)
-      for (int b = piece.b0; b < piece.b1; ++b) entry(b, true, true, 0, s.n, kt.data());
+      for (int b = piece.b0; b < piece.b1; ++b) entry(b, true, true, 0, s.n, scratch);
     } else {
-      // One problem too large for a piece: its rows in blocks of 4 (matmul_rows' block).
+      // One problem too large for a piece: its rows in blocks of kRowBlock (whole tiles at
+      // every level; each attend block transposes K again, a 1/kRowBlock part of its work).
+      constexpr int kRowBlock = 24;
       const bool project = piece.step == AttentionStep::project;
-      const int blocks = (piece.r1 - piece.r0 + 3) / 4;
+      const int blocks = (piece.r1 - piece.r0 + kRowBlock - 1) / kRowBlock;
 #pragma omp for schedule(static)
       for (int blk = 0; blk < blocks; ++blk) {
-        const int r0 = piece.r0 + 4 * blk, r1 = std::min(piece.r1, r0 + 4);
-        entry(piece.b0, project, !project, r0, r1, kt.data());
+        const int r0 = piece.r0 + kRowBlock * blk, r1 = std::min(piece.r1, r0 + kRowBlock);
+        entry(piece.b0, project, !project, r0, r1, scratch);
       }
     }
   }
 }
 
+AttentionPiece whole_batch(const AttentionShape& s) {
+  s.validate();
+  return AttentionPiece{AttentionStep::whole, 0, s.batch, 0, s.n, attention_work(s) * s.batch};
+}
+
+}  // namespace
+
+template <class T>
+void attention_forward_cpu(const AttentionProblem<T>& p, const AttentionPiece& piece) {
+  forward_piece(p, piece, cpu_level());
+}
+
 template <class T>
 void attention_forward_cpu(const AttentionProblem<T>& p) {
-  p.shape.validate();
-  attention_forward_cpu(p, AttentionPiece{AttentionStep::whole, 0, p.shape.batch, 0, p.shape.n,
-                                          attention_work(p.shape) * p.shape.batch});
+  forward_piece(p, whole_batch(p.shape), cpu_level());
+}
+
+template <class T>
+void attention_forward_cpu(const AttentionProblem<T>& p, CpuLevel level) {
+  if (level > cpu_level())
+    throw std::invalid_argument(std::string("attention: CPU level ") + cpu_level_name(level) +
+                                " is above this run's " + cpu_level_name(cpu_level()));
+  forward_piece(p, whole_batch(p.shape), level);
 }
 
 template void attention_forward_cpu<float>(const AttentionProblem<float>&);
 template void attention_forward_cpu<double>(const AttentionProblem<double>&);
 template void attention_forward_cpu<float>(const AttentionProblem<float>&, const AttentionPiece&);
 template void attention_forward_cpu<double>(const AttentionProblem<double>&, const AttentionPiece&);
+template void attention_forward_cpu<float>(const AttentionProblem<float>&, CpuLevel);
+template void attention_forward_cpu<double>(const AttentionProblem<double>&, CpuLevel);
 template void batched_scores_cpu<float>(const float*, const float*, float*, int, int, int, int,
                                         float);
 template void batched_scores_cpu<double>(const double*, const double*, double*, int, int, int, int,

@@ -111,7 +111,12 @@ inline CpuLevel cpu_level() {
 #define ATTN_CPU_LEVEL_V4 ::attn::CpuLevel::baseline
 #define ATTN_CPU_LEVEL_V3 ::attn::CpuLevel::baseline
 #endif
-#define ATTN_CPU_LEVELS_BY_LEVEL(RET, NAME, PARAMS, ARGS)        \
+#define ATTN_CPU_LEVELS_BY_LEVEL(RET, NAME, PARAMS, ARGS) \
+  ATTN_CPU_LEVEL_COPIES(RET, NAME, PARAMS, ARGS)          \
+  ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)
+// Its three copies alone (NAME##_v4, NAME##_v3, NAME##_baseline), for a caller that picks one
+// by a level of its own.
+#define ATTN_CPU_LEVEL_COPIES(RET, NAME, PARAMS, ARGS)           \
   ATTN_TARGET_V4 __attribute__((flatten)) RET NAME##_v4 PARAMS { \
     return NAME##_body<ATTN_CPU_LEVEL_V4> ARGS;                  \
   }                                                              \
@@ -120,5 +125,4 @@ inline CpuLevel cpu_level() {
   }                                                              \
   __attribute__((flatten)) RET NAME##_baseline PARAMS {          \
     return NAME##_body<::attn::CpuLevel::baseline> ARGS;         \
-  }                                                              \
-  ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS)
+  }

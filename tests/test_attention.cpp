@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "attention.hpp"
+#include "cpu_clones.hpp"
 
 namespace attn {
 namespace {
@@ -234,6 +237,142 @@ TEST(AttentionCpu, FloatAgreesWithDoubleToFloatPrecision) {
                                                 o.data()});
   for (std::size_t i = 0; i < o.size(); ++i)
     EXPECT_NEAR(o[i], b.o[i], 1e-5 * (1 + std::fabs(b.o[i])));
+}
+
+// One problem's arrays in T, filled from a seed, and a forward pass over them at a CPU level.
+template <class T>
+struct Arrays {
+  AttentionShape sh;
+  std::vector<T> x, wq, wk, wv, q, k, v, s, p, o;
+  std::vector<unsigned char> mask;
+  Arrays(const AttentionShape& shape, std::uint64_t seed, bool masked) : sh(shape) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> nd;
+    const std::size_t B = sh.batch, n = sh.n, wc = sh.shared_weights ? 1 : B;
+    auto fill = [&](std::vector<T>& a, std::size_t size, double sd) {
+      a.resize(size);
+      for (T& e : a) e = T(sd * nd(rng));
+    };
+    fill(x, B * n * sh.d_model, 1.0);
+    fill(wq, wc * sh.d_model * sh.d_k, 2.0 / std::sqrt(double(sh.d_model)));
+    fill(wk, wc * sh.d_model * sh.d_k, 2.0 / std::sqrt(double(sh.d_model)));
+    fill(wv, wc * sh.d_model * sh.d_v, 1.0 / std::sqrt(double(sh.d_model)));
+    q.resize(B * n * sh.d_k), k.resize(q.size()), v.resize(B * n * sh.d_v);
+    s.resize(B * n * n), p.resize(s.size()), o.resize(v.size());
+    if (masked) {
+      mask.resize(s.size());
+      std::bernoulli_distribution keep(0.7);
+      for (unsigned char& m : mask) m = keep(rng);
+    }
+  }
+  AttentionProblem<T> problem() {
+    return {sh,        x.data(), wq.data(), wk.data(),
+            wv.data(), q.data(), k.data(),  v.data(),
+            s.data(),  p.data(), o.data(),  mask.empty() ? nullptr : mask.data()};
+  }
+  bool same_bits(const Arrays& b) const {
+    const auto eq = [](const std::vector<T>& u, const std::vector<T>& w) {
+      return u.size() == w.size() && std::memcmp(u.data(), w.data(), u.size() * sizeof(T)) == 0;
+    };
+    return eq(q, b.q) && eq(k, b.k) && eq(v, b.v) && eq(s, b.s) && eq(p, b.p) && eq(o, b.o);
+  }
+};
+
+const AttentionShape kOddShapes[] = {
+    {3, 37, 5, 19, 7, false, false, 0},  // widths that are not whole vectors at any level
+    {2, 40, 24, 33, 17, true, true, 0},
+    {4, 128, 64, 64, 64, true, false, 0},
+    {2, 9, 3, 1, 1, false, true, 0.5},
+    {1, 70, 16, 48, 80, true, false, 0}};
+
+// Every CPU level's copy (cpu_clones.hpp) gives the best level's bits, float and double, with
+// causal masks, boolean masks and per-problem weights; a level above this run's is refused.
+template <class T>
+void every_level_gives_the_same_bits() {
+  std::uint64_t seed = 40;
+  for (const AttentionShape& sh : kOddShapes)
+    for (bool masked : {false, true}) {
+      SCOPED_TRACE("n=" + std::to_string(sh.n) + " d_k=" + std::to_string(sh.d_k) +
+                   (masked ? " masked" : ""));
+      Arrays<T> best(sh, ++seed, masked);
+      attention_forward_cpu(best.problem());
+      for (CpuLevel level : {CpuLevel::v4, CpuLevel::v3, CpuLevel::baseline}) {
+        if (level > cpu_level()) {
+          Arrays<T> a = best;
+          EXPECT_THROW(attention_forward_cpu(a.problem(), level), std::invalid_argument);
+          continue;
+        }
+        Arrays<T> a(sh, seed, masked);
+        attention_forward_cpu(a.problem(), level);
+        EXPECT_TRUE(a.same_bits(best)) << cpu_level_name(level);
+      }
+    }
+}
+TEST(AttentionCpu, EveryCpuLevelGivesTheSameBitsFloat) { every_level_gives_the_same_bits<float>(); }
+TEST(AttentionCpu, EveryCpuLevelGivesTheSameBitsDouble) {
+  every_level_gives_the_same_bits<double>();
+}
+
+// The arithmetic attention_cpu.cpp states, entry by entry, recomputed here from the
+// definitions: each product entry a fused multiply-add chain in ascending inner index from 0
+// (q, k, v from x and the weights; the scores from the kernel's q and k, then times the scale;
+// the outputs from the kernel's weights and v, over the visible keys), bit for bit; the weights
+// within 16 float ulps of softmax of the kernel's scores in long double.
+TEST(AttentionCpu, ProductsAreFusedChainsInAscendingOrder) {
+  for (const AttentionShape& sh : kOddShapes) {
+    SCOPED_TRACE("n=" + std::to_string(sh.n));
+    Arrays<float> a(sh, 7, false);
+    attention_forward_cpu(a.problem());
+    const std::size_t n = sh.n, dm = sh.d_model, dk = sh.d_k, dv = sh.d_v;
+    const float scale = float(sh.effective_scale());
+    for (std::size_t b = 0; b < std::size_t(sh.batch); ++b) {
+      const std::size_t wo = sh.shared_weights ? 0 : b;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float* xi = &a.x[(b * n + i) * dm];
+        for (std::size_t c = 0; c < std::max(dk, dv); ++c) {
+          float cq = 0, ck = 0, cv = 0;
+          for (std::size_t m = 0; m < dm; ++m) {
+            if (c < dk) cq = std::fma(xi[m], a.wq[(wo * dm + m) * dk + c], cq);
+            if (c < dk) ck = std::fma(xi[m], a.wk[(wo * dm + m) * dk + c], ck);
+            if (c < dv) cv = std::fma(xi[m], a.wv[(wo * dm + m) * dv + c], cv);
+          }
+          if (c < dk) {
+            ASSERT_EQ(a.q[(b * n + i) * dk + c], cq);
+            ASSERT_EQ(a.k[(b * n + i) * dk + c], ck);
+          }
+          if (c < dv) {
+            ASSERT_EQ(a.v[(b * n + i) * dv + c], cv);
+          }
+        }
+        const std::size_t valid = sh.causal ? i + 1 : n;
+        const float* si = &a.s[(b * n + i) * n];
+        const float* pi = &a.p[(b * n + i) * n];
+        long double top = -INFINITY, sum = 0;
+        for (std::size_t j = 0; j < valid; ++j) {
+          float dot = 0;
+          for (std::size_t c = 0; c < dk; ++c)
+            dot = std::fma(a.q[(b * n + i) * dk + c], a.k[(b * n + j) * dk + c], dot);
+          ASSERT_EQ(si[j], scale * dot);
+          top = std::max(top, (long double)si[j]);
+        }
+        for (std::size_t j = valid; j < n; ++j) ASSERT_EQ(pi[j], 0.0f);
+        for (std::size_t j = 0; j < valid; ++j) sum += std::exp((long double)si[j] - top);
+        for (std::size_t j = 0; j < valid; ++j) {
+          const long double want = std::exp((long double)si[j] - top) / sum;
+          // float's s_j - top rounds by up to half an ulp of |s_j - top|, which exp turns into
+          // that much relative error; then exp, the sum and the quotient.
+          const long double gap = top - si[j];
+          ASSERT_LE(std::fabs(pi[j] - want), (16 + gap) * 0x1p-24 * want + 0x1p-149) << j;
+        }
+        for (std::size_t c = 0; c < dv; ++c) {
+          float acc = 0;
+          for (std::size_t j = 0; j < valid; ++j)
+            acc = std::fma(pi[j], a.v[(b * n + j) * dv + c], acc);
+          ASSERT_EQ(a.o[(b * n + i) * dv + c], acc);
+        }
+      }
+    }
+  }
 }
 
 TEST(AttentionCpu, RejectsNonPositiveShapes) {

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Fit the float32 polynomials that kernels/fast_math.hpp evaluates (Box-Muller's log, sin, cos).
+"""Fit the float32 polynomials of kernels/fast_math.hpp (Box-Muller's log, sin, cos) and
+kernels/simd.hpp (the exp of the attention softmax).
 
 Each polynomial is a weighted least-squares fit on Chebyshev points (near-minimax), with the
 coefficients rounded to float32; the script then evaluates it the way the kernels do (Horner
 with a fused multiply-add, rounded to float32 after each step) and prints the worst error in
-float32 ulps over a dense grid. This is how the coefficients in fast_math.hpp were made.
+float32 ulps over a dense grid. This is how the coefficients in both were made.
 
 Usage: tools/fit_polynomials.py            (needs Debian's python3-numpy)
 """
@@ -60,3 +61,23 @@ for deg in (3, 4, 5):
           [float.hex(float(c)) for c in S])
     print(f"cos degree {deg} in t^2: {ulp_error(c_apx, np.cos(np.pi/2*t64)):.2f} ulp;",
           [float.hex(float(c)) for c in C])
+
+# exp(r) = 1 + r + r^2 * E(r), r in [-ln2/2, ln2/2] (exp_nonpositive's reduced argument);
+# E fitted for relative error, then the whole exp (reduction, E, scaling) checked in ulps on
+# x in [-87, 0] (normal results). kernels/simd.hpp's exp_nonpositive uses degree 4.
+LN2 = np.log(2.0)
+LN2_HI = f32(LN2)
+LN2_LO = f32(LN2 - np.float64(LN2_HI))
+SHIFTER = f32(1.5 * 2.0**23)
+def exp32(E, x):
+    n = f32(fma32(x, f32(1 / LN2), SHIFTER) - SHIFTER)
+    r = fma32(n, -LN2_LO, fma32(n, -LN2_HI, x))
+    y = f32(fma32(f32(r * r), horner32(E, r), r) + f32(1))
+    return f32(y * f32(2.0 ** int(n)))
+for deg in (3, 4):
+    E = fit(lambda r: (np.expm1(r) - r) / r**2, -LN2 / 2, LN2 / 2, deg,
+            weight=lambda r: r * r / np.exp(r))
+    xs = np.linspace(-87.0, 0.0, 400001).astype(np.float32)[::7]
+    approx = np.array([exp32(E, x) for x in xs])
+    err = ulp_error(approx, np.exp(xs.astype(np.float64)))
+    print(f"exp E degree {deg}: max error {err:.2f} ulp; coefficients", [float.hex(float(c)) for c in E])

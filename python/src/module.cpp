@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -46,6 +47,7 @@
 #include "host/attention_compute.hpp"
 #include "host/backend.hpp"
 #include "host/format.hpp"
+#include "host/memory.hpp"
 #include "host/progress.hpp"
 #include "host/provenance.hpp"
 #include "version.hpp"
@@ -130,11 +132,12 @@ Backend select_backend(const std::string& device, int threads) {
   }
 }
 
-// A new array of `count` T that numpy owns, from a buffer the C++ side filled.
+// A new array that numpy owns, from a buffer (large_buffer) the C++ side filled.
 template <class T>
-nb::ndarray<nb::numpy, T> owned(std::unique_ptr<T[]> data, std::vector<std::size_t> shape) {
+nb::ndarray<nb::numpy, T> owned(std::unique_ptr<T[], FreeDeleter> data,
+                                std::vector<std::size_t> shape) {
   T* raw = data.release();
-  nb::capsule owner(raw, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+  nb::capsule owner(raw, [](void* p) noexcept { std::free(p); });
   return nb::ndarray<nb::numpy, T>(raw, shape.size(), shape.data(), owner);
 }
 
@@ -162,8 +165,9 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
   if (mask &&
       (mask->shape(0) != B || mask->shape(1) != H || mask->shape(2) != n || mask->shape(3) != n))
     throw nb::value_error("mask: not of shape (batch, heads, n, n)");
-  std::unique_ptr<T[]> q(new T[B * n * d_k]), k(new T[B * n * d_k]), v(new T[B * n * d_v]),
-      scores(new T[B * H * n * n]), weights(new T[B * H * n * n]), out(new T[B * n * d_v]);
+  auto q = large_buffer<T>(B * n * d_k), k = large_buffer<T>(B * n * d_k),
+       v = large_buffer<T>(B * n * d_v), scores = large_buffer<T>(B * H * n * n),
+       weights = large_buffer<T>(B * H * n * n), out = large_buffer<T>(B * n * d_v);
   AttentionArrays<T> a;
   a.x = x.data();
   a.w_q = w_q.data();
