@@ -407,6 +407,25 @@ Integers load_npy_integers(const std::string& label, const std::string& path,
   return a;
 }
 
+NpyArray npy_array(const std::string& label, const std::string& path, std::string bytes) {
+  const NpyHeader h = npy_header_of(label, path, bytes);
+  std::size_t word = h.descr == "<f4" ? 4 : h.descr == "<f8" ? 8 : bool_word(h.descr);
+  if (word == 0) word = int_word(h.descr);
+  if (word == 0)
+    fail(label, path,
+         "dtype " + dtype_name(h.descr) +
+             " is refused (demo's arrays are little-endian float32, float64, bool or integers)");
+  if (h.shape.size() > 32)
+    fail(label, path, "shape " + shape_text(h.shape) + ": more than 32 axes");
+  check_npy_size(label, path, bytes, h, word);
+  NpyArray a;
+  a.descr = h.descr;
+  a.shape = h.shape;
+  bytes.erase(0, h.data_at);
+  a.data = h.fortran && h.shape.size() > 1 ? fortran_to_c(bytes, h.shape, word) : std::move(bytes);
+  return a;
+}
+
 template <class T>
 std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape) {
   std::size_t n = 1;

@@ -57,6 +57,19 @@ Bools load_npy_bools(const std::string& label, const std::string& path, std::siz
 Integers load_npy_integers(const std::string& label, const std::string& path,
                            std::size_t max_bytes);
 
+// The array of a .npy file's bytes (read by the caller, e.g. with read_regular_file), for
+// reading back what demo writes: the header checked as load_array checks it, dtype float32,
+// float64, bool or a little-endian integer (int8 to int64, uint8 to uint64), at most 32 axes,
+// empty ones allowed, the data exactly the shape's size. descr: numpy's dtype code ("<f8",
+// "|b1"); data: the elements in C order (Fortran order converted), bytes reused, not copied.
+// Throws std::runtime_error "LABEL PATH: what is wrong".
+struct NpyArray {
+  std::string descr;
+  std::vector<std::size_t> shape;
+  std::string data;
+};
+NpyArray npy_array(const std::string& label, const std::string& path, std::string bytes);
+
 // A .npy file (version 1.0, C order, little-endian) holding data with this shape, as bytes,
 // made by xtensor's xt::dump_npy. T is float or double.
 template <class T>

@@ -270,6 +270,10 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
       throw std::runtime_error(why + " (a demo result file is a regular JSON file)");
     throw;
   }
+  return parse_result_text(text, max_depth);
+}
+
+nlohmann::json parse_result_text(const std::string& text, int max_depth) {
   // The depth, before the parser and the recursive destructor see it; the number of values, for
   // the memory the parsed document will take.
   const JsonNesting nesting = json_nesting(text, max_depth);

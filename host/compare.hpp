@@ -55,6 +55,8 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 // without opening it for reading), JSON nested at most max_depth deep (checked before parsing,
 // so a hostile file cannot exhaust the stack). Throws std::runtime_error with the reason.
 nlohmann::json read_result_file(const std::string& path, int max_depth = 64);
+// The parsing half of read_result_file, on a file's text: the same depth limit and memory plan.
+nlohmann::json parse_result_text(const std::string& text, int max_depth = 64);
 
 // Prints the report to stdout; returns 0 when every table agrees and matches in shape, 1 when
 // they differ, 2 when a file is unreadable or not a result file, or stdout cannot be written
