@@ -237,15 +237,16 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing(tmp_path):
     assert r.stdout.splitlines() == ["KeyboardInterrupt []", "[1]"]
 
 
-def test_ctrl_c_stops_attention():
-    r = run_python("""
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_ctrl_c_stops_attention(need_weights):
+    r = run_python(f"""
         import os, signal, threading, numpy as np, attnlab
         x = np.ones((64, 256, 512), np.float32)
         w = np.ones((512, 256), np.float32)
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
         try:
             for _ in range(1000):
-                attnlab.attention(x, w, w, w)
+                attnlab.attention(x, w, w, w, need_weights={need_weights})
             print("finished")
         except KeyboardInterrupt:
             print("KeyboardInterrupt")
