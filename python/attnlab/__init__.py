@@ -686,6 +686,8 @@ def _read_per_seed(path):
 
 def _read_npy(path):
     descr, shape, data = _core.read_npy(path)
+    if descr == "|b1" and data.size and data.max() > 1:
+        raise ValueError(f"{path}: booleans that are neither 0 nor 1: not a .npy numpy writes")
     return data.view(_np.dtype(descr)).reshape(shape)
 
 

@@ -366,6 +366,8 @@ NOT_DEMOS = [
     ("x.npy", npy("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }", b"\0" * 16), "dtype complex128 is refused"),
     ("x.npy", npy("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8), "dtype float64 is refused"),
     ("x.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (-3,), }"), "has a negative dimension"),
+    ("x.npy", npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", b"\x01\x07"),
+     "booleans that are neither 0 nor 1"),
     ("x.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1,)" + ", 1" * 40 + ", }"), ""),
     ("x.npy", npy("{'descr': '<f8' 'shape'", b""), "malformed .npy header"),
     ("x.csv", b"a,b\n1,2\n3\n", "row 2 has 1 values, the header 2"),
