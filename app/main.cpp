@@ -241,16 +241,19 @@ int main_checked(int argc, char** argv) {
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
     return run_attention_command(cli.attention, cli.options.command_line);
   }
+  int refused = 2;  // MPI's start and a refused input: usage; a refused destination: 1
   try {
     cluster::init(&argc, &argv);
     // Only rank 0 speaks (its notices hold for the job); the others say warnings and errors.
     if (!cluster::is_root()) spdlog::set_level(spdlog::level::warn);
-    install_stop_handler();       // again: MPI may have set its own
+    install_stop_handler();  // again: MPI may have set its own
+    refused = 1;
     prepare_chunks(cli.options);  // --shard and --checkpoint checked before any work
   } catch (const std::exception& e) {
+    if (dynamic_cast<const std::invalid_argument*>(&e)) refused = 2;
     if (cluster::is_root()) print_error(e.what());
-    if (cluster::size() > 1) cluster::abort(2);
-    return 2;
+    if (cluster::size() > 1) cluster::abort(refused);
+    return refused;
   }
   if (cluster::is_root())
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);

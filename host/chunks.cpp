@@ -290,6 +290,9 @@ void prepare_chunks(const Options& o) {
     throw std::invalid_argument("--shard " + std::to_string(o.shard) + "/" +
                                 std::to_string(o.shards) +
                                 " needs --out DIR for its partial-state file");
+  // Destinations (a part, the checkpoint) that cannot be written are refused as every refused
+  // destination is (std::runtime_error: demo exits 1); what an existing checkpoint holds is
+  // input (std::invalid_argument: exit 2).
   if (o.shards > 0)
     for (const auto& t : o.tables) refuse_existing(o.out_dir + "/" + t + ".part.json", o.force);
   if (o.checkpoint.empty() || !cluster::is_root()) return;
@@ -304,9 +307,9 @@ void prepare_chunks(const Options& o) {
     probe_writable("--checkpoint", o.checkpoint);
   } catch (const std::runtime_error& e) {
     const std::string why = e.what();
-    if (why.rfind("--checkpoint", 0) == 0) throw std::invalid_argument(why);
-    if (why.rfind(o.checkpoint, 0) == 0) throw std::invalid_argument("--checkpoint " + why);
-    throw std::invalid_argument(where + why);
+    if (why.rfind("--checkpoint", 0) == 0) throw;
+    if (why.rfind(o.checkpoint, 0) == 0) throw std::runtime_error("--checkpoint " + why);
+    throw std::runtime_error(where + why);
   }
   struct stat st {};
   if (lstat(o.checkpoint.c_str(), &st) != 0) return;  // none yet: the first save makes it

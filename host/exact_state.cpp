@@ -1,6 +1,7 @@
 // exact_state.cpp: see exact_state.hpp.
 #include "host/exact_state.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cmath>
@@ -9,11 +10,36 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "host/format.hpp"
 #include "host/input.hpp"
 
 namespace attn {
 
 using json = nlohmann::json;
+
+bool Domain::holds(double v) const {
+  if (!std::isfinite(v)) return non_finite;
+  return v >= lo - slack && v <= hi + slack;
+}
+
+double Domain::check(double v) const {
+  if (!holds(v))
+    throw std::invalid_argument(std::string(what) + " of " + human_number(v) + ", outside " +
+                                text() + (non_finite ? " (or not finite)" : ""));
+  return v;
+}
+
+std::string Domain::text() const {
+  return (std::isfinite(lo) ? "[" + human_number(lo) : std::string("(-inf")) + ", " +
+         (std::isfinite(hi) ? human_number(hi) + "]" : std::string("inf)"));
+}
+
+Domain Domain::below(double x) const {
+  Domain d = *this;
+  d.hi = std::nextafter(x, -INFINITY);
+  d.slack = 0;
+  return d;
+}
 
 json exact(double v) {
   char buf[40];
@@ -31,6 +57,8 @@ double exact_double(const json& j) {
     throw std::invalid_argument("'" + quote_input(s, 24) + "' is not a number in exact text");
   return v;
 }
+
+double exact_double(const json& j, const Domain& d) { return d.check(exact_double(j)); }
 
 // The scale (moments.hpp) is written only when it is not 1, so that states of ordinary values
 // read and write as before it existed.
@@ -70,7 +98,59 @@ Moments exact_moments(const json& j) {
   if (m.m2 < 0) throw std::invalid_argument("moments with a negative sum of squares (m2)");
   if (m.n == 1 && (m.m2 != 0 || m.m3 != 0 || m.m4 != 0))
     throw std::invalid_argument("moments of one value with a spread");
+  check_moments_within(m, -INFINITY, INFINITY, false);
   return m;
+}
+
+Moments exact_moments(const json& j, const Domain& values) {
+  const Moments m = exact_moments(j);
+  if (m.n > 0 && !values.holds(m.mean))
+    throw std::invalid_argument("moments whose mean is " + std::string(values.what) + " of " +
+                                human_number(m.mean) + ", outside " + values.text());
+  check_moments_within(m, values.lo - values.slack, values.hi + values.slack, false);
+  return m;
+}
+
+void check_moments_within(const Moments& m, double lo, double hi, bool extremes) {
+  if (m.n < 2) return;  // none or one value: exact_moments checked that nothing spreads
+  // In long double: the sums in the values' units (times the scale's powers) stay in range.
+  using L = long double;
+  constexpr L kTol = 1e-6L;
+  const L n = m.n, s = m.scale, mu = m.mean;
+  const L m2 = L(m.m2) * s * s, m3 = L(m.m3) * s * s * s, m4 = L(m.m4) * s * s * s * s;
+  const auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("moments of " + std::to_string(static_cast<std::uint64_t>(m.n)) +
+                                " values " + why);
+  };
+  const auto range = [&] { return "[" + human_number(lo) + ", " + human_number(hi) + "]"; };
+  // The size of the values, and the rounding of a deviation from their mean: a sample whose
+  // spread is near that rounding has sums that no longer obey the bounds between them (the
+  // update formulas assume an exact mean), so those are checked only above it.
+  L size = std::fabs(mu);
+  if (std::isfinite(lo)) size = std::max(size, L(std::fabs(lo)));
+  if (std::isfinite(hi)) size = std::max(size, L(std::fabs(hi)));
+  const L rounding = 1e-9L * size;
+  const bool spread = m2 / n > (1e3L * rounding) * (1e3L * rounding);
+  if (spread) {
+    if (m4 > m2 * m2 * (1 + kTol) || (m.scale == 1 && n * m4 < m2 * m2 * (1 - kTol)))
+      fail("whose fourth central sum M4 is outside [M2^2 / n, M2^2]: no sample has it");
+    if (m3 * m3 > m2 * m4 * (1 + kTol))
+      fail("whose third central sum M3 exceeds sqrt(M2 M4): no sample has it");
+  }
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return;
+  // Deviations from the mean within [lo - mu, hi - mu], each end widened by the rounding.
+  const L above = L(hi) - mu + rounding, below = mu - L(lo) + rounding;
+  if (above < 0 || below < 0)
+    fail("whose mean " + human_number(m.mean) + " lies outside " + range());
+  const L d = std::max(above, below);
+  if (m2 > n * above * below * (1 + kTol))
+    fail("in " + range() + " with a spread M2 larger than such values can have");
+  if (std::fabs(m3) > d * m2 * (1 + kTol) || m4 > d * d * m2 * (1 + kTol))
+    fail("in " + range() + " with third or fourth moments larger than such values can have");
+  const L width = L(hi) - L(lo) - 2 * rounding;
+  if (extremes && spread && width > 0 && m2 < width * width / 2 * (1 - kTol))
+    fail("with min " + human_number(lo) + " and max " + human_number(hi) +
+         " and a spread M2 smaller than those two alone give");
 }
 
 std::int64_t exact_count(const json& j, const std::string& what) {

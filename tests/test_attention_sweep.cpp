@@ -205,7 +205,17 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task reverse --words 4 --d-model 4 --d-v 3", "the output width (--d-v) must equal"},
       {"--task random --words 3 --d-model 4 --d-k 4 --d-v 6 --heads 4", "--heads 4 must divide"},
       {"--task random --words 3 --d-model 4 --d-k 4,6 --heads 2,4", "(d_k=6 heads=4)"},
-      {"--d-k 2,2", "2 twice"},
+      {"--d-k 2,2", "2 are one value given twice"},
+      // Repeats compared as values, on every axis: each would run one configuration twice.
+      {"--d-k 2,02", "2 and 02 are one value given twice"},
+      {"--heads 1,01", "1 and 01 are one value given twice"},
+      {"--lr 0.5,5e-1", "0.5 and 5e-1 are one value given twice"},
+      {"--init-scale 1,1.0", "1 and 1.0 are one value given twice"},
+      {"--lr auto,auto", "auto are one value given twice"},
+      {"--scale 0.5,0.50", "0.5 and 0.50 are one value given twice"},
+      {"--scale none,1", "none and 1 are one value given twice"},
+      {"--optimizer sgd,sgd", "sgd are one value given twice"},
+      {"--causal on,off,on", "on are one value given twice"},
       {"--scale soft", "--scale soft: sqrt, none or a number"},
       {"--scale 0", "--scale 0: sqrt, none or a number"},
       {"--optimizer rmsprop", "--optimizer"},
@@ -224,6 +234,12 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   };
   for (const auto& [args, says] : cases)
     test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
+  // --per-seed writes .csv or .npy: another extension is refused, not written as CSV.
+  for (const std::string name : {"x.parquet", "x.csv.gz", "x.txt"})
+    test::expect_refused(
+        "--table attention-sweep -q --per-seed " + dir.file(name), 2,
+        {"unknown extension '" + name.substr(name.rfind('.')) + "' (it writes .csv or .npy)"},
+        test::Refusal().leaves_no(dir.file(name)));
   // Memory (no --per-seed): a sweep told to keep results that cannot fit, refused before work.
   test::expect_refused(
       "--table attention-sweep -q --task random --words 8 --d-model 16 --d-k 16 --seeds "
