@@ -14,9 +14,11 @@ namespace attn {
 double jsd(const double* p, const double* q, int len) {
   double sum = 0;
   for (int j = 0; j < len; ++j) {
-    const double m = 0.5 * (p[j] + q[j]);
-    if (p[j] > 0) sum += 0.5 * p[j] * std::log(p[j] / m);
-    if (q[j] > 0) sum += 0.5 * q[j] * std::log(q[j] / m);
+    // p / m as 2p / (p + q): the same quotient, bit for bit, but m = (p + q) / 2 of a subnormal
+    // weight rounds to 0 (and p / m to inf), where p + q never does.
+    const double s = p[j] + q[j];
+    if (p[j] > 0) sum += 0.5 * p[j] * std::log(2 * p[j] / s);
+    if (q[j] > 0) sum += 0.5 * q[j] * std::log(2 * q[j] / s);
   }
   return sum;
 }

@@ -183,7 +183,11 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
   if (o.count_ > max_count)
     fail(what, "a count of " + to_string(o.count_) + ", more than the " + to_string(max_count) +
                    " runs it can hold");
-  o.moments_ = exact_moments(j.at("moments"));
+  try {
+    o.moments_ = exact_moments(j.at("moments"));
+  } catch (const std::invalid_argument& e) {
+    fail(what, e.what());
+  }
   if (o.moments_.n != static_cast<double>(o.count_))
     fail(what, "moments of " + to_string(static_cast<std::int64_t>(o.moments_.n)) +
                    " values, where the count is " + to_string(o.count_));

@@ -8,10 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <ostream>
 #include <stdexcept>
+#include <streambuf>
 
 #include "host/format.hpp"
 #include "host/input.hpp"
+#include "host/progress.hpp"
 
 namespace attn {
 
@@ -131,9 +135,15 @@ void check_moments_within(const Moments& m, double lo, double hi, bool extremes)
   if (std::isfinite(hi)) size = std::max(size, L(std::fabs(hi)));
   const L rounding = 1e-9L * size;
   const bool spread = m2 / n > (1e3L * rounding) * (1e3L * rounding);
-  if (spread) {
+  // Sums near the bottom of the double range have lost terms to underflow (a fourth power of
+  // 1e-80 is 0, a square of 1e-161 subnormal): the bounds between them hold only above it.
+  constexpr L kTiny = 1e-280L;
+  const bool in_range = m2 / n > kTiny && m2 * m2 / n > kTiny;
+  if (spread && in_range) {
     if (m4 > m2 * m2 * (1 + kTol) || (m.scale == 1 && n * m4 < m2 * m2 * (1 - kTol)))
-      fail("whose fourth central sum M4 is outside [M2^2 / n, M2^2]: no sample has it");
+      fail("whose fourth central sum M4 = " + human_number(double(m4)) +
+           " is outside [M2^2 / n, M2^2] = [" + human_number(double(m2 * m2 / n)) + ", " +
+           human_number(double(m2 * m2)) + "]: no sample has it");
     if (m3 * m3 > m2 * m4 * (1 + kTol))
       fail("whose third central sum M3 exceeds sqrt(M2 M4): no sample has it");
   }
@@ -142,6 +152,7 @@ void check_moments_within(const Moments& m, double lo, double hi, bool extremes)
   const L above = L(hi) - mu + rounding, below = mu - L(lo) + rounding;
   if (above < 0 || below < 0)
     fail("whose mean " + human_number(m.mean) + " lies outside " + range());
+  if (!in_range) return;
   const L d = std::max(above, below);
   if (m2 > n * above * below * (1 + kTol))
     fail("in " + range() + " with a spread M2 larger than such values can have");
@@ -186,6 +197,7 @@ void append_exact_vector(const std::string& hex, std::vector<double>& out) {
     throw std::invalid_argument("a vector holds a character that is not a hex digit");
   };
   for (std::size_t i = 0; i < hex.size(); i += 16) {
+    if ((i & ((std::size_t(16) << 20) - 1)) == 0 && i > 0) stop_point();  // every 2^20 values
     std::uint64_t b = 0;
     for (int k = 0; k < 8; ++k)
       b |= static_cast<std::uint64_t>(digit(hex[i + 2 * k]) << 4 | digit(hex[i + 2 * k + 1]))
@@ -205,14 +217,42 @@ std::uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string content_checksum(const json& doc) {
+std::string content_checksum(const json& doc, bool stoppable) {
   if (doc.is_object() && doc.contains("checksum")) {  // the content is the rest
     json rest = doc;
     rest.erase("checksum");
-    return content_checksum(rest);
+    return content_checksum(rest, stoppable);
   }
+  // The hash of doc.dump(), taken as the text is made (a document of gigabytes is not copied
+  // into one string), with a stop point every 64 MiB of it.
+  struct Hash : std::streambuf {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    std::optional<StopMeter> stops;
+    void add(const char* s, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) {
+        h ^= static_cast<unsigned char>(s[i]);
+        h *= 0x100000001b3ULL;
+      }
+      if (stops) stops->add(double(n));
+    }
+    int_type overflow(int_type c) override {
+      if (c != traits_type::eof()) {
+        const char ch = traits_type::to_char_type(c);
+        add(&ch, 1);
+      }
+      return traits_type::not_eof(c);
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+      add(s, static_cast<std::size_t>(n));
+      return n;
+    }
+  } hash;
+  if (stoppable) hash.stops.emplace("checking a checksum", "bytes", double(64 << 20));
+  std::ostream out(&hash);
+  out.exceptions(std::ios::badbit);  // a stop (Interrupted) inside is rethrown as it is
+  out << doc;                        // width 0: dump() without indentation
   char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016" PRIx64, fnv1a64(doc.dump()));
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016" PRIx64, hash.h);
   return buf;
 }
 

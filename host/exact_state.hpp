@@ -97,8 +97,10 @@ std::string exact_vector(const std::vector<double>& v);
 void append_exact_vector(const std::string& hex, std::vector<double>& out);
 
 // The checksum of a file demo writes: fnv1a64 of bytes, and content_checksum of a document
-// ("fnv1a64:" and 16 hex digits; a "checksum" member of doc is no part of it).
+// ("fnv1a64:" and 16 hex digits; a "checksum" member of doc is no part of it). stoppable: for a
+// file read back, a stop point every 64 MiB of its text (host/progress.hpp); a file being
+// written (a checkpoint saved at Ctrl-C) takes none.
 std::uint64_t fnv1a64(std::string_view bytes);
-std::string content_checksum(const nlohmann::json& doc);
+std::string content_checksum(const nlohmann::json& doc, bool stoppable = false);
 
 }  // namespace attn

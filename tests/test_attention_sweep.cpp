@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "experiments/attention_sweep.hpp"
+#include "experiments/map_measures.hpp"
 #include "helpers.hpp"
 #include "table_helpers.hpp"
 
@@ -570,6 +571,20 @@ TEST(AttentionSweep, HeadMatchingFindsTheBestPermutation) {
 // Multi-head Adam on the random task: the head-matched pairwise JSD from the per-seed maps (two
 // heads: the better of the two pairings, by hand), the head-averaged pairwise JSD, and the
 // matched one never above the identity pairing.
+// A JSD lies in [0, ln 2] for any two distributions, subnormal weights included: the mean
+// (p + q) / 2 of a subnormal weight and 0 rounds to 0, which made p / m infinite (a pair JSD of
+// inf in a large random head's sweep, refused when its state was read back).
+TEST(AttentionSweep, JsdOfSubnormalWeightsStaysInItsDomain) {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const double p[3] = {tiny, 0.5, 0.5 - tiny}, q[3] = {0, 0.5, 0.5};
+  const double j = jsd(p, q, 3);
+  EXPECT_TRUE(std::isfinite(j));
+  EXPECT_GE(j, 0);
+  EXPECT_LE(j, 1e-300);
+  const double a[2] = {1, 0}, b[2] = {0, 1};
+  EXPECT_EQ(jsd(a, b, 2), std::log(2.0));  // maps that share nothing
+}
+
 TEST(AttentionSweep, HeadMatchedPairJsdAgreesWithThePerSeedMaps) {
   TempDir dir;
   const std::string rows = dir.file("rows.csv");

@@ -514,8 +514,8 @@ TEST(MomentsBounds, ImpossibleMomentsAreRefused) {
   };
   const Domain weight{"a weight", 0, 1};
   const std::pair<nlohmann::json, std::string> bad[] = {
-      {with(4, 0.01), "M4 is outside [M2^2 / n, M2^2]"},
-      {with(4, 100), "M4 is outside [M2^2 / n, M2^2]"},
+      {with(4, 0.01), "is outside [M2^2 / n, M2^2]"},
+      {with(4, 100), "is outside [M2^2 / n, M2^2]"},
       {with(3, 50), "M3 exceeds sqrt(M2 M4)"},
       {with(1, 5), "a weight of 2.1, outside [0, 1]"},
       {[&] {  // 5 times the spread, the shape kept: too wide for values in [0, 1]
