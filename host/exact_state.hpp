@@ -38,8 +38,10 @@
 //   lo <= mu <= hi,  M2 <= n (hi - mu)(mu - lo) (Bhatia and Davis 2000),  |M3| <= d M2,
 //   M4 <= d^2 M2;
 // with extremes min < max among them, M2 >= (max - min)^2 / 2 (the two extremes alone). Each
-// bound is allowed a relative 1e-6 for the rounding of push() and merge() (a sample's sums are
-// off by about n 2^-53 relative at most), and the lower bound on M4 is not applied to a state
+// bound is allowed a relative 1e-6 for the rounding of push() and merge(), and the ends a
+// relative 1e-9. The bounds between the sums are checked only where they can hold in double: a
+// spread above 1e-6 of the values' size (below it the update formulas' rounded mean breaks
+// them), sums above 1e-280 (below, terms underflow), and the lower bound on M4 not for a state
 // with a scale (dividing by the scale may drop the smallest terms, moments.hpp).
 #pragma once
 
