@@ -749,7 +749,7 @@ TEST(AttentionCommandNpy, Versions2And3AndAnyKeyOrderAreRead) {
 }
 
 // A header numpy would not read is refused as malformed, naming what: the shape's bad entry
-// ((5, five) was read as (5, 0)), and every other way the dict can be wrong.
+// ((5, five) is not (5, 0)), and every other way the dict can be wrong.
 TEST(AttentionCommandNpy, MalformedHeadersAreRefusedNamingTheFault) {
   TempDir d;
   const std::string w = save<double>(d, "w.npy", {1, 0, 0, 1}, {2, 2});

@@ -572,8 +572,8 @@ TEST(AttentionSweep, HeadMatchingFindsTheBestPermutation) {
 // heads: the better of the two pairings, by hand), the head-averaged pairwise JSD, and the
 // matched one never above the identity pairing.
 // A JSD lies in [0, ln 2] for any two distributions, subnormal weights included: the mean
-// (p + q) / 2 of a subnormal weight and 0 rounds to 0, which made p / m infinite (a pair JSD of
-// inf in a large random head's sweep, refused when its state was read back).
+// (p + q) / 2 of a subnormal weight and 0 rounds to 0, and p / m must not be taken as infinite
+// (a large random head's sweep has such weights).
 TEST(AttentionSweep, JsdOfSubnormalWeightsStaysInItsDomain) {
   const double tiny = std::numeric_limits<double>::denorm_min();
   const double p[3] = {tiny, 0.5, 0.5 - tiny}, q[3] = {0, 0.5, 0.5};

@@ -584,8 +584,8 @@ TEST(DemoCompare, FullStdoutIsAnError) {
 }
 
 // demo compare stops as every command does: SIGINT or SIGTERM while it reads, parses or
-// compares ends it with 130 or 143, its "interrupted" line and nothing on stdout (it was killed
-// by the signal, printing nothing, before). The stop audit (host/progress.hpp) checks the
+// compares ends it with 130 or 143, its "interrupted" line and nothing on stdout, not a kill by
+// the signal. The stop audit (host/progress.hpp) checks the
 // mechanism: each phase's stop checks within its budget, and a stop asked for is honoured.
 TEST(CompareStops, ReadingParsingAndComparingStopAndAreAudited) {
   TempDir d;

@@ -453,7 +453,7 @@ TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
 }
 
 // What is not the job's work is said once under a launcher: --version, --list, --help and each
-// subcommand's --help print rank 0's copy alone (they printed one copy per rank), and a refusal
+// subcommand's --help print rank 0's copy alone (not one per rank), and a refusal
 // is one line of demo's (beside mpirun's own note of the exit status), whether demo meets it
 // while parsing, reading parts or checking a table's request.
 TEST(Mpi, InformationAndRefusalsArePrintedOnce) {
