@@ -38,6 +38,7 @@
 #include "experiments/quantile_sketch.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/format.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
@@ -100,19 +101,38 @@ Param scale_param() {
   return p;
 }
 
+// The value a grid item stands for, for comparing items: its parsed value; a number given as
+// text (--scale 0.5) as that number, so that 2 and 02, or 0.5 and 5e-1, are one value.
+std::string value_key(const Value& v) {
+  if (const auto* d = std::get_if<double>(&v)) return std::isnan(*d) ? "auto" : round_trip(*d);
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* t = std::get_if<std::string>(&v)) {
+    if (*t == "none") return round_trip(1);  // --scale none: c = 1
+    char* end = nullptr;
+    const double x = std::strtod(t->c_str(), &end);
+    return !t->empty() && end == t->c_str() + t->size() ? round_trip(x) : *t;
+  }
+  return "";
+}
+
 // A grid axis: a comma-separated list of `inner`'s values, each checked by inner's parser (so
-// each is refused with inner's one line), repeats refused; the value is the list of texts, each
-// parsed again by inner for its configuration.
+// each is refused with inner's one line), a value given twice refused (compared as values: 2
+// and 02 are one d_k); the value is the list of texts, each parsed again by inner for its
+// configuration.
 Param grid_axis(Param inner) {
   Param p = inner;  // the same kind (a flag several tables declare has one): the help says lists
   p.parse = [parse = inner.parse](const std::string& f, const std::string& text) -> Value {
     std::vector<std::string> items = split_list(text);
     if (items.empty()) throw std::invalid_argument(f + ": empty list");
+    std::vector<std::string> keys;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      parse(f, items[i]);
+      keys.push_back(value_key(parse(f, items[i])));
       for (std::size_t k = 0; k < i; ++k)
-        if (items[k] == items[i])
-          throw std::invalid_argument(f + " " + text + ": " + items[i] + " twice");
+        if (keys[k] == keys[i])
+          throw std::invalid_argument(
+              f + " " + text + ": " +
+              (items[k] == items[i] ? items[i] : items[k] + " and " + items[i]) +
+              " are one value given twice");
     }
     return items;
   };
@@ -468,6 +488,11 @@ const Monitor& signal_monitor() {
 
 constexpr Cover kCovers[2] = {Cover::converged, Cover::finite};
 
+// The bin of the JSD histogram (kJsdBins on [0, ln 2]) that holds a finite JSD v.
+int jsd_bin(double v) {
+  return std::clamp(static_cast<int>(v / std::log(2.0) * kJsdBins), 0, kJsdBins - 1);
+}
+
 // One configuration's sweep: the request, its chunks, the first pass's summaries (one per
 // cover), the second pass's measures.
 struct Sweep {
@@ -561,15 +586,26 @@ void Sweep::first_pass(std::uint64_t batch) {
     }
     return states;
   };
-  // The kept results of `seeds` seeds in a state (keep mode), appended to out.
-  const auto read_results = [&](const ChunkState& state, std::uint64_t seeds,
-                                std::vector<double>& out) {
+  // The kept results of `seeds` seeds in a state (keep mode), appended to out; from a file
+  // (checked), each seed's results checked against their domains (SeedResults::check).
+  const auto read_results = [&](const ChunkState& state, std::uint64_t first_seed,
+                                std::uint64_t seeds, std::vector<double>& out, bool checked) {
     if (!state.contains("results") || !state.at("results").is_string())
       throw std::invalid_argument("no results of its seeds");
     const std::size_t before = out.size();
     append_exact_vector(state.at("results").get<std::string>(), out);
     if (out.size() - before != seeds * size)
       throw std::invalid_argument("results of the wrong length");
+    for (std::uint64_t k = 0; checked && k < seeds; ++k) {
+      if ((k & 1023) == 0) stop_point();
+      try {
+        shape.check(out.data() + before + k * size);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("kept results of seed " +
+                                    std::to_string(this->seeds->at(first_seed + k)) + ": " +
+                                    e.what());
+      }
+    }
   };
   const auto read_summaries = [&](const MapSummary(&like)[2], const ChunkState& state,
                                   std::int64_t seeds) {
@@ -582,17 +618,57 @@ void Sweep::first_pass(std::uint64_t batch) {
     }
     if (out[0].converged != out[1].converged || out[0].diverged != out[1].diverged)
       throw std::invalid_argument("summaries whose counts disagree");
+    // The converged seeds are finite seeds: their losses among the finite seeds' losses.
+    const QuantileSketch &lc = out[0].loss, &lf = out[1].loss;
+    if (lc.count() > 0 && (lc.min() < lf.min() || lc.max() > lf.max()))
+      throw std::invalid_argument(
+          "converged seeds' losses outside the range of the finite seeds' losses");
     return out;
   };
-  const auto read = [&](std::uint64_t i, const ChunkState& state) {
+  // The summaries a chunk's (or the folded chunks') kept results give, as the fold makes them:
+  // a file's state must hold exactly these.
+  const auto summaries_of = [&](const MapSummary(&like)[2], const std::vector<double>& results,
+                                std::uint64_t chunks_folded) {
+    std::vector<nlohmann::json> out;
+    for (int k = 0; k < 2; ++k) {
+      MapSummary whole = like[k];
+      for (std::uint64_t c = 0; c < chunks_folded; ++c) {
+        stop_point();
+        MapSummary one = part[k];
+        one.add(results.data() + first_of(c) * size, static_cast<std::int64_t>(count_of(c)));
+        whole.merge(one);
+      }
+      out.push_back(whole.to_state());
+    }
+    return out;
+  };
+  const auto same_summaries = [&](const ChunkState& state,
+                                  const std::vector<nlohmann::json>& made) {
+    for (int k = 0; k < 2; ++k)
+      if (state.at(cover_name(kCovers[k])) != made[k])
+        throw std::invalid_argument(std::string("a summary of the ") + cover_name(kCovers[k]) +
+                                    " seeds that is not the one its kept results give");
+  };
+  const auto read = [&](std::uint64_t i, const ChunkState& state, bool checked) {
     std::vector<MapSummary> c = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
     std::vector<double> results;
-    if (keep) read_results(state, count_of(i), results);
+    if (keep) read_results(state, first_of(i), count_of(i), results, checked);
     return std::make_pair(std::move(c), std::move(results));
   };
-  j.check = [&](std::uint64_t i, const ChunkState& state) { read(i, state); };
+  j.check = [&](std::uint64_t i, const ChunkState& state) {
+    const auto [c, results] = read(i, state, true);
+    if (!keep) return;
+    // The chunk's summaries, made again from its results: the summaries of the chunk alone.
+    std::vector<nlohmann::json> made;
+    for (int k = 0; k < 2; ++k) {
+      MapSummary one = part[k];
+      one.add(results.data(), static_cast<std::int64_t>(count_of(i)));
+      made.push_back(one.to_state());
+    }
+    same_summaries(state, made);
+  };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    auto [c, results] = read(i, state);
+    auto [c, results] = read(i, state, false);
     for (int k = 0; k < 2; ++k) summary[k]->merge(c[k]);
     kept.insert(kept.end(), results.begin(), results.end());
   };
@@ -607,7 +683,10 @@ void Sweep::first_pass(std::uint64_t batch) {
     std::vector<MapSummary> c = read_summaries(whole, state, folded);
     for (int k = 0; k < 2; ++k) summary[k].emplace(c[k]);
     kept.clear();
-    if (keep) read_results(state, static_cast<std::uint64_t>(folded), kept);
+    if (keep) {
+      read_results(state, 0, static_cast<std::uint64_t>(folded), kept, true);
+      same_summaries(state, summaries_of(whole, kept, next));
+    }
   };
   const auto start = std::chrono::steady_clock::now();
   const bool folded = run_chunks(ctx.opt, j);
@@ -619,7 +698,7 @@ void Sweep::first_pass(std::uint64_t batch) {
 // Each seed's JSD to the mean maps: from the kept results, or by training the seeds again (the
 // same bits: a seed trains alone from its own start).
 void Sweep::second_pass(std::uint64_t batch) {
-  for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdScale, budget);
+  for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdQuantity, budget);
   spdlog::debug("attention-sweep: measuring each seed's JSD to the mean map ({})",
                 keep ? "from the kept results" : "training every seed again");
   // The converged seeds' mean map exists when some converged.
@@ -656,12 +735,20 @@ void Sweep::second_pass(std::uint64_t batch) {
     }
     return states;
   };
+  const double threshold = ctx.get<double>("--converged-below");
   j.check = [&](std::uint64_t i, const ChunkState& state) {
-    SeedMeasures::from_state(state, shape, static_cast<std::int64_t>(count_of(i)), results_wanted);
+    const auto n = static_cast<std::int64_t>(count_of(i));
+    const SeedMeasures m = SeedMeasures::from_state(state, shape, n, results_wanted, threshold);
+    if (!results_wanted) return;
+    // Its seeds' results give its measures: the JSDs to the mean maps, made again.
+    const SeedMeasures made = SeedMeasures::of(covers, cm, mean_map[1], m.results.data(), n, false);
+    if (exact_vector(made.jsd) != exact_vector(m.jsd) ||
+        exact_vector(made.jsd_converged) != exact_vector(m.jsd_converged))
+      throw std::invalid_argument("JSDs to the mean map that are not those of its seeds' results");
   };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
     measure(i, SeedMeasures::from_state(state, shape, static_cast<std::int64_t>(count_of(i)),
-                                        results_wanted));
+                                        results_wanted, threshold));
   };
   j.save = [&] {
     return ChunkState{{"to_mean", to_mean[1]->to_state()},
@@ -670,25 +757,50 @@ void Sweep::second_pass(std::uint64_t batch) {
                       {"scatter_loss", exact_vector(scatter_loss)},
                       {"scatter_jsd", exact_vector(scatter_jsd)}};
   };
+  // The folded seeds' measures: JSD sketches (kJsdQuantity's domain), the histogram of the JSDs to
+  // the mean map and the scatter of the first kScatter (loss, JSD), each checked against the sketch
+  // that holds the same JSDs.
   j.load = [&](const ChunkState& state, std::uint64_t next) {
     const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
-    to_mean[1].emplace(QuantileSketch(kJsdScale, budget)
-                           .from_state(state.at("to_mean"), folded, "JSD to the mean map"));
-    to_mean[0].emplace(QuantileSketch(kJsdScale, budget)
-                           .from_state(state.at("to_converged_mean"), folded,
-                                       "JSD to the converged seeds' mean map"));
+    const QuantileSketch to_finite =
+        QuantileSketch(kJsdQuantity, budget)
+            .from_state(state.at("to_mean"), folded, "JSD to the mean map");
+    const QuantileSketch to_converged = QuantileSketch(kJsdQuantity, budget)
+                                            .from_state(state.at("to_converged_mean"), folded,
+                                                        "JSD to the converged seeds' mean map");
+    if (to_converged.count() > to_finite.count())
+      throw std::invalid_argument("more JSDs to the converged seeds' mean map than finite seeds");
     const auto h = state.at("histogram").get<std::vector<std::int64_t>>();
     std::int64_t in_bins = 0;
     for (std::int64_t c : h) in_bins += c < 0 ? throw std::invalid_argument("a negative count") : c;
-    if (h.size() != histogram.size() || in_bins != to_mean[1]->count())
+    if (h.size() != histogram.size() || in_bins != to_finite.count())
       throw std::invalid_argument("a JSD histogram that does not count the finite seeds");
-    histogram = h;
-    scatter_loss.clear();
-    scatter_jsd.clear();
-    append_exact_vector(state.at("scatter_loss").get<std::string>(), scatter_loss);
-    append_exact_vector(state.at("scatter_jsd").get<std::string>(), scatter_jsd);
-    if (scatter_loss.size() != scatter_jsd.size() || scatter_loss.size() > kScatter)
+    std::vector<double> loss, jsd;
+    append_exact_vector(state.at("scatter_loss").get<std::string>(), loss);
+    append_exact_vector(state.at("scatter_jsd").get<std::string>(), jsd);
+    if (loss.size() != jsd.size() ||
+        loss.size() != std::min<std::uint64_t>(kScatter, static_cast<std::uint64_t>(in_bins)))
       throw std::invalid_argument("a scatter of the wrong length");
+    for (std::size_t k = 0; k < loss.size(); ++k) {
+      kSeedLoss.check(loss[k]);
+      kJsdQuantity.domain.check(jsd[k]);
+      if (!std::isfinite(loss[k]))
+        throw std::invalid_argument("a scatter point whose loss is not finite");
+    }
+    if (to_finite.mode() == QuantileSketch::Mode::exact) {
+      const std::vector<double>& v = to_finite.kept_values();  // in the order of the seeds
+      std::vector<std::int64_t> made(histogram.size(), 0);
+      for (const double x : v) made[jsd_bin(x)]++;
+      if (made != h)
+        throw std::invalid_argument("a JSD histogram that is not that of the JSDs it summarizes");
+      if (!std::equal(jsd.begin(), jsd.end(), v.begin()))
+        throw std::invalid_argument("a scatter whose JSDs are not the first seeds' JSDs");
+    }
+    to_mean[1].emplace(to_finite);
+    to_mean[0].emplace(to_converged);
+    histogram = h;
+    scatter_loss = std::move(loss);
+    scatter_jsd = std::move(jsd);
     measured = static_cast<std::uint64_t>(folded);
   };
   run_chunks(ctx.opt, j);
@@ -696,13 +808,12 @@ void Sweep::second_pass(std::uint64_t batch) {
 
 // Folds one chunk of the second pass, in order: the JSD sketches, the figures, the per-seed files.
 void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
-  const double ln2 = std::log(2.0);
   const std::uint64_t first = first_of(chunk);
   for (std::size_t k = 0; k < sm.jsd.size(); ++k) {
     const double v = sm.jsd[k];
     if (std::isfinite(v)) {
       to_mean[1]->push(v);
-      histogram[std::clamp(static_cast<int>(v / ln2 * kJsdBins), 0, kJsdBins - 1)]++;
+      histogram[jsd_bin(v)]++;
       if (scatter_loss.size() < kScatter) {
         scatter_loss.push_back(sm.loss[k]);
         scatter_jsd.push_back(v);
@@ -1105,8 +1216,8 @@ const Experiment& attention_sweep_experiment() {
                 param::output_file(
                     "--per-seed",
                     "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the maps "
-                    "as "
-                    "an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)"),
+                    "as an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)",
+                    {".csv", ".npy"}),
                 param::count_up_to("--quantile-budget", "4194304",
                                    "Values kept for exact quantiles, shared by the table's "
                                    "quantities (8 bytes each); beyond, binned quantiles",

@@ -7,15 +7,18 @@
 #include <stdexcept>
 
 #include "host/exact_state.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 
 double jsd(const double* p, const double* q, int len) {
   double sum = 0;
   for (int j = 0; j < len; ++j) {
-    const double m = 0.5 * (p[j] + q[j]);
-    if (p[j] > 0) sum += 0.5 * p[j] * std::log(p[j] / m);
-    if (q[j] > 0) sum += 0.5 * q[j] * std::log(q[j] / m);
+    // p / m as 2p / (p + q): the same quotient, bit for bit, but m = (p + q) / 2 of a subnormal
+    // weight rounds to 0 (and p / m to inf), where p + q never does.
+    const double s = p[j] + q[j];
+    if (p[j] > 0) sum += 0.5 * p[j] * std::log(2 * p[j] / s);
+    if (q[j] > 0) sum += 0.5 * q[j] * std::log(2 * q[j] / s);
   }
   return sum;
 }
@@ -54,6 +57,20 @@ bool SeedResults::finite(const double* r) const {
 }
 
 bool SeedResults::diverged(const double* r) const { return !finite(r) || blew_up(r); }
+
+void SeedResults::check(const double* r) const {
+  kSeedLoss.check(r[0]);
+  kSeedLoss.check(r[1]);
+  for (int h = 0; h < heads; ++h)
+    for (int row = 0; row < rows; ++row) {
+      const double* p = head_map(r, h) + row * n;
+      double sum = 0;
+      for (int k = 0; k < n; ++k) sum += kSeedWeight.check(p[k]);
+      if (std::isfinite(sum) && !(std::fabs(sum - 1) <= n * kRowSum))
+        throw std::invalid_argument("a row of the map whose weights sum to " + human_number(sum) +
+                                    ", not 1");
+    }
+}
 
 const double* SeedResults::mean_over_heads(const double* r, std::vector<double>& buffer) const {
   if (heads == 1) return head_map(r, 0);
@@ -142,16 +159,18 @@ MapSummary::MapSummary(SeedResults s, std::uint64_t budget, double threshold, Co
       converged_below(threshold),
       cover(c),
       known(std::move(known_keys)),
-      loss(kLossScale, budget),
+      loss(c == Cover::converged ? kLossQuantity.below(threshold) : kLossQuantity, budget),
       argmax(static_cast<std::size_t>(s.map_size()), 0),
-      pair_jsd(kJsdScale, budget),
-      pair_out(kDistanceScale, budget),
-      pair_heads(s.heads > 1 ? kJsdScale : QuantileSketch::none(), s.heads > 1 ? budget : 0),
-      known_jsd(known.empty() ? QuantileSketch::none() : kJsdScale, known.empty() ? 0 : budget) {
+      pair_jsd(kJsdQuantity, budget),
+      pair_out(kDistanceQuantity, budget),
+      pair_heads(s.heads > 1 ? kJsdQuantity : kJsdQuantity.without_quantiles(),
+                 s.heads > 1 ? budget : 0),
+      known_jsd(known.empty() ? kJsdQuantity.without_quantiles() : kJsdQuantity,
+                known.empty() ? 0 : budget) {
   const bool sketches = entry_quantiles();
-  entries.assign(
-      static_cast<std::size_t>(s.map_size()),
-      QuantileSketch(sketches ? kEntryScale : QuantileSketch::none(), sketches ? budget : 0));
+  entries.assign(static_cast<std::size_t>(s.map_size()),
+                 QuantileSketch(sketches ? kEntryQuantity : kEntryQuantity.without_quantiles(),
+                                sketches ? budget : 0));
 }
 
 bool MapSummary::covers(const double* r) const {
@@ -299,8 +318,6 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     for (std::size_t e = 0; e < map; ++e) {
       o.entries[e] = entries[e].from_state(es.at(e), used, "map entry " + std::to_string(e));
       if (o.entries[e].count() != used) fail("a map entry that does not count the covered seeds");
-      if (used > 0 && (o.entries[e].min() < 0 || o.entries[e].max() > 1))
-        fail("a map entry outside [0, 1]");
     }
   } else {
     if (!es.is_object()) fail("entries that are not an object of fields");
@@ -326,6 +343,14 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
       o.entries[e] = entries[e].from_state(s, used, "map entry " + std::to_string(e));
     }
   }
+  // The mean map: each row a distribution (the mean of the seeds' rows, each summing to 1).
+  for (int row = 0; row < shape.rows && used > 0; ++row) {
+    double sum = 0;
+    for (int k = 0; k < shape.n; ++k) sum += o.entries[row * shape.n + k].moments().mean;
+    if (!(std::fabs(sum - 1) <= 1e-6))
+      fail("a mean map whose row " + std::to_string(row) + " sums to " + human_number(sum) +
+           ", not 1");
+  }
   const nlohmann::json& am = j.at("argmax");
   if (!am.is_array() || am.size() != argmax.size())
     fail("argmax counts that are not one per map entry");
@@ -339,12 +364,22 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     }
     if (sum != used) fail("argmax counts of a row that do not add up to the covered seeds");
   }
+  // A seed's argmax in a row has weight 1/n at least; a seed that found the known map has its
+  // argmax at the known key of every row.
+  for (std::size_t e = 0; e < argmax.size(); ++e)
+    if (o.argmax[e] > 0 && o.entries[e].max() < 1.0 / shape.n - 1e-12)
+      fail("an argmax at map entry " + std::to_string(e) + ", whose weights stay below 1/n");
+  for (int row = 0; row < static_cast<int>(known.size()); ++row)
+    if (o.found > o.argmax[row * shape.n + known[row]])
+      fail("more seeds found the known map than have its key as argmax in row " +
+           std::to_string(row));
   o.pair_jsd = pair_jsd.from_state(j.at("pair_jsd"), o.seeds / 2, "pair JSD");
   o.pair_out = pair_out.from_state(j.at("pair_out"), o.seeds / 2, "pair output distance");
   o.pair_heads = pair_heads.from_state(j.at("pair_heads"), o.seeds / 2, "pair head-matched JSD");
   o.known_jsd = known_jsd.from_state(j.at("known_jsd"), used, "JSD to the known map");
   if (o.pair_jsd.count() != o.pair_out.count())
     fail("pair JSD and output distance of different counts");
+  if (o.pair_jsd.count() > used / 2) fail("more pairs than two covered seeds each");
   if (o.pair_heads.count() != (shape.heads > 1 ? o.pair_jsd.count() : 0))
     fail("a head-matched pair count that is not the pairs'");
   if (o.known_jsd.count() != (known_map() ? used : 0))
@@ -383,7 +418,8 @@ nlohmann::json SeedMeasures::to_state() const {
 }
 
 SeedMeasures SeedMeasures::from_state(const nlohmann::json& j, const SeedResults& shape,
-                                      std::int64_t count, bool keep_results) {
+                                      std::int64_t count, bool keep_results,
+                                      double converged_below) {
   if (!j.is_object()) fail("not a seed measure state");
   SeedMeasures m;
   const auto read = [&](const char* key, std::vector<double>& out, std::int64_t length) {
@@ -396,16 +432,33 @@ SeedMeasures SeedMeasures::from_state(const nlohmann::json& j, const SeedResults
   read("loss", m.loss, count);
   read("jsd", m.jsd, count);
   read("jsd_converged", m.jsd_converged, count);
-  for (const auto* values : {&m.jsd, &m.jsd_converged})
-    for (double v : *values)
-      if (!(std::isnan(v) || (v >= -1e-12 && v <= 0.6931471805599453 + 1e-12)))
-        fail("a JSD outside [0, ln 2]");
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::string seed = "seed " + std::to_string(i) + " of the chunk: ";
+    try {
+      kSeedLoss.check(m.loss[i]);
+      for (const double v : {m.jsd[i], m.jsd_converged[i]})
+        if (!std::isnan(v)) kJsdQuantity.domain.check(v);
+    } catch (const std::invalid_argument& e) {
+      fail(seed + e.what());
+    }
+    if (!std::isnan(m.jsd[i]) && !std::isfinite(m.loss[i]))
+      fail(seed + "a JSD to the mean map with a loss that is not finite");
+    if (!std::isnan(m.jsd_converged[i]) && (std::isnan(m.jsd[i]) || !(m.loss[i] < converged_below)))
+      fail(seed + "a JSD to the converged seeds' mean map, but a loss of " +
+           human_number(m.loss[i]) + ", not below " + human_number(converged_below));
+  }
   if (keep_results) {
     read("results", m.results, count * shape.size());
-    for (std::int64_t i = 0; i < count; ++i)
-      if (m.results[i * shape.size()] != m.loss[i] &&
-          !(std::isnan(m.loss[i]) && std::isnan(m.results[i * shape.size()])))
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double* r = m.results.data() + i * shape.size();
+      try {
+        shape.check(r);
+      } catch (const std::invalid_argument& e) {
+        fail("seed " + std::to_string(i) + " of the chunk: " + e.what());
+      }
+      if (r[0] != m.loss[i] && !(std::isnan(m.loss[i]) && std::isnan(r[0])))
         fail("results whose loss is not the seed's loss");
+    }
   } else if (j.contains("results")) {
     fail("results where none belong");
   }

@@ -62,7 +62,15 @@ struct SeedResults {
   bool diverged(const double* r) const;
   // The final loss more than kDivergedFactor times the starting loss (the finite half of it).
   bool blew_up(const double* r) const { return r[0] > kDivergedFactor * r[1]; }
+  // What a seed's results can be (they may come from a file): losses >= 0 (kSeedLoss), each
+  // map weight in [0, 1] (kSeedWeight) and each row of a map whose weights are finite summing to
+  // 1 within kRowSum (causal rows too: their masked weights are 0), the outputs any value; a
+  // diverged seed's may be non-finite. Throws std::invalid_argument naming the value.
+  void check(const double* r) const;
 };
+inline const Domain kSeedLoss = {"a loss", 0, INFINITY, 0, true};
+inline const Domain kSeedWeight = {"a weight of the map", 0, 1, 1e-12, true};
+inline constexpr double kRowSum = 1e-9;  // per key of the row: |sum - 1| <= n kRowSum
 
 // Which seeds the map measures cover (spec "Which seeds the measures cover"): the converged
 // ones (finite, not diverged, final loss below --converged-below), or every finite one.
@@ -83,6 +91,16 @@ inline const QuantileSketch::Scale kLossScale = QuantileSketch::relative(14);
 inline const QuantileSketch::Scale kEntryScale = QuantileSketch::linear(0, 1, 14);
 inline const QuantileSketch::Scale kJsdScale = QuantileSketch::linear(0, 0.6931471805599453, 16);
 inline const QuantileSketch::Scale kDistanceScale = QuantileSketch::relative(14);
+// The quantities the summaries keep, each with its scale and its domain (the values it can
+// take; a state read back holding another is refused). A JSD lies in [0, ln 2]; its sum of
+// logarithms may round 1e-17 beyond either end, hence the slack.
+inline const QuantileSketch::Quantity kLossQuantity = {kLossScale, {"a loss", 0, INFINITY}};
+inline const QuantileSketch::Quantity kEntryQuantity = {kEntryScale,
+                                                        {"a weight of the map", 0, 1, 1e-12}};
+inline const QuantileSketch::Quantity kJsdQuantity = {kJsdScale,
+                                                      {"a JSD", 0, 0.6931471805599453, 1e-12}};
+inline const QuantileSketch::Quantity kDistanceQuantity = {kDistanceScale,
+                                                           {"an output distance", 0, INFINITY}};
 // Maps with more entries than this keep each entry's moments and extremes only (no quantiles):
 // a sketch per entry would cost up to 128 KiB each.
 inline constexpr int kMaxEntrySketches = 64;
@@ -103,7 +121,10 @@ class MapSummary {
   bool covers(const double* r) const;
 
   // The state, and back: a state read back is checked as the summary of `seeds` seeds (counts
-  // that add up, every sketch's checks) and throws std::invalid_argument saying what is wrong.
+  // that add up, every sketch's checks against its quantity's domain, the mean map's rows
+  // summing to 1, an argmax only where a weight reached 1/n, at most one pair per two covered
+  // seeds) and throws std::invalid_argument saying what is wrong. A field added to the summary
+  // takes its domain from its QuantileSketch::Quantity (above).
   nlohmann::json to_state() const;
   MapSummary from_state(const nlohmann::json& state, std::int64_t seeds) const;
 
@@ -119,7 +140,7 @@ class MapSummary {
   // seeds the measures below take; found: covered seeds whose every loss row has its argmax at
   // the known map's key.
   std::int64_t seeds = 0, not_finite = 0, diverged = 0, converged = 0, covered = 0, found = 0;
-  QuantileSketch loss;                  // covered seeds' final losses
+  QuantileSketch loss;  // covered seeds' final losses (converged: below the threshold)
   std::vector<QuantileSketch> entries;  // P̄'s entries, over the covered seeds
   std::vector<std::int64_t> argmax;     // rows x n: covered seeds whose row argmax is that key
   QuantileSketch pair_jsd, pair_out;    // pairs of covered seeds (P̄; outputs)
@@ -137,9 +158,12 @@ struct SeedMeasures {
                          const std::vector<double>& finite_mean, const double* results,
                          std::int64_t count, bool keep_results);
   nlohmann::json to_state() const;
-  // Checked: `count` seeds, results of shape.size() values each when keep_results.
+  // Checked: `count` seeds, results of shape.size() values each when keep_results (each seed's
+  // SeedResults::check), a loss in kSeedLoss's domain, JSDs in [0, ln 2] or NaN, a JSD only for
+  // a seed with a finite loss, and to the converged seeds' mean map only for a seed whose loss is
+  // below converged_below.
   static SeedMeasures from_state(const nlohmann::json& state, const SeedResults& shape,
-                                 std::int64_t count, bool keep_results);
+                                 std::int64_t count, bool keep_results, double converged_below);
 };
 
 }  // namespace attn

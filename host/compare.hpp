@@ -60,7 +60,8 @@ nlohmann::json parse_result_text(const std::string& text, int max_depth = 64);
 
 // Prints the report to stdout; returns 0 when every table agrees and matches in shape, 1 when
 // they differ, 2 when a file is unreadable or not a result file, or stdout cannot be written
-// (one line on stderr). Never throws.
+// (one line on stderr), 130 or 143 when SIGINT or SIGTERM stopped it (reading, parsing and
+// comparing ask for a stop, host/progress.hpp; nothing is printed on stdout). Never throws.
 int run_compare(const std::string& path_a, const std::string& path_b, const CompareRule& rule);
 
 }  // namespace attn
