@@ -560,7 +560,8 @@ NpyArray npy_array(const std::string& label, const std::string& path, std::strin
   a.descr = h.descr;
   a.shape = h.shape;
   bytes.erase(0, h.data_at);
-  a.data = h.fortran && h.shape.size() > 1 ? fortran_to_c(bytes, h.shape, word) : std::move(bytes);
+  a.data = h.fortran && h.shape.size() > 1 ? fortran_to_c(label, path, bytes, h.shape, word)
+                                           : std::move(bytes);
   return a;
 }
 

@@ -275,10 +275,10 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
       throw std::runtime_error(why + " (a demo result file is a regular JSON file)");
     throw;
   }
-  return parse_result_text(text, max_depth);
+  return parse_result_text(text, max_depth, path);
 }
 
-nlohmann::json parse_result_text(const std::string& text, int max_depth) {
+nlohmann::json parse_result_text(const std::string& text, int max_depth, const std::string& label) {
   // The depth, before the parser and the recursive destructor see it; the number of values, for
   // the memory the parsed document will take.
   const JsonNesting nesting = json_nesting(text, max_depth);
@@ -297,7 +297,7 @@ nlohmann::json parse_result_text(const std::string& text, int max_depth) {
                              std::to_string(static_cast<long long>(std::fmax(available, 0) / 1e6)) +
                              " MB are available");
   try {
-    return parse_json(text, path);
+    return parse_json(text, label);
   } catch (const nlohmann::json::exception&) {
     throw std::runtime_error("not JSON (expected demo's --format json)");
   }

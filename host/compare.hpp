@@ -56,7 +56,9 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 // so a hostile file cannot exhaust the stack). Throws std::runtime_error with the reason.
 nlohmann::json read_result_file(const std::string& path, int max_depth = 64);
 // The parsing half of read_result_file, on a file's text: the same depth limit and memory plan.
-nlohmann::json parse_result_text(const std::string& text, int max_depth = 64);
+// `label` names the text in the stop audit's lines (the file's path where it came from one).
+nlohmann::json parse_result_text(const std::string& text, int max_depth = 64,
+                                 const std::string& label = "result text");
 
 // Prints the report to stdout; returns 0 when every table agrees and matches in shape, 1 when
 // they differ, 2 when a file is unreadable or not a result file, or stdout cannot be written
