@@ -74,8 +74,10 @@ class GpuCheck(unittest.TestCase):
             with open(path, "w") as f:
                 f.write(fake)
             os.chmod(path, os.stat(path).st_mode | stat.S_IEXEC)
-        with open(os.path.join(self.build, "CMakeCache.txt"), "w") as f:
-            f.write("CMAKE_CUDA_COMPILER_VERSION:STRING=13.0.88\n")
+        os.makedirs(os.path.join(self.build, "CMakeFiles", "3.25.1"))
+        with open(os.path.join(self.build, "CMakeFiles", "3.25.1", "CMakeCUDACompiler.cmake"),
+                  "w") as f:
+            f.write('set(CMAKE_CUDA_COMPILER_VERSION "13.0.88")\n')
         self.mark = os.path.join(self.dir, "hanging")
 
     def tearDown(self):
@@ -205,7 +207,7 @@ class GpuCheck(unittest.TestCase):
 
     def test_a_step_past_the_budget_is_stopped_and_the_rest_not_run(self):
         t0 = time.time()
-        p = subprocess.run(self.command("--budget", "15"), env=self.env(FAKE_HANG="gpu-tests"),
+        p = subprocess.run(self.command("--budget", "25"), env=self.env(FAKE_HANG="gpu-tests"),
                            capture_output=True, text=True, timeout=120)
         self.assertLess(time.time() - t0, 60)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
