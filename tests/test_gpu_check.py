@@ -22,6 +22,12 @@ if os.environ.get("FAKE_HANG") and os.environ.get("FAKE_HANG") == os.environ.get
         f.write(str(os.getpid()))
     time.sleep(600)
 gpu = os.environ.get("FAKE_GPU", "h200")
+if os.environ.get("FAKE_CALLS"):
+    with open(os.environ["FAKE_CALLS"], "a") as f:
+        f.write(json.dumps([tool] + args) + "\n")
+if tool == "cmake" and os.environ.get("FAKE_CMAKE_FAILS"):
+    print("CMake Error at CMakeLists.txt:89 (find_package): Could NOT find CLI11", file=sys.stderr)
+    sys.exit(1)
 if tool == "ctest":
     print("100% tests passed, 0 tests failed out of 19")
 elif tool == "demo":
@@ -136,6 +142,23 @@ class GpuCheck(unittest.TestCase):
         self.assertEqual(r["verdict"], "pass (CPU-only mode: no GPU step ran)")
         self.assertEqual(self.statuses(r)["gpu"], "skipped")
         self.assertEqual(self.statuses(r)["cpu-bench"], "ok")
+
+    def test_configure_only_configures_and_builds_nothing(self):
+        calls = os.path.join(self.dir, "calls")
+        p, r = self.run_check("--configure-only", FAKE_GPU="none", FAKE_CALLS=calls)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(r["verdict"], "pass (configure-only mode: every package found; "
+                         "nothing built)")
+        self.assertEqual(list(self.statuses(r)), ["build"])
+        with open(calls) as f:
+            ran = [json.loads(line) for line in f]
+        self.assertEqual([c[:3] for c in ran], [["cmake", "--preset", "cuda"]], ran)
+
+    def test_configure_only_fails_when_the_configure_fails(self):
+        p, r = self.run_check("--configure-only", FAKE_CMAKE_FAILS="1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(self.statuses(r), {"build": "FAIL"})
+        self.assertIn("Could NOT find CLI11", r["fix_first"])
 
     def test_absent_pytorch_is_a_skip_with_a_note(self):
         p, r = self.run_check(FAKE_TORCH="absent")
