@@ -1,7 +1,7 @@
 // head.hpp: trainable multi-head attention of any size, trained by gradient descent or Adam, the
 // math shared by the CPU twin (kernels/head_cpu.cpp and head_pack.hpp, lane packs of seeds) and
-// the GPU kernel (kernels/head_cuda.cu, one seed per thread). Spec: docs/spec/VARIABILITY.md
-// (copied from shared/spec), "Model", "Start and training" and "Version 2".
+// the GPU kernel (kernels/head_cuda.cu, one seed per thread). Spec: docs/spec/VARIABILITY.md,
+// "Model", "Start and training" and "Version 2".
 //
 // Row vectors. X is (n, d_model); W_Q, W_K are (d_model, d_k); W_V is (d_model, d_v); with
 // --train qkvo also W_O (d_v, d_model). H heads: head h owns the columns
