@@ -45,7 +45,14 @@ const std::vector<std::string> kBulk = {
     // a causal mask, Adam, a known map.
     "--table attention-sweep --task previous --words 4 --d-model 4 --d-k 4 --heads 1,2 "
     "--train qk,qkv --causal --optimizer adam --lr 0.05 --seeds 0:600 --steps 40 "
-    "--map-memory 150000"};
+    "--map-memory 150000",
+    // Many inputs, a few chunks each: a grid over --inputs of a token task (a vocabulary,
+    // held-out inputs, the nudged second runs), and the planted teacher with two heads training
+    // its second pass again.
+    "--table attention-sweep --task previous --vocab 3 --words 4 --d-model 7 --d-k 4 "
+    "--inputs 2,4 --test-inputs 3 --lr 0.1 --nudge --seeds 0:1200 --steps 300",
+    "--table attention-sweep --task teacher --words 4 --d-model 4 --d-k 4 --heads 2 --inputs 2 "
+    "--seeds 0:3000 --steps 100 --map-memory 0 --nudge"};
 
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())) / name;
@@ -192,29 +199,41 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
 // attention-sweep's per-seed arrays: parts of the first pass, the second pass (training again)
 // in merge, which writes every array as one process does.
 TEST(Shards, PerSeedArraysOfAMergedSweepAreThoseOfOneRun) {
-  const std::string args = kBulk[4] + " -q --format csv";
-  const fs::path one = scratch("one-maps.npy"), maps = scratch("maps.npy");
-  const auto single = test::run_demo(args + " --per-seed " + one.string());
-  ASSERT_EQ(single.exit_code, 0) << single.err;
-  std::string dirs;
-  for (int i = 0; i < 3; ++i) {
-    const fs::path part = scratch("maps-part" + std::to_string(i));
-    const auto s = test::run_demo(args + " --per-seed " + maps.string() + " --shard " +
-                                  std::to_string(i) + "/3 --out " + part.string());
-    ASSERT_EQ(s.exit_code, 0) << s.err;
-    EXPECT_FALSE(fs::exists(maps)) << "a shard writes no per-seed arrays";
-    dirs += " " + part.string();
+  for (const std::string& sweep : {kBulk[4], kBulk[7] + " --map-inputs 2"}) {
+    SCOPED_TRACE(sweep);
+    const std::string args = sweep + " -q --format csv";
+    const fs::path one = scratch("one-maps.npy"), maps = scratch("maps.npy");
+    const auto single = test::run_demo(args + " --per-seed " + one.string());
+    ASSERT_EQ(single.exit_code, 0) << single.err;
+    std::string dirs;
+    for (int i = 0; i < 3; ++i) {
+      const fs::path part = scratch("maps-part" + std::to_string(i));
+      const auto s = test::run_demo(args + " --per-seed " + maps.string() + " --shard " +
+                                    std::to_string(i) + "/3 --out " + part.string());
+      ASSERT_EQ(s.exit_code, 0) << s.err;
+      EXPECT_FALSE(fs::exists(maps)) << "a shard writes no per-seed arrays";
+      dirs += " " + part.string();
+    }
+    const auto m = test::run_demo("merge" + dirs + " -q --format csv");
+    ASSERT_EQ(m.exit_code, 0) << m.err;
+    EXPECT_EQ(m.out, single.out);
+    int arrays = 0;
+    for (const auto& e : fs::directory_iterator(one.parent_path())) {
+      const std::string file = e.path().filename().string();
+      if (file.rfind("one-maps", 0) != 0) continue;
+      const std::string ext = file.substr(std::string("one-maps").size());
+      const std::string a = e.path().string();
+      const std::string b = (one.parent_path() / ("maps" + ext)).string();
+      EXPECT_EQ(test::read_file(b), test::read_file(a)) << ext;
+      // A byte or more a seed, after a header.
+      EXPECT_GE(test::read_file(a).size(), 3000u + 128) << ext;
+      ++arrays;
+    }
+    // The maps, seeds, three losses, three flags, the JSD to the mean, the outputs, three or four
+    // weights; the teacher's nudge and known-map arrays.
+    EXPECT_EQ(arrays, sweep == kBulk[4] ? 13 : 16);
+    fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
   }
-  const auto m = test::run_demo("merge" + dirs + " -q --format csv");
-  ASSERT_EQ(m.exit_code, 0) << m.err;
-  EXPECT_EQ(m.out, single.out);
-  for (const char* ext : {".npy", ".seeds.npy", ".loss.npy", ".jsd.npy", ".out.npy"}) {
-    const std::string a = (one.parent_path() / (std::string("one-maps") + ext)).string();
-    const std::string b = (one.parent_path() / (std::string("maps") + ext)).string();
-    EXPECT_EQ(test::read_file(b), test::read_file(a)) << ext;
-    EXPECT_GT(test::read_file(a).size(), 3000u * 8) << ext;
-  }
-  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
 // The calls of work (what a Progress counts) a whole run of `args` makes: from the stop audit of
@@ -266,7 +285,8 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
   EXPECT_EQ(test::run_demo(sweep + " --checkpoint " + ck.string()).out, sweep_one.out);
   // attention-sweep's two passes (two jobs in one checkpoint), killed at a random call of either;
   // and a grid (a job or two per configuration).
-  for (const std::string& sweep_args : {kBulk[4], kBulk[5]}) {
+  for (const std::string& sweep_args : {kBulk[4], kBulk[5], kBulk[6], kBulk[7]}) {
+    SCOPED_TRACE(sweep_args);
     const std::string heads = sweep_args + " --threads 1 --format csv -q";
     const auto heads_one = test::run_demo(heads);
     ASSERT_EQ(heads_one.exit_code, 0) << heads_one.err;
