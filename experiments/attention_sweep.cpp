@@ -1085,6 +1085,14 @@ void Sweep::table(Table& t, bool grid) {
                       (all.converged == 0 ? "empty" : "thin") + "; the rows over all " +
                       std::to_string(finite) + " finite seeds are beside them");
   }
+  // A seed equal to the task seed, at the teacher's init scale, starts at the teacher (spec).
+  const std::uint64_t task_seed = ctx.get<std::uint64_t>("--task-seed");
+  const bool has_task_seed = seeds->is_range ? seeds->first <= task_seed && task_seed < seeds->end
+                                             : std::find(seeds->list.begin(), seeds->list.end(),
+                                                         task_seed) != seeds->list.end();
+  if (s.task == Task::teacher && has_task_seed && m.init_scale == teacher_scale(ctx, s))
+    t.notes.push_back(prefix + "seed " + std::to_string(task_seed) +
+                      " is the task seed at the teacher's scale: it starts at the teacher");
   if (s.task == Task::reverse && m.causal)
     t.notes.push_back(prefix +
                       "--task reverse with --causal: queries i < (n-1)/2 cannot see their known "
@@ -1454,7 +1462,7 @@ const Experiment& attention_sweep_experiment() {
                     "head's output on normal X), from numpy default_rng(--task-seed)",
                     {"lesson", "previous", "reverse", "random", "teacher"}),
                 param::u64("--task-seed", "0",
-                           "Seed of the task's inputs: numpy default_rng(T) draws them (and the "
+                           "Seed of the task's inputs: numpy default_rng(N) draws them (and the "
                            "teacher)"),
                 test_inputs_param(),
                 param::integer("--vocab", "0",

@@ -879,6 +879,34 @@ TEST(AttentionSweep, JsdOfSubnormalWeightsIsFinite) {
               1e-16);
 }
 
+// --task teacher: the seed equal to the task seed, at the teacher's scale (auto: 1/sqrt(d_model)),
+// starts at the teacher (spec): start loss 0, the teacher's maps (found, JSD 0), and the table
+// says so; at another scale it does not.
+TEST(AttentionSweep, TheTaskSeedAtTheTeachersScaleStartsAtTheTeacher) {
+  TempDir dir;
+  const std::map<std::string, std::string> common = {
+      {"--task", "teacher"}, {"--task-seed", "2"}, {"--words", "4"},   {"--d-model", "4"},
+      {"--d-k", "4"},        {"--inputs", "3"},    {"--seeds", "0:4"}, {"--steps", "5"}};
+  auto args = common;
+  args["--init-scale"] = "0.5";
+  args["--per-seed"] = dir.file("rows.csv");
+  const Table t = test::run_table("attention-sweep", args);
+  const auto c = test::read_csv(dir.file("rows.csv")).columns();
+  EXPECT_EQ(c.at("start_loss")[2], 0.0);
+  EXPECT_EQ(c.at("loss")[2], 0.0);
+  EXPECT_EQ(c.at("found")[2], 1.0);
+  EXPECT_EQ(c.at("jsd_to_known")[2], 0.0);
+  for (int s : {0, 1, 3}) EXPECT_GT(c.at("start_loss")[s], 0.0);
+  const auto said = [](const Table& table) {
+    return std::any_of(table.notes.begin(), table.notes.end(), [](const std::string& n) {
+      return n.find("seed 2 is the task seed at the teacher's scale") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(said(t));
+  EXPECT_EQ(t.run["teacher_scale"], 0.5);
+  EXPECT_FALSE(said(test::run_table("attention-sweep", common)));  // init scale auto: 0.25
+}
+
 // min_assignment against every permutation, on random cost matrices of 1 to 6 heads.
 TEST(AttentionSweep, HeadMatchingFindsTheBestPermutation) {
   std::mt19937_64 rng(5);
@@ -1047,6 +1075,20 @@ TEST(AttentionSweep, CausalAloneIsOn) {
   EXPECT_TRUE(causal("--causal --task lesson"));
   EXPECT_FALSE(causal("--causal off"));
   EXPECT_FALSE(causal(""));
+}
+
+// `--nudge` alone means on, wherever it stands on the line; `--nudge off` and none mean off.
+TEST(AttentionSweep, NudgeAloneIsOn) {
+  const auto nudge = [](const std::string& args) {
+    const auto r =
+        test::run_demo("--table attention-sweep --format json -q --steps 2 --seeds 0:2 " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["tables"][0]["run"]["nudge"].get<bool>();
+  };
+  EXPECT_TRUE(nudge("--nudge"));
+  EXPECT_TRUE(nudge("--nudge --task lesson"));
+  EXPECT_FALSE(nudge("--nudge off"));
+  EXPECT_FALSE(nudge(""));
 }
 
 }  // namespace
