@@ -1,10 +1,11 @@
 // test_numpy_random.cpp: numpy_random.hpp against numpy's own draws.
 //
 // Two independent sources: the golden files tests/data/numpy_default_rng.json and
-// numpy_integers.json (numpy 1.24.2, see tests/data/README.md) and, when Debian's python3-numpy is installed, fresh draws made at test
-// time (those tests skip otherwise). The ziggurat tables (ziggurat_tables.inc) are numpy's exact
-// tables, and the ziggurat follows numpy's code step for step, so every comparison of a double is
-// exact (EXPECT_EQ on doubles, no tolerance): one differing bit is a failure.
+// numpy_integers.json (numpy 1.24.2, see tests/data/README.md) and, when Debian's python3-numpy is
+// installed, fresh draws made at test time (those tests skip otherwise). The ziggurat tables
+// (ziggurat_tables.inc) are numpy's exact tables, and the ziggurat follows numpy's code step for
+// step, so every comparison of a double is exact (EXPECT_EQ on doubles, no tolerance): one
+// differing bit is a failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -392,9 +393,14 @@ TEST(NumpyIntegers, MatchGoldenDraws) {
 TEST(NumpyIntegers, MatchFreshNumpy) {
   REQUIRE_NUMPY();
   std::mt19937_64 rng(42);
-  const std::uint64_t highs[] = {1,     2,          3,           4,          6,           9,
-                                 17,    31,         100,         1022,       1u << 20,    (1ull << 31) + 1,
-                                 3ull << 30, (1ull << 32) - 1, 1ull << 32};
+  const std::uint64_t highs[] = {1,          2,
+                                 3,          4,
+                                 6,          9,
+                                 17,         31,
+                                 100,        1022,
+                                 1u << 20,   (1ull << 31) + 1,
+                                 3ull << 30, (1ull << 32) - 1,
+                                 1ull << 32};
   std::string program = "import numpy as np\n";
   std::vector<std::pair<std::uint64_t, std::vector<Call>>> cases;
   for (int k = 0; k < 40; ++k) {
@@ -410,8 +416,8 @@ TEST(NumpyIntegers, MatchFreshNumpy) {
       } else {
         const std::uint64_t high = highs[rng() % std::size(highs)];
         calls.push_back({true, high, n});
-        program += "print(*g.integers(0, " + std::to_string(high) + ", size=" + std::to_string(n) +
-                   "))\n";
+        program +=
+            "print(*g.integers(0, " + std::to_string(high) + ", size=" + std::to_string(n) + "))\n";
       }
     }
     cases.emplace_back(seed, calls);
