@@ -180,7 +180,7 @@ int run(const Options& o, bool& created_out_dir) {
 }
 
 // `demo merge DIR...`: the parts' own command, parsed again with merge's output options.
-Cli merge_command(const Cli& merge) {
+Cli merge_command(const Cli& merge, bool speaks) {
   std::vector<std::string> words = load_parts(merge.merge_dirs);
   const Options& m = merge.options;
   if (!m.out_dir.empty()) words.insert(words.end(), {"--out", m.out_dir});
@@ -190,7 +190,7 @@ Cli merge_command(const Cli& merge) {
   if (!m.plots) words.push_back("--no-plots");
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), speaks);
 }
 
 // A closed stdout would let the next open() take descriptor 1 and receive the results; a
@@ -204,13 +204,35 @@ bool standard_descriptors_ok() {
   return fcntl(1, F_GETFD) != -1;
 }
 
+// Under MPI, a refusal every rank meets: rank 0 says it and ends the job with `code`; the other
+// ranks wait for that (at most kRankWait, so never a hang), so that none ends the job before
+// rank 0 has spoken. Nothing in a job of one.
+void end_job_after_rank_0(int code) {
+  if (cluster::size() == 1) return;
+  constexpr auto kRankWait = std::chrono::seconds(60);
+  if (!cluster::is_root()) std::this_thread::sleep_for(kRankWait);
+  std::fflush(stderr);
+  cluster::abort(code);
+}
+
 int main_checked(int argc, char** argv) {
+  // Before anything is read: every command (compare, merge's parts, attention's inputs, a
+  // checkpoint) stops at SIGINT or SIGTERM with 130 or 143, at the stop points of its readers.
+  install_stop_handler();
+  // Under a launcher that started several processes, rank 0 alone answers what is not the
+  // job's work: --help, --version, --list and refusals print once (before MPI starts, from the
+  // launcher's word).
+  const bool speaks = !cluster::launched_as_several() || cluster::launched_rank() == 0;
   const bool stdout_open = standard_descriptors_ok();
-  Cli cli = parse_command_line(argc, argv, experiments());  // opens no file
+  Cli cli = parse_command_line(argc, argv, experiments(), speaks);  // opens no file
   if (!stdout_open && cli.action != Cli::Action::done) {
+    if (!speaks) return 0;
     print_error("stdout is closed; results go to stdout");
     return cli.action == Cli::Action::compare ? 2 : 1;
   }
+  // A silent process ends at once and without an error of its own: rank 0's status is the
+  // job's, and an early non-zero exit here would make the launcher end rank 0 before it spoke.
+  if (cli.action == Cli::Action::done && !speaks) return 0;
   if (cli.action == Cli::Action::done) {
     try {
       flush_stdout();  // --help, --version, --list
@@ -228,29 +250,44 @@ int main_checked(int argc, char** argv) {
     return run_compare(cli.compare.a, cli.compare.b, cli.compare.rule);
   if (cli.action == Cli::Action::merge) {
     try {
-      cli = merge_command(cli);
+      cli = merge_command(cli, speaks);
+    } catch (const Interrupted&) {
+      const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+      if (!speaks) return 0;
+      print_interrupted(sig);
+      return 128 + sig;
     } catch (const std::exception& e) {
+      if (!speaks) return 0;
       print_error(e.what());
       return 2;
     }
-    if (cli.action == Cli::Action::done) return cli.exit_code;
+    if (cli.action == Cli::Action::done) return speaks ? cli.exit_code : 0;
   }
   setup_logging(cli.options);
-  install_stop_handler();  // before MPI starts, so that mpirun's SIGTERM finds it
   if (cli.attention.chosen) {
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
     return run_attention_command(cli.attention, cli.options.command_line);
   }
+  int refused = 2;  // MPI's start and a refused input: usage; a refused destination: 1
   try {
     cluster::init(&argc, &argv);
     // Only rank 0 speaks (its notices hold for the job); the others say warnings and errors.
     if (!cluster::is_root()) spdlog::set_level(spdlog::level::warn);
-    install_stop_handler();       // again: MPI may have set its own
+    install_stop_handler();  // again: MPI may have set its own
+    refused = 1;
     prepare_chunks(cli.options);  // --shard and --checkpoint checked before any work
+  } catch (const Interrupted&) {  // while the checkpoint was read
+    const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+    if (speaks && cluster::is_root()) print_interrupted(sig);
+    if (cluster::size() > 1) cluster::abort(128 + sig);
+    return 128 + sig;
   } catch (const std::exception& e) {
+    if (dynamic_cast<const std::invalid_argument*>(&e)) refused = 2;
+    // MPI may not have started (a build without it, its module missing): the launcher's word.
+    if (!speaks) return 0;
     if (cluster::is_root()) print_error(e.what());
-    if (cluster::size() > 1) cluster::abort(2);
-    return 2;
+    end_job_after_rank_0(refused);
+    return refused;
   }
   if (cluster::is_root())
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
@@ -278,7 +315,7 @@ int main_checked(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {  // a request refused by its table: a usage error
     remove_if_created_and_empty(cli.options, created_out_dir);
     if (cluster::is_root()) print_error(e.what());
-    if (cluster::size() > 1) cluster::abort(2);
+    end_job_after_rank_0(2);
     return 2;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);

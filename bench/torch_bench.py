@@ -6,8 +6,9 @@ the same scripts/gpu-check run:
              sequential W_Q, W_K, W_V schedule), one Python step per model step
   attention  X @ W projections, Q @ K^T / sqrt(d), softmax, @ V (float32 and float64)
 Timed with CUDA events after a warm-up; median of repeats. Prints JSON (and writes --json FILE).
-Exits 3 when torch or a CUDA device is missing (scripts/gpu-check counts that as a failure on a
-GPU machine: it runs this file with the python3 on PATH, the one that holds torch there).
+Exits 3 when torch or a CUDA device is missing. scripts/gpu-check runs this file with the python3
+on PATH (the one that holds torch there), after asking that python3 whether it has torch with
+CUDA: where not, it skips its PyTorch steps with that note.
 """
 import argparse, json, math, sys
 

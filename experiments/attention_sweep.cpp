@@ -38,6 +38,7 @@
 #include "experiments/quantile_sketch.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/format.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
@@ -111,6 +112,20 @@ Param scale_param() {
   return p;
 }
 
+// The value a grid item stands for, for comparing items: its parsed value; a number given as
+// text (--scale 0.5) as that number, so that 2 and 02, or 0.5 and 5e-1, are one value.
+std::string value_key(const Value& v) {
+  if (const auto* d = std::get_if<double>(&v)) return std::isnan(*d) ? "auto" : round_trip(*d);
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  if (const auto* t = std::get_if<std::string>(&v)) {
+    if (*t == "none") return round_trip(1);  // --scale none: c = 1
+    char* end = nullptr;
+    const double x = std::strtod(t->c_str(), &end);
+    return !t->empty() && end == t->c_str() + t->size() ? round_trip(x) : *t;
+  }
+  return "";
+}
+
 // --test-inputs: held-out inputs T, or "auto" (0 with one training input, else 64).
 Param test_inputs_param() {
   Param p = param::integer("--test-inputs", "0",
@@ -139,18 +154,23 @@ Param nudge_param() {
 }
 
 // A grid axis: a comma-separated list of `inner`'s values, each checked by inner's parser (so
-// each is refused with inner's one line), repeats refused; the value is the list of texts, each
-// parsed again by inner for its configuration.
+// each is refused with inner's one line), a value given twice refused (compared as values: 2
+// and 02 are one d_k); the value is the list of texts, each parsed again by inner for its
+// configuration.
 Param grid_axis(Param inner) {
   Param p = inner;  // the same kind (a flag several tables declare has one): the help says lists
   p.parse = [parse = inner.parse](const std::string& f, const std::string& text) -> Value {
     std::vector<std::string> items = split_list(text);
     if (items.empty()) throw std::invalid_argument(f + ": empty list");
+    std::vector<std::string> keys;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      parse(f, items[i]);
+      keys.push_back(value_key(parse(f, items[i])));
       for (std::size_t k = 0; k < i; ++k)
-        if (items[k] == items[i])
-          throw std::invalid_argument(f + " " + text + ": " + items[i] + " twice");
+        if (keys[k] == keys[i])
+          throw std::invalid_argument(
+              f + " " + text + ": " +
+              (items[k] == items[i] ? items[i] : items[k] + " and " + items[i]) +
+              " are one value given twice");
     }
     return items;
   };
@@ -606,6 +626,11 @@ const Monitor& signal_monitor() {
 
 constexpr Cover kCovers[2] = {Cover::converged, Cover::finite};
 
+// The bin of the JSD histogram (kJsdBins on [0, ln 2]) that holds a finite JSD v.
+int jsd_bin(double v) {
+  return std::clamp(static_cast<int>(v / std::log(2.0) * kJsdBins), 0, kJsdBins - 1);
+}
+
 // One configuration's sweep: the request, its inputs, its chunks, the first pass's summaries
 // (one per cover), the second pass's measures.
 //
@@ -613,8 +638,9 @@ constexpr Cover kCovers[2] = {Cover::converged, Cover::finite};
 // from their final weights on the measured inputs (head::evaluate_seeds_cpu: maps, outputs,
 // the loss on them), and at their starting weights (the maps before training); with --nudge
 // each is trained a second time from W_Q[0][0] one ulp up and measured again. What a chunk
-// keeps for the second pass (keep mode) is its training results, from which the measurement is
-// repeated.
+// keeps for the second pass (keep mode) is its training results and nudge JSDs, from which the
+// measurement is repeated (and a state read from a file is checked: its summaries must be the
+// ones they give).
 struct Sweep {
   Sweep(const RunContext& c, const Config& config, const Shape& shape)
       : ctx(c), cfg(config), s(shape) {}
@@ -710,22 +736,33 @@ struct Sweep {
     return out;
   }
 
-  // --nudge: each seed of chunks [first, first + n) trained again from W_Q[0][0] one ulp up,
-  // measured, and the JSD of its head-averaged maps to those of `results` (the first run's):
-  // NaN where either run is not finite.
-  std::vector<double> nudge_jsd(std::uint64_t first, std::uint64_t n, const double* results,
-                                const Monitor& monitor) const {
-    const std::vector<double> trained = train(first, n, monitor, true);
-    const std::uint64_t seeds_n = trained.size() / trained_size();
-    const std::vector<double> again = evaluate(trained.data(), seeds_n, monitor);
+  // --nudge: each seed's JSD between the head-averaged maps of its two runs' measured results
+  // (`results` the first run's, `again` the second's, from W_Q[0][0] one ulp up), seeds_n of
+  // each: NaN where either run is not finite.
+  std::vector<double> nudge_jsd(const double* results, const double* again,
+                                std::uint64_t seeds_n) const {
     std::vector<double> out(seeds_n), ba, bb;
     for (std::uint64_t i = 0; i < seeds_n; ++i) {
       const double* r = results + i * shape.size();
-      const double* q = again.data() + i * shape.size();
+      const double* q = again + i * shape.size();
       out[i] = shape.finite(r) && shape.finite(q)
                    ? map_jsd(shape.mean_over_heads(shape.maps(r), ba),
                              shape.mean_over_heads(shape.maps(q), bb), shape.map_rows(), s.n)
                    : NAN;
+    }
+    return out;
+  }
+
+  // The first pass's summaries of chunk i alone (kCovers' order): of its seeds' measured
+  // results, their maps at the start and (nudges not nullptr) their nudge JSDs. What compute
+  // gives, and what a kept state's training results must give again.
+  std::vector<MapSummary> part_summaries(std::uint64_t i, const double* results,
+                                         const double* nudges, const Monitor& monitor) const {
+    const std::vector<double> starts = start_maps(first_of(i), count_of(i), monitor);
+    std::vector<MapSummary> out;
+    for (int k = 0; k < 2; ++k) {
+      out.push_back(empty(k, per_chunk));
+      out.back().add(results, static_cast<std::int64_t>(count_of(i)), {starts.data(), nudges});
     }
     return out;
   }
@@ -764,61 +801,70 @@ void Sweep::first_pass(std::uint64_t batch) {
   const MapSummary whole[2] = {empty(0, budget), empty(1, budget)};
   const MapSummary part[2] = {empty(0, per_chunk), empty(1, per_chunk)};
   for (int k = 0; k < 2; ++k) summary[k].emplace(whole[k]);
-  const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
   const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
-  const std::uint64_t start_size = static_cast<std::uint64_t>(s.heads) * shape.map_size();
+  const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
     const Monitor& monitor = signal_monitor();
     const std::vector<double> trained = train(first, n, monitor);
-    const std::uint64_t seeds_n = trained.size() / tsize;
-    const std::vector<double> results = evaluate(trained.data(), seeds_n, monitor);
-    const std::vector<double> starts = start_maps(first_of(first), seeds_n, monitor);
-    const std::vector<double> nudges =
-        nudge ? nudge_jsd(first, n, results.data(), monitor) : std::vector<double>{};
+    const std::vector<double> nudged =
+        nudge ? train(first, n, monitor, true) : std::vector<double>{};
     std::vector<ChunkState> states;
     std::uint64_t at = 0;  // the chunk's first seed in this call
     for (std::uint64_t i = first; i < first + n; ++i) {
       const std::uint64_t c = count_of(i);
-      const SeedExtras extras{starts.data() + at * start_size,
-                              nudge ? nudges.data() + at : nullptr};
+      const std::vector<double> results = evaluate(trained.data() + at * tsize, c, monitor);
+      std::vector<double> nudges;
+      if (nudge)
+        nudges =
+            nudge_jsd(results.data(), evaluate(nudged.data() + at * tsize, c, monitor).data(), c);
+      const std::vector<MapSummary> parts =
+          part_summaries(i, results.data(), nudge ? nudges.data() : nullptr, monitor);
       ChunkState state;
-      for (int k = 0; k < 2; ++k) {
-        MapSummary summary_part = part[k];
-        summary_part.add(results.data() + at * size, static_cast<std::int64_t>(c), extras);
-        state[cover_name(kCovers[k])] = summary_part.to_state();
-      }
+      for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = parts[k].to_state();
       if (keep) {
         state["results"] = exact_vector(
             std::vector<double>(trained.begin() + at * tsize, trained.begin() + (at + c) * tsize));
-        if (nudge)
-          state["nudge"] =
-              exact_vector(std::vector<double>(nudges.begin() + at, nudges.begin() + at + c));
+        if (nudge) state["nudge"] = exact_vector(nudges);
       }
       states.push_back(std::move(state));
       at += c;
     }
     return states;
   };
-  // The kept training results of `seeds` seeds in a state (keep mode), appended to out, and
-  // with --nudge their nudge JSDs to nudges.
-  const auto read_results = [&](const ChunkState& state, std::uint64_t seeds_n,
-                                std::vector<double>& out, std::vector<double>& nudges) {
+  // The kept training results of seeds [first_seed, first_seed + seeds_n) in a state (keep
+  // mode), appended to out, and with --nudge their nudge JSDs to nudges; from a file (checked),
+  // each seed's training result checked against its domains (check_training_result) and each
+  // nudge JSD against a JSD's (or NaN).
+  const auto read_results = [&](const ChunkState& state, std::uint64_t first_seed,
+                                std::uint64_t seeds_n, std::vector<double>& out,
+                                std::vector<double>& nudges, bool checked) {
     if (!state.contains("results") || !state.at("results").is_string())
       throw std::invalid_argument("no results of its seeds");
     const std::size_t before = out.size();
     append_exact_vector(state.at("results").get<std::string>(), out);
     if (out.size() - before != seeds_n * tsize)
       throw std::invalid_argument("results of the wrong length");
-    if (!nudge) return;
-    if (!state.contains("nudge") || !state.at("nudge").is_string())
-      throw std::invalid_argument("no nudge JSDs of its seeds");
     const std::size_t had = nudges.size();
-    append_exact_vector(state.at("nudge").get<std::string>(), nudges);
-    if (nudges.size() - had != seeds_n)
-      throw std::invalid_argument("nudge JSDs of the wrong length");
-    for (std::size_t e = had; e < nudges.size(); ++e)
-      if (!(std::isnan(nudges[e]) || (nudges[e] >= -1e-12 && nudges[e] <= std::log(2.0) + 1e-12)))
-        throw std::invalid_argument("a nudge JSD outside [0, ln 2]");
+    if (nudge) {
+      if (!state.contains("nudge") || !state.at("nudge").is_string())
+        throw std::invalid_argument("no nudge JSDs of its seeds");
+      append_exact_vector(state.at("nudge").get<std::string>(), nudges);
+      if (nudges.size() - had != seeds_n)
+        throw std::invalid_argument("nudge JSDs of the wrong length");
+    } else if (state.contains("nudge")) {
+      throw std::invalid_argument("nudge JSDs without --nudge");
+    }
+    for (std::uint64_t k = 0; checked && k < seeds_n; ++k) {
+      if ((k & 1023) == 0) stop_point();
+      try {
+        check_training_result(out.data() + before + k * tsize, head::weights_size(m));
+        if (nudge && !std::isnan(nudges[had + k])) kJsdQuantity.domain.check(nudges[had + k]);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("kept results of seed " +
+                                    std::to_string(this->seeds->at(first_seed + k)) + ": " +
+                                    e.what());
+      }
+    }
   };
   const auto read_summaries = [&](const MapSummary(&like)[2], const ChunkState& state,
                                   std::int64_t seeds_n) {
@@ -832,17 +878,48 @@ void Sweep::first_pass(std::uint64_t batch) {
     if (out[0].converged != out[1].converged || out[0].diverged != out[1].diverged ||
         out[0].generalized != out[1].generalized)
       throw std::invalid_argument("summaries whose counts disagree");
+    // The converged seeds are finite seeds: their losses among the finite seeds' losses.
+    const QuantileSketch &lc = out[0].loss, &lf = out[1].loss;
+    if (lc.count() > 0 && (lc.min() < lf.min() || lc.max() > lf.max()))
+      throw std::invalid_argument(
+          "converged seeds' losses outside the range of the finite seeds' losses");
     return out;
   };
-  const auto read = [&](std::uint64_t i, const ChunkState& state) {
+  // Chunk i's summaries made again from its kept training results and nudge JSDs (measured
+  // again): a file's state must hold exactly these. A nudge JSD where the first run is not
+  // finite (it has no map) is refused too.
+  const auto summaries_of_kept = [&](std::uint64_t i, const double* trained, const double* nudges) {
+    stop_point();
+    const Monitor& monitor = signal_monitor();
+    const std::vector<double> results = evaluate(trained, count_of(i), monitor);
+    for (std::uint64_t k = 0; nudges != nullptr && k < count_of(i); ++k)
+      if (!shape.finite(results.data() + k * size) && !std::isnan(nudges[k]))
+        throw std::invalid_argument("kept results of seed " +
+                                    std::to_string(seeds->at(first_of(i) + k)) +
+                                    ": a nudge JSD of a run that is not finite");
+    return part_summaries(i, results.data(), nudges, monitor);
+  };
+  const auto same_summaries = [&](const ChunkState& state, const MapSummary* made) {
+    for (int k = 0; k < 2; ++k)
+      if (state.at(cover_name(kCovers[k])) != made[k].to_state())
+        throw std::invalid_argument(std::string("a summary of the ") + cover_name(kCovers[k]) +
+                                    " seeds that is not the one its kept results give");
+  };
+  const auto read = [&](std::uint64_t i, const ChunkState& state, bool checked) {
     std::vector<MapSummary> c = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
     std::vector<double> results, nudges;
-    if (keep) read_results(state, count_of(i), results, nudges);
+    if (keep) read_results(state, first_of(i), count_of(i), results, nudges, checked);
     return std::make_tuple(std::move(c), std::move(results), std::move(nudges));
   };
-  j.check = [&](std::uint64_t i, const ChunkState& state) { read(i, state); };
+  j.check = [&](std::uint64_t i, const ChunkState& state) {
+    const auto [c, results, nudges] = read(i, state, true);
+    if (!keep) return;
+    const std::vector<MapSummary> made =
+        summaries_of_kept(i, results.data(), nudge ? nudges.data() : nullptr);
+    same_summaries(state, made.data());
+  };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    auto [c, results, nudges] = read(i, state);
+    auto [c, results, nudges] = read(i, state, false);
     for (int k = 0; k < 2; ++k) summary[k]->merge(c[k]);
     kept.insert(kept.end(), results.begin(), results.end());
     kept_nudge.insert(kept_nudge.end(), nudges.begin(), nudges.end());
@@ -862,7 +939,16 @@ void Sweep::first_pass(std::uint64_t batch) {
     for (int k = 0; k < 2; ++k) summary[k].emplace(c[k]);
     kept.clear();
     kept_nudge.clear();
-    if (keep) read_results(state, static_cast<std::uint64_t>(folded), kept, kept_nudge);
+    if (!keep) return;
+    read_results(state, 0, static_cast<std::uint64_t>(folded), kept, kept_nudge, true);
+    // The folded chunks' summaries, made again from the kept results as the fold makes them.
+    MapSummary made[2] = {whole[0], whole[1]};
+    for (std::uint64_t i = 0; i < next; ++i) {
+      const std::vector<MapSummary> one = summaries_of_kept(
+          i, kept.data() + first_of(i) * tsize, nudge ? kept_nudge.data() + first_of(i) : nullptr);
+      for (int k = 0; k < 2; ++k) made[k].merge(one[k]);
+    }
+    same_summaries(state, made);
   };
   const auto start = std::chrono::steady_clock::now();
   const bool folded = run_chunks(ctx.opt, j);
@@ -874,7 +960,7 @@ void Sweep::first_pass(std::uint64_t batch) {
 // Each seed's JSD to the mean maps: measured again from the kept training results, or by
 // training the seeds again (the same bits: a seed trains alone from its own start).
 void Sweep::second_pass(std::uint64_t batch) {
-  for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdScale, budget);
+  for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdQuantity, budget);
   spdlog::debug("attention-sweep: measuring each seed's JSD to the mean map ({})",
                 keep ? "from the kept results" : "training every seed again");
   // The converged seeds' mean map exists when some converged.
@@ -903,7 +989,6 @@ void Sweep::second_pass(std::uint64_t batch) {
   const std::vector<double> cm = shared.at("converged").get<std::vector<double>>();
   mean_map[1] = shared.at("finite").get<std::vector<double>>();
   const MapSummary covers = empty(0, 0);  // which seeds converged, on every rank
-  const std::int64_t record_size = records_wanted ? record.size() : 0;
   ChunkJob j = job(label + "-second-pass", batch);
   j.second_pass = true;
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
@@ -911,9 +996,12 @@ void Sweep::second_pass(std::uint64_t batch) {
     const std::vector<double> trained = train(first, n, monitor);
     const std::uint64_t seeds_n = trained.size() / trained_size();
     const std::vector<double> results = evaluate(trained.data(), seeds_n, monitor);
-    const std::vector<double> nudges = records_wanted && nudge
-                                           ? nudge_jsd(first, n, results.data(), monitor)
-                                           : std::vector<double>{};
+    const std::vector<double> nudges =
+        records_wanted && nudge
+            ? nudge_jsd(results.data(),
+                        evaluate(train(first, n, monitor, true).data(), seeds_n, monitor).data(),
+                        seeds_n)
+            : std::vector<double>{};
     std::vector<ChunkState> states;
     std::uint64_t at = 0;
     for (std::uint64_t i = first; i < first + n; ++i) {
@@ -930,12 +1018,37 @@ void Sweep::second_pass(std::uint64_t batch) {
     }
     return states;
   };
+  const double threshold = ctx.get<double>("--converged-below");
   j.check = [&](std::uint64_t i, const ChunkState& state) {
-    SeedMeasures::from_state(state, static_cast<std::int64_t>(count_of(i)), record_size);
+    const auto n = static_cast<std::int64_t>(count_of(i));
+    const SeedMeasures sm =
+        SeedMeasures::from_state(state, n, records_wanted ? &record : nullptr, threshold);
+    if (!records_wanted) return;
+    // Its seeds' records give its measures: each seed measured again from its record's final
+    // weights (its maps, outputs, test loss, flags and known-map measures, the record made
+    // again) and the JSDs to the mean maps.
+    const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
+    const std::int64_t rsize = record.size();
+    std::vector<double> trained(count_of(i) * tsize), nudges(count_of(i));
+    for (std::uint64_t k = 0; k < count_of(i); ++k) {
+      const double* r = sm.records.data() + k * rsize;
+      trained[k * tsize] = r[0];
+      trained[k * tsize + 1] = r[1];
+      std::copy_n(r + PerSeedRecord::kHead, record.weights(), trained.data() + k * tsize + 2);
+      nudges[k] = r[6];
+    }
+    const std::vector<double> results = evaluate(trained.data(), count_of(i), signal_monitor());
+    if (exact_vector(records(trained.data(), results.data(), nudge ? nudges.data() : nullptr,
+                             count_of(i))) != exact_vector(sm.records))
+      throw std::invalid_argument("records that are not those of their seeds' final weights");
+    const SeedMeasures made = SeedMeasures::of(covers, cm, mean_map[1], results.data(), n);
+    if (exact_vector(made.jsd) != exact_vector(sm.jsd) ||
+        exact_vector(made.jsd_converged) != exact_vector(sm.jsd_converged))
+      throw std::invalid_argument("JSDs to the mean map that are not those of its seeds' results");
   };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    measure(i,
-            SeedMeasures::from_state(state, static_cast<std::int64_t>(count_of(i)), record_size));
+    measure(i, SeedMeasures::from_state(state, static_cast<std::int64_t>(count_of(i)),
+                                        records_wanted ? &record : nullptr, threshold));
   };
   j.save = [&] {
     return ChunkState{{"to_mean", to_mean[1]->to_state()},
@@ -944,25 +1057,50 @@ void Sweep::second_pass(std::uint64_t batch) {
                       {"scatter_loss", exact_vector(scatter_loss)},
                       {"scatter_jsd", exact_vector(scatter_jsd)}};
   };
+  // The folded seeds' measures: JSD sketches (kJsdQuantity's domain), the histogram of the JSDs to
+  // the mean map and the scatter of the first kScatter (loss, JSD), each checked against the sketch
+  // that holds the same JSDs.
   j.load = [&](const ChunkState& state, std::uint64_t next) {
     const std::int64_t folded = static_cast<std::int64_t>(std::min(count, first_of(next)));
-    to_mean[1].emplace(QuantileSketch(kJsdScale, budget)
-                           .from_state(state.at("to_mean"), folded, "JSD to the mean map"));
-    to_mean[0].emplace(QuantileSketch(kJsdScale, budget)
-                           .from_state(state.at("to_converged_mean"), folded,
-                                       "JSD to the converged seeds' mean map"));
+    const QuantileSketch to_finite =
+        QuantileSketch(kJsdQuantity, budget)
+            .from_state(state.at("to_mean"), folded, "JSD to the mean map");
+    const QuantileSketch to_converged = QuantileSketch(kJsdQuantity, budget)
+                                            .from_state(state.at("to_converged_mean"), folded,
+                                                        "JSD to the converged seeds' mean map");
+    if (to_converged.count() > to_finite.count())
+      throw std::invalid_argument("more JSDs to the converged seeds' mean map than finite seeds");
     const auto h = state.at("histogram").get<std::vector<std::int64_t>>();
     std::int64_t in_bins = 0;
     for (std::int64_t c : h) in_bins += c < 0 ? throw std::invalid_argument("a negative count") : c;
-    if (h.size() != histogram.size() || in_bins != to_mean[1]->count())
+    if (h.size() != histogram.size() || in_bins != to_finite.count())
       throw std::invalid_argument("a JSD histogram that does not count the finite seeds");
-    histogram = h;
-    scatter_loss.clear();
-    scatter_jsd.clear();
-    append_exact_vector(state.at("scatter_loss").get<std::string>(), scatter_loss);
-    append_exact_vector(state.at("scatter_jsd").get<std::string>(), scatter_jsd);
-    if (scatter_loss.size() != scatter_jsd.size() || scatter_loss.size() > kScatter)
+    std::vector<double> loss, jsd;
+    append_exact_vector(state.at("scatter_loss").get<std::string>(), loss);
+    append_exact_vector(state.at("scatter_jsd").get<std::string>(), jsd);
+    if (loss.size() != jsd.size() ||
+        loss.size() != std::min<std::uint64_t>(kScatter, static_cast<std::uint64_t>(in_bins)))
       throw std::invalid_argument("a scatter of the wrong length");
+    for (std::size_t k = 0; k < loss.size(); ++k) {
+      kSeedLoss.check(loss[k]);
+      kJsdQuantity.domain.check(jsd[k]);
+      if (!std::isfinite(loss[k]))
+        throw std::invalid_argument("a scatter point whose loss is not finite");
+    }
+    if (to_finite.mode() == QuantileSketch::Mode::exact) {
+      const std::vector<double>& v = to_finite.kept_values();  // in the order of the seeds
+      std::vector<std::int64_t> made(histogram.size(), 0);
+      for (const double x : v) made[jsd_bin(x)]++;
+      if (made != h)
+        throw std::invalid_argument("a JSD histogram that is not that of the JSDs it summarizes");
+      if (!std::equal(jsd.begin(), jsd.end(), v.begin()))
+        throw std::invalid_argument("a scatter whose JSDs are not the first seeds' JSDs");
+    }
+    to_mean[1].emplace(to_finite);
+    to_mean[0].emplace(to_converged);
+    histogram = h;
+    scatter_loss = std::move(loss);
+    scatter_jsd = std::move(jsd);
     measured = static_cast<std::uint64_t>(folded);
   };
   run_chunks(ctx.opt, j);
@@ -970,13 +1108,12 @@ void Sweep::second_pass(std::uint64_t batch) {
 
 // Folds one chunk of the second pass, in order: the JSD sketches, the figures, the per-seed files.
 void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
-  const double ln2 = std::log(2.0);
   const std::uint64_t first = first_of(chunk);
   for (std::size_t k = 0; k < sm.jsd.size(); ++k) {
     const double v = sm.jsd[k];
     if (std::isfinite(v)) {
       to_mean[1]->push(v);
-      histogram[std::clamp(static_cast<int>(v / ln2 * kJsdBins), 0, kJsdBins - 1)]++;
+      histogram[jsd_bin(v)]++;
       if (scatter_loss.size() < kScatter) {
         scatter_loss.push_back(sm.loss[k]);
         scatter_jsd.push_back(v);
@@ -1505,7 +1642,8 @@ const Experiment& attention_sweep_experiment() {
                     "--per-seed",
                     "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the maps "
                     "on the first --map-inputs measured inputs as an array, beside "
-                    "FILE.seeds/.loss/.test_loss/.converged/.../.out/.w_q/.w_k/.w_v(/.w_o).npy)"),
+                    "FILE.seeds/.loss/.test_loss/.converged/.../.out/.w_q/.w_k/.w_v(/.w_o).npy)",
+                    {".csv", ".npy"}),
                 param::count_up_to("--quantile-budget", "4194304",
                                    "Values kept for exact quantiles, shared by the table's "
                                    "quantities (8 bytes each); beyond, binned quantiles",

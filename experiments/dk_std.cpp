@@ -124,9 +124,12 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
     }
     return states;
   };
-  // A state read back must be the Moments of exactly its samples (exact_moments checks the rest).
-  const auto moments_of = [](const ChunkState& s, std::uint64_t want) {
-    const Moments m = exact_moments(s);
+  // A state read back must be the Moments of exactly its samples, each a q . k of its d_k: a
+  // Philox normal is at most 6.66 in magnitude (philox.hpp: the radius sqrt(-2 ln 2^-32)), so
+  // |q . k| <= 44.4 d_k (exact_moments checks the moments against that domain, and the rest).
+  const auto moments_of = [&](const ChunkState& s, std::uint64_t want, std::size_t d) {
+    const double bound = 44.5 * static_cast<double>(dks[d]);
+    const Moments m = exact_moments(s, Domain{"a sample of q . k", -bound, bound});
     if (m.n != static_cast<double>(want))
       throw std::invalid_argument("moments of " + std::to_string(static_cast<std::uint64_t>(m.n)) +
                                   " samples, where there are " + std::to_string(want));
@@ -136,7 +139,9 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
     Moments& t = totals[chunks.at(i).key];
     t = merge(t, exact_moments(s));
   };
-  job.check = [&](std::uint64_t i, const ChunkState& s) { moments_of(s, samples(i)); };
+  job.check = [&](std::uint64_t i, const ChunkState& s) {
+    moments_of(s, samples(i), chunks.at(i).key);
+  };
   job.save = [&] {
     ChunkState s = ChunkState::array();
     for (const Moments& m : totals) s.push_back(exact(m));
@@ -150,7 +155,7 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
     std::vector<Moments> loaded;
     for (std::size_t d = 0; d < totals.size(); ++d) {
       try {
-        loaded.push_back(moments_of(s.at(d), want[d]));
+        loaded.push_back(moments_of(s.at(d), want[d], d));
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("d_k " + std::to_string(dks[d]) + ": " + e.what());
       }

@@ -6,7 +6,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "experiments/per_seed_maps.hpp"
 #include "host/exact_state.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 
@@ -89,6 +91,24 @@ bool SeedResults::finite(const double* r) const {
 }
 
 bool SeedResults::diverged(const double* r) const { return !finite(r) || blew_up(r); }
+
+void check_map_rows(const double* maps, std::int64_t count, int rows, int n) {
+  for (std::int64_t row = 0; row < count * rows; ++row) {
+    const double* p = maps + row * n;
+    double sum = 0;
+    for (int k = 0; k < n; ++k) sum += kSeedWeight.check(p[k]);
+    if (std::isfinite(sum) && !(std::fabs(sum - 1) <= n * kRowSum))
+      throw std::invalid_argument("a row of the map whose weights sum to " + human_number(sum) +
+                                  ", not 1");
+  }
+}
+
+void check_training_result(const double* t, std::int64_t weights) {
+  kSeedLoss.check(t[0]);
+  kSeedLoss.check(t[1]);
+  if (!std::isfinite(t[0])) return;
+  for (std::int64_t e = 0; e < weights; ++e) kFinalWeight.check(t[2 + e]);
+}
 
 const double* SeedResults::mean_over_heads(const double* p, std::vector<double>& buffer) const {
   if (heads == 1) return p;
@@ -216,19 +236,22 @@ MapSummary::MapSummary(SeedResults s, std::uint64_t budget, double threshold, Co
       converged_below(threshold),
       cover(c),
       known(std::move(known_map)),
-      loss(kLossScale, budget),
-      test_loss(kLossScale, budget),
+      loss(c == Cover::converged ? kLossQuantity.below(threshold) : kLossQuantity, budget),
+      test_loss(kLossQuantity, budget),
       argmax(static_cast<std::size_t>(s.map_size()), 0),
-      pair_jsd(kJsdScale, budget),
-      pair_out(kDistanceScale, budget),
-      pair_heads(s.heads > 1 ? kJsdScale : QuantileSketch::none(), s.heads > 1 ? budget : 0),
-      pair_start(kJsdScale, budget),
-      known_jsd(known.empty() ? QuantileSketch::none() : kJsdScale, known.empty() ? 0 : budget),
-      nudge_jsd(kJsdScale, budget) {
+      pair_jsd(kJsdQuantity, budget),
+      pair_out(kDistanceQuantity, budget),
+      pair_heads(s.heads > 1 ? kJsdQuantity : kJsdQuantity.without_quantiles(),
+                 s.heads > 1 ? budget : 0),
+      pair_start(kJsdQuantity, budget),
+      known_jsd(known.empty() ? kJsdQuantity.without_quantiles() : kJsdQuantity,
+                known.empty() ? 0 : budget),
+      nudge_jsd(kJsdQuantity, budget) {
   const bool sketches = entry_quantiles();
-  entries.assign(static_cast<std::size_t>(s.map_size()), QuantileSketch(QuantileSketch::none(), 0));
+  entries.assign(static_cast<std::size_t>(s.map_size()),
+                 QuantileSketch(kEntryQuantity.without_quantiles(), 0));
   for (int e = 0; sketches && e < s.input_map(); ++e)
-    entries[e] = QuantileSketch(kEntryScale, budget);
+    entries[e] = QuantileSketch(kEntryQuantity, budget);
 }
 
 bool MapSummary::covers(const double* r) const {
@@ -364,8 +387,6 @@ void read_moment_fields(const nlohmann::json& es, std::int64_t used,
                         {"bins", nlohmann::json::array()}};
     entries[first + e] =
         entries[first + e].from_state(s, used, "map entry " + std::to_string(first + e));
-    if (used > 0 && (entries[first + e].min() < 0 || entries[first + e].max() > 1))
-      fail("a map entry outside [0, 1]");
   }
 }
 
@@ -447,8 +468,6 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     for (std::size_t e = 0; e < first; ++e) {
       o.entries[e] = entries[e].from_state(es.at(e), used, "map entry " + std::to_string(e));
       if (o.entries[e].count() != used) fail("a map entry that does not count the covered seeds");
-      if (used > 0 && (o.entries[e].min() < 0 || o.entries[e].max() > 1))
-        fail("a map entry outside [0, 1]");
     }
     if (first < entries.size()) {
       if (!j.contains("later_entries")) fail("a map summary without later_entries");
@@ -458,6 +477,15 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     }
   } else {
     read_moment_fields(es, used, o.entries, 0, entries.size());
+  }
+  // The mean maps: each row of every measured input a distribution (the mean of the seeds'
+  // rows, each summing to 1).
+  for (int row = 0; row < shape.map_rows() && used > 0; ++row) {
+    double sum = 0;
+    for (int k = 0; k < shape.n; ++k) sum += o.entries[row * shape.n + k].moments().mean;
+    if (!(std::fabs(sum - 1) <= 1e-6))
+      fail("a mean map whose row " + std::to_string(row) + " sums to " + human_number(sum) +
+           ", not 1");
   }
   const nlohmann::json& am = j.at("argmax");
   if (!am.is_array() || am.size() != argmax.size())
@@ -472,6 +500,16 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
     }
     if (sum != used) fail("argmax counts of a row that do not add up to the covered seeds");
   }
+  // A seed's argmax in a row has weight 1/n at least; a seed that found the known map has its
+  // argmax at the known key of every row.
+  for (std::size_t e = 0; e < argmax.size(); ++e)
+    if (o.argmax[e] > 0 && o.entries[e].max() < 1.0 / shape.n - 1e-12)
+      fail("an argmax at map entry " + std::to_string(e) + ", whose weights stay below 1/n");
+  for (int row = 0; !known.keys.empty() && row < shape.map_rows(); ++row)
+    if (o.found > o.argmax[row * shape.n + known.keys[row % shape.rows]])
+      fail("more seeds found the known map than have its key as argmax in row " +
+           std::to_string(row % shape.rows) + " of measured input " +
+           std::to_string(row / shape.rows));
   o.pair_jsd = pair_jsd.from_state(j.at("pair_jsd"), o.seeds / 2, "pair JSD");
   o.pair_out = pair_out.from_state(j.at("pair_out"), o.seeds / 2, "pair output distance");
   o.pair_heads = pair_heads.from_state(j.at("pair_heads"), o.seeds / 2, "pair head-matched JSD");
@@ -480,6 +518,7 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
   o.nudge_jsd = nudge_jsd.from_state(j.at("nudge_jsd"), used, "JSD after a nudge");
   if (o.pair_jsd.count() != o.pair_out.count())
     fail("pair JSD and output distance of different counts");
+  if (o.pair_jsd.count() > used / 2) fail("more pairs than two covered seeds each");
   if (o.pair_heads.count() != (shape.heads > 1 ? o.pair_jsd.count() : 0))
     fail("a head-matched pair count that is not the pairs'");
   if (o.pair_start.count() != 0 && o.pair_start.count() != o.pair_jsd.count())
@@ -487,6 +526,35 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
   if (o.known_jsd.count() != (known_map() ? used : 0))
     fail("a count of JSDs to the known map that is not the covered seeds'");
   if (o.nudge_jsd.count() > o.nudged) fail("more JSDs after a nudge than nudged seeds");
+  // The teacher's seeds found its maps when their JSD to them is below found_below.
+  if (!known.maps.empty() && o.found > 0 && !(o.known_jsd.min() < known.found_below))
+    fail("seeds that found the known map, but no JSD to it below " +
+         human_number(known.found_below));
+  if (!known.maps.empty() && o.found < used && !(o.known_jsd.max() >= known.found_below))
+    fail("seeds that did not find the known map, but no JSD to it at " +
+         human_number(known.found_below) + " or above");
+  // Rounding-sensitive: every nudged seed without a finite JSD (its second run not finite), and
+  // those whose JSD is above kRoundingSensitiveJsd.
+  const std::int64_t without = o.nudged - o.nudge_jsd.count();
+  if (o.sensitive < without)
+    fail("fewer rounding-sensitive seeds than nudged seeds without a finite JSD after a nudge");
+  if (o.nudge_jsd.count() > 0 &&
+      (o.sensitive > without) != (o.nudge_jsd.max() > kRoundingSensitiveJsd))
+    fail("a count of rounding-sensitive seeds that the JSDs after a nudge do not give");
+  // Converged and generalized seeds are finite seeds whose loss (test loss) is below the
+  // threshold: over the finite seeds, as many losses (test losses) below it at least.
+  const auto below = [&](const QuantileSketch& q) -> std::int64_t {
+    if (q.count() == 0 || !(q.min() < converged_below)) return 0;
+    if (q.mode() != QuantileSketch::Mode::exact) return q.count();  // not known: any
+    const std::vector<double>& v = q.kept_values();
+    return std::count_if(v.begin(), v.end(), [&](double x) { return x < converged_below; });
+  };
+  if (cover == Cover::finite && o.converged > below(o.loss))
+    fail("more seeds converged than finite seeds have a loss below " +
+         human_number(converged_below));
+  if (cover == Cover::finite && o.generalized > below(o.test_loss))
+    fail("more seeds generalized than finite seeds have a test loss below " +
+         human_number(converged_below));
   return o;
 }
 
@@ -520,7 +588,7 @@ nlohmann::json SeedMeasures::to_state() const {
 }
 
 SeedMeasures SeedMeasures::from_state(const nlohmann::json& j, std::int64_t count,
-                                      std::int64_t record_size) {
+                                      const PerSeedRecord* record, double converged_below) {
   if (!j.is_object()) fail("not a seed measure state");
   SeedMeasures m;
   const auto read = [&](const char* key, std::vector<double>& out, std::int64_t length) {
@@ -533,16 +601,34 @@ SeedMeasures SeedMeasures::from_state(const nlohmann::json& j, std::int64_t coun
   read("loss", m.loss, count);
   read("jsd", m.jsd, count);
   read("jsd_converged", m.jsd_converged, count);
-  for (const auto* values : {&m.jsd, &m.jsd_converged})
-    for (double v : *values)
-      if (!(std::isnan(v) || (v >= -1e-12 && v <= 0.6931471805599453 + 1e-12)))
-        fail("a JSD outside [0, ln 2]");
-  if (record_size > 0) {
-    read("records", m.records, count * record_size);
-    for (std::int64_t i = 0; i < count; ++i)
-      if (m.records[i * record_size] != m.loss[i] &&
-          !(std::isnan(m.loss[i]) && std::isnan(m.records[i * record_size])))
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::string seed = "seed " + std::to_string(i) + " of the chunk: ";
+    try {
+      kSeedLoss.check(m.loss[i]);
+      for (const double v : {m.jsd[i], m.jsd_converged[i]})
+        if (!std::isnan(v)) kJsdQuantity.domain.check(v);
+    } catch (const std::invalid_argument& e) {
+      fail(seed + e.what());
+    }
+    if (!std::isnan(m.jsd[i]) && !std::isfinite(m.loss[i]))
+      fail(seed + "a JSD to the mean map with a loss that is not finite");
+    if (!std::isnan(m.jsd_converged[i]) && (std::isnan(m.jsd[i]) || !(m.loss[i] < converged_below)))
+      fail(seed + "a JSD to the converged seeds' mean map, but a loss of " +
+           human_number(m.loss[i]) + ", not below " + human_number(converged_below));
+  }
+  if (record != nullptr) {
+    const std::int64_t size = record->size();
+    read("records", m.records, count * size);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double* r = m.records.data() + i * size;
+      try {
+        record->check(r, converged_below);
+      } catch (const std::invalid_argument& e) {
+        fail("seed " + std::to_string(i) + " of the chunk: " + e.what());
+      }
+      if (r[0] != m.loss[i] && !(std::isnan(m.loss[i]) && std::isnan(r[0])))
         fail("records whose loss is not the seed's loss");
+    }
   } else if (j.contains("records")) {
     fail("records where none belong");
   }

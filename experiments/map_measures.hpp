@@ -31,6 +31,8 @@
 
 namespace attn {
 
+struct PerSeedRecord;  // per_seed_maps.hpp
+
 // JSD(p, q) = ½ KL(p‖m) + ½ KL(q‖m), m = (p + q)/2, natural logarithm, 0 ln 0 = 0, of two
 // distributions of length len: between 0 and ln 2.
 double jsd(const double* p, const double* q, int len);
@@ -89,6 +91,23 @@ struct SeedResults {
   bool converged(const double* r, double below) const { return !diverged(r) && r[0] < below; }
   bool generalized(const double* r, double below) const { return !diverged(r) && r[2] < below; }
 };
+inline const Domain kSeedLoss = {"a loss", 0, INFINITY, 0, true};
+inline const Domain kSeedWeight = {"a weight of the map", 0, 1, 1e-12, true};
+inline constexpr double kRowSum = 1e-9;  // per key of the row: |sum - 1| <= n kRowSum
+// A final weight of W_Q, W_K, W_V or W_O: any finite value (a seed whose final loss is not
+// finite may hold non-finite ones; every weight enters the loss, so a finite loss has finite
+// weights).
+inline const Domain kFinalWeight = {"a final weight", -INFINITY, INFINITY, 0, false};
+
+// Checks `count` maps of `rows` rows of n weights each (row-major): each weight in kSeedWeight's
+// domain and each row whose weights are finite summing to 1 within n kRowSum (causal rows too:
+// their masked weights are 0). Throws std::invalid_argument naming the value.
+void check_map_rows(const double* maps, std::int64_t count, int rows, int n);
+
+// A seed's training result as the first pass keeps it (head::result_size values: the final
+// loss, the start loss, then `weights` final weights): losses in kSeedLoss's domain, the
+// weights in kFinalWeight's unless the final loss is not finite. Throws std::invalid_argument.
+void check_training_result(const double* t, std::int64_t weights);
 
 // The known map of a task (spec "Tasks" and "Tasks over many inputs"), for the measures against
 // it: for the token tasks a key for each loss row (the same on every input); for the teacher
@@ -149,6 +168,16 @@ inline const QuantileSketch::Scale kLossScale = QuantileSketch::relative(14);
 inline const QuantileSketch::Scale kEntryScale = QuantileSketch::linear(0, 1, 14);
 inline const QuantileSketch::Scale kJsdScale = QuantileSketch::linear(0, 0.6931471805599453, 16);
 inline const QuantileSketch::Scale kDistanceScale = QuantileSketch::relative(14);
+// The quantities the summaries keep, each with its scale and its domain (the values it can
+// take; a state read back holding another is refused). A JSD lies in [0, ln 2]; its sum of
+// logarithms may round 1e-17 beyond either end, hence the slack.
+inline const QuantileSketch::Quantity kLossQuantity = {kLossScale, {"a loss", 0, INFINITY}};
+inline const QuantileSketch::Quantity kEntryQuantity = {kEntryScale,
+                                                        {"a weight of the map", 0, 1, 1e-12}};
+inline const QuantileSketch::Quantity kJsdQuantity = {kJsdScale,
+                                                      {"a JSD", 0, 0.6931471805599453, 1e-12}};
+inline const QuantileSketch::Quantity kDistanceQuantity = {kDistanceScale,
+                                                           {"an output distance", 0, INFINITY}};
 // Maps with more entries than this keep each entry's moments and extremes only (no quantiles):
 // a sketch per entry would cost up to 128 KiB each.
 inline constexpr int kMaxEntrySketches = 64;
@@ -170,7 +199,15 @@ class MapSummary {
   bool covers(const double* r) const;
 
   // The state, and back: a state read back is checked as the summary of `seeds` seeds (counts
-  // that add up, every sketch's checks) and throws std::invalid_argument saying what is wrong.
+  // that add up: converged and generalized among the seeds that did not diverge, nudged and
+  // rounding-sensitive among the covered ones; every sketch's checks against its quantity's
+  // domain, the later inputs' entries' too; the mean map's rows summing to 1 on every measured
+  // input; an argmax only where a weight reached 1/n; at most one pair per two covered seeds,
+  // as many at the start as trained; seeds that found the known map with its key as argmax, or
+  // with JSDs to it below found_below; converged and generalized counts that the covered
+  // seeds' kept losses and test losses below the threshold allow; sensitive counts that the
+  // nudge JSDs give) and throws std::invalid_argument saying what is wrong. A field added to
+  // the summary takes its domain from its QuantileSketch::Quantity (above).
   nlohmann::json to_state() const;
   MapSummary from_state(const nlohmann::json& state, std::int64_t seeds) const;
 
@@ -190,7 +227,8 @@ class MapSummary {
   // above kRoundingSensitiveJsd, or a second run that is not finite).
   std::int64_t seeds = 0, not_finite = 0, diverged = 0, converged = 0, generalized = 0, covered = 0,
                found = 0, nudged = 0, sensitive = 0;
-  QuantileSketch loss, test_loss;  // covered seeds' final and test losses
+  // Covered seeds' final losses (converged: below the threshold) and test losses.
+  QuantileSketch loss, test_loss;
   // P̄'s entries over the covered seeds, every measured input's (inputs x |R| x n): those of
   // the first input keep quantiles when entry_quantiles(), the rest moments and extremes.
   std::vector<QuantileSketch> entries;
@@ -213,9 +251,13 @@ struct SeedMeasures {
                          const std::vector<double>& finite_mean, const double* results,
                          std::int64_t count);
   nlohmann::json to_state() const;
-  // Checked: `count` seeds, records of record_size values each (0: none).
+  // Checked: `count` seeds, a loss in kSeedLoss's domain, JSDs in [0, ln 2] or NaN, a JSD only
+  // for a seed with a finite loss, and to the converged seeds' mean map only for a seed whose
+  // loss is below converged_below; with a record (not nullptr) a record of record->size() values
+  // each, whose loss is the seed's and whose every value is in its domain
+  // (PerSeedRecord::check); without, none.
   static SeedMeasures from_state(const nlohmann::json& state, std::int64_t count,
-                                 std::int64_t record_size);
+                                 const PerSeedRecord* record, double converged_below);
 };
 
 }  // namespace attn

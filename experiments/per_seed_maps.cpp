@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "host/array_io.hpp"
+#include "host/format.hpp"
 
 namespace attn {
 namespace {
@@ -75,6 +76,45 @@ void PerSeedRecord::make(const double* r, const double* weights, double nudge_js
   at = std::copy_n(weights, this->weights(), at);
   at = std::copy_n(results.maps(r), maps(), at);
   std::copy_n(results.outputs(r), outputs(), at);
+}
+
+void PerSeedRecord::check(const double* r, double converged_below) const {
+  const auto flag = [&](int k, const char* what) {
+    if (r[k] != 0 && r[k] != 1)
+      throw std::invalid_argument(std::string("a flag '") + what + "' of " + human_number(r[k]) +
+                                  ", not 0 or 1");
+    return r[k] == 1;
+  };
+  const auto refuse = [](const std::string& why) { throw std::invalid_argument(why); };
+  for (int k = 0; k < 3; ++k) kSeedLoss.check(r[k]);
+  const bool converged = flag(3, "converged"), generalized = flag(4, "generalized"),
+             diverged = flag(5, "diverged");
+  if (converged != (!diverged && r[0] < converged_below))
+    refuse("a seed marked " + std::string(converged ? "" : "not ") + "converged with a loss of " +
+           human_number(r[0]) + (diverged ? ", diverged" : "") + " (converged below " +
+           human_number(converged_below) + ")");
+  if (generalized != (!diverged && r[2] < converged_below))
+    refuse("a seed marked " + std::string(generalized ? "" : "not ") +
+           "generalized with a test loss of " + human_number(r[2]) +
+           (diverged ? ", diverged" : "") + " (below " + human_number(converged_below) + ")");
+  if (!diverged && (!std::isfinite(r[0]) || !std::isfinite(r[2]) || results.blew_up(r)))
+    refuse("a seed not marked diverged with a final loss of " + human_number(r[0]) +
+           ", a start loss of " + human_number(r[1]) + " and a test loss of " + human_number(r[2]));
+  if (!nudge && !std::isnan(r[6])) refuse("a nudge JSD without --nudge");
+  if (!std::isnan(r[6])) kJsdQuantity.domain.check(r[6]);
+  if (!known && (!std::isnan(r[7]) || r[8] != 0)) refuse("a known map's measures without one");
+  if (!std::isnan(r[7])) kJsdQuantity.domain.check(r[7]);
+  if (flag(8, "found") && std::isnan(r[7]))
+    refuse("a seed that found the known map without a JSD to it");
+  if (known && !diverged && std::isnan(r[7]))
+    refuse("a seed not marked diverged without a JSD to the known map");
+  const double* w = r + kHead;
+  for (std::int64_t e = 0; std::isfinite(r[0]) && e < weights(); ++e) kFinalWeight.check(w[e]);
+  const double* p = w + weights();
+  check_map_rows(p, static_cast<std::int64_t>(map_inputs) * results.heads, results.rows, results.n);
+  for (std::int64_t e = 0; !diverged && e < maps(); ++e)
+    if (!std::isfinite(p[e]))
+      refuse("a weight of the map of " + human_number(p[e]) + " of a seed not marked diverged");
 }
 
 std::vector<std::string> PerSeedMaps::files(const std::string& path, const PerSeedRecord& r) {

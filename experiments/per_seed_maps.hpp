@@ -73,6 +73,16 @@ struct PerSeedRecord {
   // and the measures against the known map (when known is not empty).
   void make(const double* r, const double* weights, double nudge_jsd, double converged_below,
             const KnownMap& known_map, double* out) const;
+  // What a record can be (a second pass's chunk state holds the records of its seeds, and
+  // SeedMeasures::from_state checks each): the losses in kSeedLoss's domain; the flags 0 or 1,
+  // converged (generalized) exactly when not diverged and the loss (test loss) below
+  // converged_below, diverged where a loss is not finite or the final loss blew up; the nudge
+  // JSD NaN without --nudge, else a JSD or NaN; the JSD to the known map NaN without one, else a
+  // JSD (NaN only for a diverged seed), and found 0 without one, 1 only with a JSD; the final
+  // weights any finite value (kFinalWeight; non-finite only with a final loss that is not); the
+  // maps of each input and head rows of weights summing to 1 (check_map_rows), finite unless
+  // the seed diverged; the outputs any value. Throws std::invalid_argument naming the value.
+  void check(const double* record, double converged_below) const;
 };
 
 class PerSeedMaps {

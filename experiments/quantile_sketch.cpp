@@ -48,7 +48,8 @@ double QuantileSketch::error_bound(const Scale& s) {
   return 0;
 }
 
-QuantileSketch::QuantileSketch(Scale scale, std::uint64_t budget) : scale_(scale), budget_(budget) {
+QuantileSketch::QuantileSketch(const Quantity& quantity, std::uint64_t budget)
+    : scale_(quantity.scale), domain_(quantity.domain), budget_(budget) {
   if (scale_.kind == Scale::Kind::relative && (scale_.bins_log2 < 0 || scale_.bins_log2 > 40))
     throw std::logic_error("QuantileSketch: relative scale of 0..40 mantissa bits");
   if (scale_.kind == Scale::Kind::linear &&
@@ -177,12 +178,16 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
   if (!j.is_object()) fail(what, "not a sketch state");
   for (const char* key : {"count", "moments", "min", "max", "mode", "values", "bins"})
     if (!j.contains(key)) fail(what, std::string("a sketch state without ") + key);
-  QuantileSketch o(scale_, budget_);
+  QuantileSketch o({scale_, domain_}, budget_);
   o.count_ = exact_count(j.at("count"), what + " count");
   if (o.count_ > max_count)
     fail(what, "a count of " + to_string(o.count_) + ", more than the " + to_string(max_count) +
                    " runs it can hold");
-  o.moments_ = exact_moments(j.at("moments"));
+  try {
+    o.moments_ = exact_moments(j.at("moments"));
+  } catch (const std::invalid_argument& e) {
+    fail(what, e.what());
+  }
   if (o.moments_.n != static_cast<double>(o.count_))
     fail(what, "moments of " + to_string(static_cast<std::int64_t>(o.moments_.n)) +
                    " values, where the count is " + to_string(o.count_));
@@ -192,10 +197,17 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
                     : !std::isfinite(o.min_) || !std::isfinite(o.max_) || !(o.min_ <= o.max_))
     fail(what,
          "min and max that are not the extremes of " + to_string(o.count_) + " finite values");
-  // The mean of values in [min, max] lies there too (up to the rounding of its updates).
-  const double slack = 1e-12 * std::fmax(std::fabs(o.min_), std::fabs(o.max_));
-  if (o.count_ > 0 && !(o.moments_.mean >= o.min_ - slack && o.moments_.mean <= o.max_ + slack))
-    fail(what, "a mean outside [min, max]");
+  // The extremes in the domain, and moments that values between them can have (their mean
+  // among them, up to the rounding of its updates).
+  try {
+    if (o.count_ > 0) {
+      domain_.check(o.min_);
+      domain_.check(o.max_);
+    }
+    check_moments_within(o.moments_, o.min_, o.max_, true);
+  } catch (const std::invalid_argument& e) {
+    fail(what, e.what());
+  }
   const nlohmann::json& mode = j.at("mode");
   if (!mode.is_string()) fail(what, "a mode that is not text");
   const std::string m = mode.get<std::string>();
@@ -238,6 +250,10 @@ QuantileSketch QuantileSketch::from_state(const nlohmann::json& j, std::int64_t 
     if (o.mode_ == Mode::binned && in_bins != o.count_)
       fail(what, "bins that count " + to_string(in_bins) + " values, where the count is " +
                      to_string(o.count_));
+    if (o.mode_ == Mode::binned && in_bins > 0 &&
+        (o.key_of(o.min_) != bins.front().at(0).get<std::uint64_t>() ||
+         o.key_of(o.max_) != bins.back().at(0).get<std::uint64_t>()))
+      fail(what, "min and max that are not in its first and last bins");
   } else {
     fail(what, "a mode that is not exact, binned or none");
   }

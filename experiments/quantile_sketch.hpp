@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/exact_state.hpp"
 #include "moments.hpp"
 
 namespace attn {
@@ -48,10 +49,23 @@ class QuantileSketch {
   static Scale relative(int mantissa_bits) { return {Scale::Kind::relative, 0, 0, mantissa_bits}; }
   static Scale none() { return {}; }
 
+  // What a sketch measures: the scale of its binned quantiles and its domain, the values it can
+  // hold (host/exact_state.hpp): a state read back with a value, an extreme or moments outside
+  // it is refused. One constant per quantity (map_measures.hpp), so that a quantity's domain is
+  // declared where the quantity is.
+  struct Quantity {
+    Scale scale;
+    Domain domain;
+    // The same quantity counted only below x (a loss of a run that converged).
+    Quantity below(double x) const { return {scale, domain.below(x)}; }
+    // The same domain without quantiles (scale none).
+    Quantity without_quantiles() const { return {none(), domain}; }
+  };
+
   // The most a binned quantile is off: absolute for linear, relative for relative, 0 for none.
   static double error_bound(const Scale& s);
 
-  QuantileSketch(Scale scale, std::uint64_t budget);
+  QuantileSketch(const Quantity& quantity, std::uint64_t budget);
 
   // Adds one finite value (a caller leaves out the non-finite ones and counts them itself).
   void push(double v);
@@ -65,7 +79,10 @@ class QuantileSketch {
   // Quantiles exact (values kept), binned, or given up (scale none past the budget).
   enum class Mode { exact, binned, none };
   Mode mode() const { return mode_; }
+  // The values kept (exact mode), in the order they were pushed and merged.
+  const std::vector<double>& kept_values() const { return values_; }
   const Scale& scale() const { return scale_; }
+  const Domain& domain() const { return domain_; }
 
   // The quantiles at probs (each in [0, 1]); nullopt when count() is 0 or the mode is none.
   // Exact ones are sorted on the backend; the kept values move to the sort, so this is the
@@ -75,10 +92,12 @@ class QuantileSketch {
 
   // The state as JSON, exact (host/exact_state.hpp: doubles as hex floats, the kept values one
   // hex string, the bins as [key, count] pairs of the non-empty ones in increasing order), and
-  // back, with this sketch's scale and budget. A state read back is checked first: a count of at
-  // most max_count, count and moments agree, min <= max finite, the kept values (one per count)
-  // lie in [min, max], the bins are in order, in range and count the values. Throws
-  // std::invalid_argument saying what is wrong; `what` names the quantity.
+  // back, with this sketch's scale, domain and budget. A state read back is checked first: a
+  // count of at most max_count, count and moments agree, min <= max finite and in the domain,
+  // moments that values in [min, max] can have (exact_state.hpp), the kept values (one per
+  // count) lie in [min, max] and hold both, the bins are in order, in range, count the values,
+  // and the first and last hold min and max. Throws std::invalid_argument saying what is wrong;
+  // `what` names the quantity.
   nlohmann::json to_state() const;
   QuantileSketch from_state(const nlohmann::json& state, std::int64_t max_count,
                             const std::string& what) const;
@@ -93,6 +112,7 @@ class QuantileSketch {
   void spill();  // exact -> binned (or none)
 
   Scale scale_;
+  Domain domain_;
   std::uint64_t budget_;
   Mode mode_ = Mode::exact;
   std::int64_t count_ = 0;

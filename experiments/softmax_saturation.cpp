@@ -40,13 +40,30 @@ std::string figure_script(const Table& t) {
   return s.str();
 }
 
+// The domain of each measure of a row of `keys` weights (saturation.hpp's order, unscaled then
+// scaled): the largest weight in [1/keys, 1], the entropy in [0, ln keys], ||J||_F of the
+// softmax Jacobian J = diag(p) - p p^T in [0, 1] (J is positive semidefinite with trace
+// 1 - sum p^2 < 1, and its Frobenius norm is at most its trace); in double, each within 1e-9.
+Domain measure_domain(int k, int keys) {
+  switch (k % 3) {
+    case 0:
+      return {"a largest weight", 1.0 / keys, 1, 1e-9};
+    case 1:
+      return {"an entropy", 0, std::log(static_cast<double>(keys)), 1e-9};
+    default:
+      return {"a softmax Jacobian norm", 0, 1, 1e-9};
+  }
+}
+
 // A state read back: the kStats Moments of the finite rows (each measure pushed once per such
-// row, so all of one count) and the count of the others, together `rows` rows; from s[at..].
-// Throws std::invalid_argument saying what is wrong.
+// row, so all of one count, each in its domain) and the count of the others, together `rows`
+// rows; from s[at..]. Throws std::invalid_argument saying what is wrong.
 using SaturationStats = std::pair<std::array<Moments, saturation::kStats>, std::int64_t>;
-SaturationStats saturation_stats(const ChunkState& s, std::size_t at, std::uint64_t rows) {
+SaturationStats saturation_stats(const ChunkState& s, std::size_t at, std::uint64_t rows,
+                                 int keys) {
   SaturationStats x;
-  for (int k = 0; k < saturation::kStats; ++k) x.first[k] = exact_moments(s.at(at + k));
+  for (int k = 0; k < saturation::kStats; ++k)
+    x.first[k] = exact_moments(s.at(at + k), measure_domain(k, keys));
   x.second = exact_count(s.at(at + saturation::kStats), "non_finite");
   for (int k = 1; k < saturation::kStats; ++k)
     if (x.first[k].n != x.first[0].n)
@@ -153,7 +170,7 @@ std::vector<Table> run(const RunContext& ctx) {
     if (!s.is_array() || s.size() != saturation::kStats + 1)
       throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
                                   " Moments and a count");
-    saturation_stats(s, 0, chunks.at(i).count);
+    saturation_stats(s, 0, chunks.at(i).count, keys);
   };
   job.save = [&] {
     ChunkState s = ChunkState::array();
@@ -172,7 +189,7 @@ std::vector<Table> run(const RunContext& ctx) {
     std::vector<SaturationStats> loaded;
     for (std::size_t d = 0; d < m.size(); ++d) {
       try {
-        loaded.push_back(saturation_stats(s, d * (saturation::kStats + 1), rows_done[d]));
+        loaded.push_back(saturation_stats(s, d * (saturation::kStats + 1), rows_done[d], keys));
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("d_k " + std::to_string(dks[d]) + ": " + e.what());
       }

@@ -20,6 +20,11 @@ void SweepSummary::add_to_bins(double w) {
   bins_[static_cast<std::size_t>(std::clamp(b, 0.0, static_cast<double>(kQuantileBins - 1)))]++;
 }
 
+std::size_t SweepSummary::figure_bin(double w) {
+  return static_cast<std::size_t>(
+      std::clamp(std::floor(w * kFigureBins), 0.0, double(kFigureBins - 1)));
+}
+
 void SweepSummary::spill() {
   binned_ = true;
   bins_.assign(static_cast<std::size_t>(kQuantileBins), 0);
@@ -37,8 +42,7 @@ void SweepSummary::push(double weight, double loss) {
   min_ = moments_.n == 0 ? weight : std::min(min_, weight);
   max_ = moments_.n == 0 ? weight : std::max(max_, weight);
   moments_.push(weight);
-  const double fb = std::floor(weight * kFigureBins);
-  figure_bins_[static_cast<std::size_t>(std::clamp(fb, 0.0, double(kFigureBins - 1)))]++;
+  figure_bins_[figure_bin(weight)]++;
   if (binned_) {
     add_to_bins(weight);
   } else {
@@ -150,6 +154,15 @@ SweepSummary SweepSummary::from_state(const nlohmann::json& j, std::int64_t runs
     fail("min " + attn::exact(o.min_).get<std::string>() + " and max " +
          attn::exact(o.max_).get<std::string>() + " are not the extremes of " + to_string(used) +
          " finite weights");
+  try {
+    if (used > 0) {
+      kWeight.check(o.min_);
+      kWeight.check(o.max_);
+    }
+    check_moments_within(o.moments_, o.min_, o.max_, true);
+  } catch (const std::invalid_argument& e) {
+    fail(e.what());
+  }
   // Counts that must add up to `used`: each added only while the sum stays within it (so
   // never overflows).
   const auto add_up = [&](std::int64_t& sum, std::int64_t c, const char* what) {
@@ -192,6 +205,29 @@ SweepSummary SweepSummary::from_state(const nlohmann::json& j, std::int64_t runs
     if (in_bins != used)
       fail("the quantile bins count " + to_string(in_bins) + " weights, where " + to_string(used) +
            " runs did not diverge");
+    // min and max in the first and last bins; each figure bin's count between the quantile bins
+    // wholly inside it and those that reach into it (2^20 is no multiple of 20).
+    const auto bin_of = [](double w) {
+      return static_cast<std::int64_t>(
+          std::clamp(std::floor(w * static_cast<double>(kQuantileBins)), 0.0,
+                     static_cast<double>(kQuantileBins - 1)));
+    };
+    if (used > 0 && (bin_of(o.min_) != bins.front().at(0).get<std::int64_t>() ||
+                     bin_of(o.max_) != bins.back().at(0).get<std::int64_t>()))
+      fail("min and max that are not in its first and last quantile bins");
+    std::vector<std::int64_t> inside(kFigureBins, 0), reach(kFigureBins, 0);
+    for (std::int64_t b = 0; b < kQuantileBins; ++b) {
+      const std::int64_t c = o.bins_[static_cast<std::size_t>(b)];
+      if (c == 0) continue;
+      const auto first = figure_bin(static_cast<double>(b) / kQuantileBins);
+      const auto last = figure_bin(std::nextafter(static_cast<double>(b + 1) / kQuantileBins, 0.0));
+      if (first == last) inside[first] += c;
+      for (std::size_t f = first; f <= last; ++f) reach[f] += c;
+    }
+    for (int f = 0; f < kFigureBins; ++f)
+      if (o.figure_bins_[f] < inside[f] || o.figure_bins_[f] > reach[f])
+        fail("the figure's bin " + to_string(f) + " counts " + to_string(o.figure_bins_[f]) +
+             " weights, which its quantile bins do not hold");
   } else {
     if (!bins.empty()) fail("an exact state with quantile bins");
     if (values.size() % 16 != 0 || values.size() / 16 != static_cast<std::uint64_t>(used))
@@ -206,6 +242,12 @@ SweepSummary SweepSummary::from_state(const nlohmann::json& j, std::int64_t runs
     for (const double w : o.values_)
       if (!(w >= o.min_ && w <= o.max_))
         fail("keeps a weight " + attn::exact(w).get<std::string>() + " outside [min, max]");
+    if (used > 0 && (*std::min_element(o.values_.begin(), o.values_.end()) != o.min_ ||
+                     *std::max_element(o.values_.begin(), o.values_.end()) != o.max_))
+      fail("min and max that are not those of its kept weights");
+    std::vector<std::int64_t> made(kFigureBins, 0);
+    for (const double w : o.values_) made[figure_bin(w)]++;
+    if (made != o.figure_bins_) fail("a figure histogram that is not that of its kept weights");
   }
   return o;
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "host/backend.hpp"
+#include "host/exact_state.hpp"
 #include "moments.hpp"
 
 namespace attn {
@@ -35,6 +36,11 @@ class SweepSummary {
   static constexpr int kFigureBins = 20;                  // the figure's histogram on [0, 1]
   static constexpr std::int64_t kQuantileBins = 1 << 20;  // the binned quantiles' histogram
   static constexpr double kQuantileErrorBound = 0.5 / kQuantileBins;
+  // The domain of what a run pushes (host/exact_state.hpp): the weight on apple, a softmax
+  // weight in [0, 1] (its float32 twin rounds within 1e-6 of either end), and the loss >= 0; a
+  // diverged run's may be non-finite.
+  static inline const Domain kWeight = {"a weight on apple", 0, 1, 1e-6, true};
+  static inline const Domain kLoss = {"a loss", 0, INFINITY, 0, true};
 
   struct Row {
     std::int64_t runs = 0, diverged = 0, used = 0;  // used = runs - diverged
@@ -67,9 +73,12 @@ class SweepSummary {
   // A state is checked first, as the state of `runs` runs (it may come from a file): counts are
   // whole numbers with diverged <= runs and converged <= runs - diverged; the moments, the
   // figure's histogram and the kept weights or quantile bins each count the runs - diverged
-  // used runs; extremes and weights are finite, min <= every kept weight <= max; a state that
-  // keeps weights keeps at most the budget. Throws std::invalid_argument saying what is wrong,
-  // before anything is merged. check_state checks alone.
+  // used runs; extremes and weights are finite and in kWeight's domain, min <= every kept
+  // weight <= max, min and max kept (or in the first and last quantile bins); moments that
+  // weights in [min, max] can have; the figure's bins those of the kept weights (or of the
+  // quantile bins); a state that keeps weights keeps at most the budget. Throws
+  // std::invalid_argument saying what is wrong, before anything is merged. check_state checks
+  // alone.
   nlohmann::json to_state() const;
   void merge_state(const nlohmann::json& state, std::int64_t runs);
   void check_state(const nlohmann::json& state, std::int64_t runs) const;
@@ -78,7 +87,8 @@ class SweepSummary {
  private:
   SweepSummary from_state(const nlohmann::json& state, std::int64_t runs) const;
   void add_to_bins(double w);
-  void spill();  // exact -> binned
+  void spill();                             // exact -> binned
+  static std::size_t figure_bin(double w);  // the figure's bin of a finite weight
 
   std::uint64_t budget_;
   double converged_below_;

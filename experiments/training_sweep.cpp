@@ -6,6 +6,7 @@
 // quantiles up to --quantile-budget weights, binned beyond), diverged runs counted and left out.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -171,7 +172,8 @@ std::vector<Table> run(const RunContext& ctx) {
     if (per_seed) per_seed->write(s.at("rows").get<std::string>());
   };
   // A chunk's state read back: the summary of its seeds and, with --per-seed, one row for each
-  // seed, in order, of its config.
+  // seed, in order, of its config, whose weight and loss are in their domains
+  // (SweepSummary::kWeight, kLoss) and give the summary: the rows are the runs it summarizes.
   job.check = [&](std::uint64_t i, const ChunkState& s) {
     const SeedChunk c = chunk_of(i);
     SweepSummary(budget, converged_below).check_state(s, static_cast<std::int64_t>(c.count));
@@ -180,6 +182,7 @@ std::vector<Table> run(const RunContext& ctx) {
       throw std::invalid_argument("no --per-seed rows");
     const std::string& rows = s.at("rows").get_ref<const std::string&>();
     const std::string name = configs[c.config] + ",";
+    SweepSummary made(budget, converged_below);
     std::size_t at = 0;
     for (std::uint64_t k = 0; k < c.count; ++k) {
       const std::size_t end = rows.find('\n', at);
@@ -188,9 +191,32 @@ std::vector<Table> run(const RunContext& ctx) {
           rows.compare(at + name.size(), seed.size() + 1, seed + ",") != 0)
         throw std::invalid_argument("--per-seed row " + std::to_string(k) + " is not that of " +
                                     configs[c.config] + " seed " + seed);
+      // weight_on_apple, out_x, out_y, loss: numbers as %.17g wrote them.
+      double v[4];
+      const char* p = rows.c_str() + at + name.size() + seed.size() + 1;
+      for (int f = 0; f < 4; ++f) {
+        char* stop = nullptr;
+        v[f] = std::strtod(p, &stop);
+        if (stop == p || *stop != (f < 3 ? ',' : '\n'))
+          throw std::invalid_argument("--per-seed row " + std::to_string(k) + " of seed " + seed +
+                                      " does not hold four numbers after the seed");
+        p = stop + 1;
+      }
+      try {
+        SweepSummary::kWeight.check(v[0]);
+        SweepSummary::kLoss.check(v[3]);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("--per-seed row of seed " + seed + ": " + e.what());
+      }
+      made.push(v[0], v[3]);
       at = end + 1;
     }
     if (at != rows.size()) throw std::invalid_argument("more --per-seed rows than seeds");
+    ChunkState summary = s;
+    summary.erase("rows");
+    if (made.to_state() != summary)
+      throw std::invalid_argument(
+          "a summary that is not the one its --per-seed rows give (weights, losses, counts)");
   };
   job.save = [&] {
     ChunkState j = ChunkState::array();
@@ -263,7 +289,8 @@ const Experiment& training_sweep_experiment() {
       training_params("all-random,qk-random", "0:100000", kMaxSeeds, too_many_seeds);
   params.push_back(param::real("--converged-below", "1e-4",
                                "A run converged if its loss ends below X", 0, 1e300, true));
-  params.push_back(param::output_file("--per-seed", "Also write one CSV row per run to FILE"));
+  params.push_back(
+      param::output_file("--per-seed", "Also write one CSV row per run to FILE (.csv)", {".csv"}));
   params.push_back(param::count_up_to(
       "--quantile-budget", "16777216",
       "Weights kept per config for exact quantiles (8 bytes each); beyond, quantiles come from a "

@@ -6,16 +6,15 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
-#include <xtensor/xcsv.hpp>
 #include <xtensor/xnpy.hpp>
 
 #include "host/input.hpp"
+#include "host/parse.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -56,16 +55,8 @@ std::string dtype_name(const std::string& descr) {
   return "'" + quote_input(descr) + "'";
 }
 
-template <class T>
-void copy_c_order(const std::string& npy, std::vector<double>& out) {
-  std::istringstream in(npy);
-  auto a = xt::load_npy<T>(in);
-  const xt::xarray<T, xt::layout_type::row_major> c = a;  // converts Fortran order
-  out.assign(c.begin(), c.end());
-}
-
 // The parts of a .npy file's header, checked: magic, version, header length, the header's
-// dtype, order and shape (no negative dimension).
+// dtype, order and shape.
 struct NpyHeader {
   std::string descr;
   bool fortran = false;
@@ -73,15 +64,150 @@ struct NpyHeader {
   std::size_t data_at = 0;  // the data's first byte
 };
 
+// The header's dictionary, read as the Python literal numpy's format defines (numpy's
+// lib/format.py reads it with ast.literal_eval): {KEY: VALUE, ...} with the keys 'descr' (a
+// string), 'fortran_order' (True or False) and 'shape' (a tuple of whole numbers: "()",
+// "(5,)", "(3, 2)"), each once, in any order, strings in single or double quotes, a trailing
+// comma allowed, then spaces and a newline. Anything else is refused naming what: a shape
+// entry that is not a whole number ("(5, five)"), a sign, a one-element tuple without its comma
+// ("(5)" is 5, not a tuple), a structured dtype (a list), an unknown or repeated key.
+class NpyDictReader {
+ public:
+  NpyDictReader(const std::string& text, NpyHeader& h) : t_(text), h_(h) {}
+  // Throws std::invalid_argument saying what is malformed.
+  void read() {
+    bool descr = false, order = false, shape = false;
+    expect('{', "the header is not a dictionary ({...})");
+    for (;;) {
+      space();
+      if (peek() == '}') break;
+      const std::string key = string_literal("a key");
+      space();
+      expect(':', "no ':' after '" + key + "'");
+      space();
+      if (key == "descr") {
+        once(descr, key);
+        if (peek() == '[')
+          fail("dtype " + quote_input(rest(), 40) + " is a structured dtype (refused)");
+        h_.descr = string_literal("descr's value");
+      } else if (key == "fortran_order") {
+        once(order, key);
+        h_.fortran = boolean();
+      } else if (key == "shape") {
+        once(shape, key);
+        h_.shape = tuple();
+      } else {
+        fail("an unknown key '" + quote_input(key) + "'");
+      }
+      space();
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      if (peek() != '}') fail("no ',' or '}' after '" + key + "'");
+    }
+    ++at_;
+    while (at_ < t_.size() && (t_[at_] == ' ' || t_[at_] == '\n' || t_[at_] == '\t')) ++at_;
+    if (at_ != t_.size()) fail("text after the dictionary");
+    if (!descr) fail("no 'descr'");
+    if (!order) fail("no 'fortran_order'");
+    if (!shape) fail("no 'shape'");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) { throw std::invalid_argument(why); }
+  char peek() const { return at_ < t_.size() ? t_[at_] : '\0'; }
+  std::string rest() const { return t_.substr(at_); }
+  void space() {
+    while (at_ < t_.size() && (t_[at_] == ' ' || t_[at_] == '\t')) ++at_;
+  }
+  void expect(char c, const std::string& why) {
+    if (peek() != c) fail(why);
+    ++at_;
+  }
+  void once(bool& seen, const std::string& key) {
+    if (seen) fail("'" + key + "' twice");
+    seen = true;
+  }
+  std::string string_literal(const std::string& what) {
+    const char q = peek();
+    if (q != '\'' && q != '"') fail(what + " is not a string: " + quote_input(rest(), 20));
+    const std::size_t end = t_.find(q, at_ + 1);
+    if (end == std::string::npos) fail(what + ": a string without its closing quote");
+    std::string v = t_.substr(at_ + 1, end - at_ - 1);
+    if (v.find('\\') != std::string::npos) fail(what + ": an escape in a string (refused)");
+    at_ = end + 1;
+    return v;
+  }
+  bool boolean() {
+    for (const auto& [word, value] :
+         {std::pair<const char*, bool>{"True", true}, {"False", false}}) {
+      const std::size_t n = std::strlen(word);
+      if (t_.compare(at_, n, word) == 0 &&
+          !std::isalnum(static_cast<unsigned char>(at_ + n < t_.size() ? t_[at_ + n] : ' '))) {
+        at_ += n;
+        return value;
+      }
+    }
+    fail("fortran_order is " + quote_input(rest(), 20) + ", not True or False");
+  }
+  // A tuple of whole numbers, as written: "(5, five)" is refused naming "five".
+  std::vector<std::size_t> tuple() {
+    const std::size_t from = at_;
+    const std::size_t end = t_.find(')', at_);
+    if (peek() != '(' || end == std::string::npos)
+      fail("shape " + quote_input(rest(), 30) + " is not a tuple (...)");
+    const std::string text = t_.substr(from, end - from + 1);
+    const std::string inner = t_.substr(from + 1, end - from - 1);
+    at_ = end + 1;
+    std::vector<std::size_t> shape;
+    const std::vector<std::string> items = split_list(inner);
+    const auto trimmed = [](std::string v) {
+      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.erase(v.begin());
+      while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+      return v;
+    };
+    if (trimmed(inner).empty()) return shape;  // ()
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const std::string item = trimmed(items[i]);
+      if (item.empty() && i + 1 == items.size() && i > 0) break;  // "(5,)": the trailing comma
+      if (!item.empty() && item[0] == '-')
+        fail("shape " + quote_input(text) + " has a negative dimension");
+      std::size_t v = 0;
+      const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || r.ec == std::errc::invalid_argument || r.ptr != item.data() + item.size())
+        fail("shape " + quote_input(text) + ": entry " + std::to_string(i) + " '" +
+             quote_input(item) + "' is not a whole number");
+      if (r.ec == std::errc::result_out_of_range)
+        fail("shape " + quote_input(text) + ": entry " + std::to_string(i) + " is too large");
+      if (item.size() > 1 && item[0] == '0')
+        fail("shape " + quote_input(text) + ": entry " + std::to_string(i) + " '" +
+             quote_input(item) + "' has a leading zero (not a Python integer)");
+      shape.push_back(v);
+    }
+    if (shape.size() == 1 && trimmed(items.back()) != "")
+      fail("shape " + quote_input(text) + " is a number, not a tuple (one axis is written (n,))");
+    return shape;
+  }
+
+  const std::string& t_;
+  NpyHeader& h_;
+  std::size_t at_ = 0;
+};
+
 NpyHeader npy_header_of(const std::string& label, const std::string& path,
                         const std::string& bytes) {
   // Preamble: "\x93NUMPY", major, minor, header length (2 bytes in 1.0, 4 in 2.0 and 3.0).
+  // 3.0 is 2.0 with a UTF-8 header (1.0 and 2.0: latin-1); the dictionary is ASCII in both.
   static const std::string magic = "\x93NUMPY";
   if (bytes.size() < 10 || bytes.compare(0, 6, magic) != 0)
     fail(label, path, "not a .npy file (no \\x93NUMPY magic at its start)");
   const unsigned major = static_cast<unsigned char>(bytes[6]);
-  if (major < 1 || major > 3)
-    fail(label, path, "unsupported .npy format version " + std::to_string(major));
+  const unsigned minor = static_cast<unsigned char>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0)
+    fail(label, path,
+         "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+             " (1.0, 2.0 and 3.0 are read)");
   const std::size_t len_bytes = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + len_bytes) fail(label, path, "truncated .npy header");
   std::size_t header_len = 0;
@@ -91,20 +217,18 @@ NpyHeader npy_header_of(const std::string& label, const std::string& path,
   h.data_at = 8 + len_bytes + header_len;
   if (bytes.size() < h.data_at) fail(label, path, "truncated .npy header");
   const std::string header = bytes.substr(8 + len_bytes, header_len);
+  if (header.empty() || header.back() != '\n')
+    fail(label, path, "malformed .npy header (it does not end in a newline)");
   try {
-    xt::detail::parse_header(header, h.descr, &h.fortran, h.shape);
-  } catch (const std::exception& e) {
-    fail(label, path, "malformed .npy header (" + quote_input(e.what(), 80) + ")");
+    NpyDictReader(header, h).read();
+  } catch (const std::invalid_argument& e) {
+    fail(label, path, std::string("malformed .npy header: ") + e.what());
   }
-  // xtensor reads each dimension into a size_t, so -3 would become 2^64 - 3: the tuple as written.
-  const std::size_t from = header.find('(', header.find("'shape'"));
-  const std::size_t to = header.find(')', from);
-  if (to != std::string::npos && header.find('-', from) < to)
-    fail(label, path,
-         "malformed .npy header: shape " + quote_input(header.substr(from, to - from + 1)) +
-             " has a negative dimension");
   return h;
 }
+
+std::string fortran_to_c(const std::string& label, const std::string& path, const std::string& data,
+                         const std::vector<std::size_t>& shape, std::size_t word);
 
 // The data after the header holds exactly the shape's elements of `word` bytes.
 void check_npy_size(const std::string& label, const std::string& path, const std::string& bytes,
@@ -145,24 +269,39 @@ Array load_npy(const std::string& label, const std::string& path, const std::str
   Array a;
   a.shape = shape;
   a.float32 = word == 4;
-  try {
-    if (a.float32)
-      copy_c_order<float>(bytes, a.data);
-    else
-      copy_c_order<double>(bytes, a.data);
-  } catch (const std::exception& e) {
-    fail(label, path, "malformed .npy (" + quote_input(e.what(), 80) + ")");
+  // The data, in C order (Fortran order reordered), as doubles (float32 is exact in double).
+  const std::string data = fortran && shape.size() > 1
+                               ? fortran_to_c(label, path, bytes.substr(h.data_at), shape, word)
+                               : bytes.substr(h.data_at);
+  const std::size_t count = data.size() / word;
+  a.data.resize(count);
+  StopMeter stops("converting " + label + " " + path, "values", double(1 << 22));
+  constexpr std::size_t kBlock = std::size_t(1) << 16;
+  for (std::size_t at = 0; at < count; at += kBlock) {
+    const std::size_t n = std::min(kBlock, count - at);
+    stops.add(double(n));
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (a.float32) {
+        float f;
+        std::memcpy(&f, data.data() + 4 * i, 4);  // little-endian machines (x86-64, arm64)
+        a.data[i] = f;
+      } else {
+        std::memcpy(&a.data[i], data.data() + 8 * i, 8);
+      }
+    }
   }
   return a;
 }
 
 // Fortran-order elements of `word` bytes, in C order.
-std::string fortran_to_c(const std::string& data, const std::vector<std::size_t>& shape,
-                         std::size_t word) {
+std::string fortran_to_c(const std::string& label, const std::string& path, const std::string& data,
+                         const std::vector<std::size_t>& shape, std::size_t word) {
   std::string out(data.size(), '\0');
   const std::size_t count = word ? data.size() / word : 0;
   std::vector<std::size_t> idx(shape.size(), 0);  // the C-order index of element i
+  StopMeter stops("reordering " + label + " " + path, "values", double(1 << 22));
   for (std::size_t i = 0; i < count; ++i) {
+    if ((i & 0xFFFF) == 0) stops.add(double(std::min<std::size_t>(0x10000, count - i)));
     std::size_t f = 0, stride = 1;  // its Fortran-order position: the first axis fastest
     for (std::size_t d = 0; d < shape.size(); ++d) {
       f += idx[d] * stride;
@@ -198,7 +337,7 @@ std::string small_npy_data(const std::string& label, const std::string& path, st
     if (d == 0) fail(label, path, "shape " + shape_text(h.shape) + " is empty");
   check_npy_size(label, path, bytes, h, word);
   std::string data = bytes.substr(h.data_at);
-  if (h.fortran && h.shape.size() > 1) data = fortran_to_c(data, h.shape, word);
+  if (h.fortran && h.shape.size() > 1) data = fortran_to_c(label, path, data, h.shape, word);
   return data;
 }
 
@@ -227,26 +366,34 @@ bool parse_number(std::string_view cell, double& out) {
 }
 
 Array load_csv(const std::string& label, const std::string& path, const std::string& bytes) {
-  // Checking pass: every line's cells, with line and column named on error.
-  std::istringstream in(bytes);
-  std::string line, kept;
+  // One pass: every line's cells parsed (line and column named on error) into the values, with
+  // a stop point every few MiB of text (a line may hold millions of cells).
+  StopMeter stops("parsing " + label + " " + path, "bytes", double(1 << 22));
+  Array a;
   std::size_t line_no = 0, cols = 0, rows = 0, first_line = 0;
-  while (std::getline(in, line)) {
-    if ((++line_no & 0xFFFF) == 0) stop_point();
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#') continue;
+  for (std::size_t at = 0; at < bytes.size();) {
+    std::size_t end = bytes.find('\n', at);
+    if (end == std::string::npos) end = bytes.size();
+    std::string_view line(bytes.data() + at, end - at);
+    at = end + 1;
+    ++line_no;
+    stops.add(1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos || line[0] == '#') continue;
     std::size_t count = 0, start = 0;
     for (;;) {
       const std::size_t comma = line.find(',', start);
-      const std::string_view cell(line.data() + start,
-                                  (comma == std::string::npos ? line.size() : comma) - start);
+      const std::string_view cell =
+          line.substr(start, (comma == std::string_view::npos ? line.size() : comma) - start);
+      stops.add(double(cell.size() + 1));
       double v;
       if (!parse_number(cell, v))
         fail(label, path,
              "line " + std::to_string(line_no) + ", column " + std::to_string(count + 1) + ": '" +
                  quote_input(std::string(cell)) + "' is not a number (nan and inf are allowed)");
+      a.data.push_back(v);
       ++count;
-      if (comma == std::string::npos) break;
+      if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
     if (rows == 0) {
@@ -258,20 +405,9 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
                " values, line " + std::to_string(first_line) + " has " + std::to_string(cols));
     }
     ++rows;
-    kept += line + "\n";
   }
   if (rows == 0) fail(label, path, "empty CSV (no rows of numbers)");
-  // Conversion by the library, on the checked lines.
-  std::istringstream checked(kept);
-  Array a;
-  try {
-    const auto m = xt::load_csv<double>(checked);
-    a.shape = {m.shape()[0], m.shape()[1]};
-    a.data.assign(m.begin(), m.end());
-  } catch (const std::exception& e) {
-    fail(label, path, "malformed CSV (" + quote_input(e.what(), 80) + ")");
-  }
-  if (a.shape[0] != rows || a.shape[1] != cols) fail(label, path, "malformed CSV");
+  a.shape = {rows, cols};
   return a;
 }
 
@@ -291,8 +427,9 @@ bool json_number(const nlohmann::json& v, double& out) {
 }
 
 void json_walk(const std::string& label, const std::string& path, const nlohmann::json& v,
-               std::size_t depth, const std::string& where, Array& a) {
+               std::size_t depth, const std::string& where, Array& a, StopMeter& stops) {
   if (depth == a.shape.size()) {
+    stops.add(1);
     double x;
     if (!json_number(v, x))
       fail(label, path,
@@ -309,19 +446,13 @@ void json_walk(const std::string& label, const std::string& path, const nlohmann
                            : std::string("a ") + v.type_name()) +
              ", expected " + std::to_string(a.shape[depth]) + " entries");
   for (std::size_t i = 0; i < v.size(); ++i)
-    json_walk(label, path, v[i], depth + 1, where + "[" + std::to_string(i) + "]", a);
+    json_walk(label, path, v[i], depth + 1, where + "[" + std::to_string(i) + "]", a, stops);
 }
 
 Array load_json(const std::string& label, const std::string& path, const std::string& bytes) {
   nlohmann::json doc;
   try {
-    // The parser's callback, once per element, asks for a stop every 2^20 elements.
-    std::size_t events = 0;
-    doc = nlohmann::json::parse(bytes,
-                                [&events](int, nlohmann::json::parse_event_t, nlohmann::json&) {
-                                  if ((++events & ((std::size_t(1) << 20) - 1)) == 0) stop_point();
-                                  return true;
-                                });
+    doc = parse_json(bytes, label + " " + path);
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
@@ -336,7 +467,8 @@ Array load_json(const std::string& label, const std::string& path, const std::st
   }
   if (a.shape.empty()) fail(label, path, "not an array (expected nested arrays of numbers)");
   if (a.shape.size() > 3) fail(label, path, "more than 3 levels of arrays");
-  json_walk(label, path, doc, 0, "", a);
+  StopMeter stops("converting " + label + " " + path, "values", double(1 << 20));
+  json_walk(label, path, doc, 0, "", a, stops);
   return a;
 }
 
@@ -381,7 +513,11 @@ Bools load_npy_bools(const std::string& label, const std::string& path, std::siz
   Bools b;
   b.shape = h.shape;
   b.data.resize(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) b.data[i] = data[i] != 0;
+  StopMeter stops("converting " + label + " " + path, "values", double(1 << 22));
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if ((i & 0xFFFF) == 0) stops.add(double(std::min<std::size_t>(0x10000, data.size() - i)));
+    b.data[i] = data[i] != 0;
+  }
   return b;
 }
 
@@ -395,7 +531,9 @@ Integers load_npy_integers(const std::string& label, const std::string& path,
   Integers a;
   a.shape = h.shape;
   a.data.resize(data.size() / word);
+  StopMeter stops("converting " + label + " " + path, "values", double(1 << 22));
   for (std::size_t i = 0; i < a.data.size(); ++i) {
+    if ((i & 0xFFFF) == 0) stops.add(double(std::min<std::size_t>(0x10000, a.data.size() - i)));
     std::uint64_t u = 0;
     for (std::size_t b = 0; b < word; ++b)
       u |= std::uint64_t(static_cast<unsigned char>(data[i * word + b])) << (8 * b);
@@ -407,12 +545,43 @@ Integers load_npy_integers(const std::string& label, const std::string& path,
   return a;
 }
 
+NpyArray npy_array(const std::string& label, const std::string& path, std::string bytes) {
+  const NpyHeader h = npy_header_of(label, path, bytes);
+  std::size_t word = h.descr == "<f4" ? 4 : h.descr == "<f8" ? 8 : bool_word(h.descr);
+  if (word == 0) word = int_word(h.descr);
+  if (word == 0)
+    fail(label, path,
+         "dtype " + dtype_name(h.descr) +
+             " is refused (demo's arrays are little-endian float32, float64, bool or integers)");
+  if (h.shape.size() > 32)
+    fail(label, path, "shape " + shape_text(h.shape) + ": more than 32 axes");
+  check_npy_size(label, path, bytes, h, word);
+  NpyArray a;
+  a.descr = h.descr;
+  a.shape = h.shape;
+  bytes.erase(0, h.data_at);
+  a.data = h.fortran && h.shape.size() > 1 ? fortran_to_c(label, path, bytes, h.shape, word)
+                                           : std::move(bytes);
+  return a;
+}
+
 template <class T>
 std::string npy_bytes(const T* data, const std::vector<std::size_t>& shape) {
   std::size_t n = 1;
   for (std::size_t d : shape) n *= d;
-  const auto view = xt::adapt(data, n, xt::no_ownership(), shape);
-  return xt::dump_npy(view);
+  // xtensor's header, then the values as they lie in memory (little-endian machines), copied in
+  // blocks with a stop point every 2^22 values: an output of gigabytes takes seconds to copy.
+  std::string bytes = npy_header(sizeof(T) == 4 ? "<f4" : "<f8", shape);
+  const std::size_t at = bytes.size();
+  bytes.resize(at + n * sizeof(T));
+  StopMeter stops("writing an array", "values", double(1 << 22));
+  constexpr std::size_t kBlock = std::size_t(1) << 16;
+  for (std::size_t i = 0; i < n; i += kBlock) {
+    const std::size_t count = std::min(kBlock, n - i);
+    stops.add(double(count));
+    std::memcpy(bytes.data() + at + i * sizeof(T), data + i, count * sizeof(T));
+  }
+  return bytes;
 }
 
 std::string npy_header(const std::string& descr, const std::vector<std::size_t>& shape) {

@@ -1,18 +1,21 @@
 // array_io.hpp: the user's matrices for `demo attention`, read from .npy, .csv or .json, and
 // arrays written back as .npy.
 //
-//   .npy   numpy's format (float32 or float64, little-endian, C or Fortran order), read with
-//          xtensor's npy support (Debian's libxtensor-dev: xt::detail::parse_header for the
-//          header, xt::load_npy for the data). Around it this file checks what xtensor does
-//          not: the magic and header length, a data size that matches the shape exactly
-//          (xtensor reads a truncated file without noticing, and allocates whatever a header
-//          claims before reading), and the dtype. Fortran order is converted to C order (said
-//          on stderr); int, bool, complex, float16 and big-endian data are refused.
+//   .npy   numpy's format 1.0, 2.0 or 3.0 (3.0: 2.0 with a UTF-8 header), float32 or float64,
+//          little-endian, C or Fortran order. The header's dictionary is read here as the
+//          Python literal numpy's format defines (keys in any order, either quote, a shape of
+//          whole numbers, (n,) for one axis), every fault named (a shape entry that is not a
+//          whole number: "(5, five)"); xtensor's reader, which took "(5, five)" for (5, 0) and
+//          refuses 3.0, is not used. Then: a data size that matches the shape exactly, the
+//          dtype, the values converted (Fortran order reordered, said on stderr); int, bool,
+//          complex, float16, structured and big-endian data are refused.
 //   .csv   one matrix, one row per line, values separated by commas; nan, inf, -inf allowed;
-//          blank lines and lines starting with # ignored. Every cell is checked (line and
-//          column named on error), then xt::load_csv converts it.
+//          blank lines and lines starting with # ignored. One pass parses every cell (line and
+//          column named on error) into the values.
 //   .json  nested arrays of numbers (nlohmann-json), 1 to 3 levels, rectangular; the strings
 //          "nan", "inf", "-inf" stand for the non-finite values (JSON has no literal for them).
+// Reading, parsing and converting ask for a stop (host/progress.hpp's StopMeter, audited by
+// ATTNLAB_STOP_AUDIT): every 64 MiB read, 4 MiB of CSV, 2^20 JSON elements, 2^22 values.
 // A mask and key-padding lengths come from .npy alone: load_npy_bools (dtype bool, '|b1') and
 // load_npy_integers (int8 to int64, uint8 to uint64, little-endian), 0 to 4 axes, none empty,
 // C or Fortran order.
@@ -56,6 +59,19 @@ struct Integers {
 Bools load_npy_bools(const std::string& label, const std::string& path, std::size_t max_bytes);
 Integers load_npy_integers(const std::string& label, const std::string& path,
                            std::size_t max_bytes);
+
+// The array of a .npy file's bytes (read by the caller, e.g. with read_regular_file), for
+// reading back what demo writes: the header checked as load_array checks it, dtype float32,
+// float64, bool or a little-endian integer (int8 to int64, uint8 to uint64), at most 32 axes,
+// empty ones allowed, the data exactly the shape's size. descr: numpy's dtype code ("<f8",
+// "|b1"); data: the elements in C order (Fortran order converted), bytes reused, not copied.
+// Throws std::runtime_error "LABEL PATH: what is wrong".
+struct NpyArray {
+  std::string descr;
+  std::vector<std::size_t> shape;
+  std::string data;
+};
+NpyArray npy_array(const std::string& label, const std::string& path, std::string bytes);
 
 // A .npy file (version 1.0, C order, little-endian) holding data with this shape, as bytes,
 // made by xtensor's xt::dump_npy. T is float or double.

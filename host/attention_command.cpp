@@ -103,6 +103,7 @@ void plan_mask(const AttentionRequest& r, Plan& p, std::size_t budget) {
   } catch (const std::runtime_error& e) {
     throw BadInput(e.what());
   }
+  stop_point();
   const std::size_t B = p.batch, H = std::size_t(p.heads), n = p.n;
   std::vector<std::size_t> target = {H, n, n};
   if (p.x_batched) target.insert(target.begin(), B);
@@ -205,6 +206,9 @@ Plan plan_request(const AttentionRequest& r) {
   } catch (const std::runtime_error& e) {
     throw BadInput(e.what());
   }
+  // A stop asked for while the inputs were read is honoured before they are checked: a
+  // refusal that follows (their shapes, the memory they need) must not answer a signal.
+  stop_point();
   p.x_batched = p.x.shape.size() == 3;
   p.batch = p.x_batched ? p.x.shape[0] : 1;
   p.n = p.x.shape[p.x.shape.size() - 2];

@@ -33,6 +33,17 @@ double process_cpu_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+double attention_compute_bytes(std::size_t batch, std::size_t n, std::size_t d_model,
+                               std::size_t d_k, std::size_t d_v, bool per_entry, int heads,
+                               bool masked, std::size_t word) {
+  if (heads <= 1) return 0;
+  const double B = double(batch), N = double(n), H = double(heads);
+  const double dkh = double(d_k) / H, dvh = double(d_v) / H, wc = per_entry ? B : 1;
+  const double words =
+      wc * double(d_model) * (2 * dkh + dvh) + B * N * (2 * dkh + 2 * dvh) + 2 * B * N * N;
+  return double(word) * words + (masked ? B * N * N : 0);
+}
+
 template <class T>
 void attention_compute(const AttentionArrays<T>& a, const Backend& backend, const Monitor& monitor,
                        KernelTime& time) {

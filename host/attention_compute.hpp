@@ -49,6 +49,14 @@ template <class T>
 void attention_compute(const AttentionArrays<T>& a, const Backend& backend, const Monitor& monitor,
                        KernelTime& time);
 
+// Bytes attention_compute allocates itself for a problem of these sizes, beyond a's inputs and
+// outputs, T of `word` bytes: with more than one head, a head's columns of the weights, its q, k,
+// v, scores, weights and out, and its share of the mask (`masked`); nothing with one head. For a
+// memory check before any work.
+double attention_compute_bytes(std::size_t batch, std::size_t n, std::size_t d_model,
+                               std::size_t d_k, std::size_t d_v, bool per_entry, int heads,
+                               bool masked, std::size_t word);
+
 // CPU time of this process, all threads (user + system), in seconds.
 double process_cpu_seconds();
 

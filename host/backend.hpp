@@ -54,8 +54,9 @@ class Backend {
   std::uint64_t dkstd_normals_per_call() const {
     return kind_ == DeviceKind::cuda ? ~std::uint64_t{0} : std::uint64_t{1} << 27;
   }
+  static constexpr std::uint64_t kGpuSeedsPerCall = 1u << 20, kCpuSeedsPerCall = 1u << 14;
   std::uint64_t seeds_per_call() const {
-    return kind_ == DeviceKind::cuda ? (1u << 20) : (1u << 14);
+    return kind_ == DeviceKind::cuda ? kGpuSeedsPerCall : kCpuSeedsPerCall;
   }
 
   // Kernel calls made through this backend so far: a table that made none ran on the host.

@@ -61,7 +61,7 @@ json read_json_file(const std::string& path, const std::string& what, bool follo
     throw std::invalid_argument(where + "JSON nested deeper than " +
                                 std::to_string(kMaxStateDepth) + " levels: not demo's");
   try {
-    return json::parse(text);
+    return parse_json(text, path);
   } catch (const json::exception& e) {
     throw std::invalid_argument(where + "not JSON (" + json_error_text(e) + ")");
   }
@@ -93,7 +93,7 @@ void check_format_and_checksum(json& j, const std::string& where, const char* fo
                                 remedy);
   const std::string stored = j.at("checksum").get<std::string>();
   j.erase("checksum");
-  const std::string actual = content_checksum(j);
+  const std::string actual = content_checksum(j, /*stoppable=*/true);
   if (stored != actual)
     throw std::invalid_argument(where + "checksum mismatch (stored " + quote_input(stored, 30) +
                                 ", content " + actual + "): the " + what +
@@ -290,6 +290,9 @@ void prepare_chunks(const Options& o) {
     throw std::invalid_argument("--shard " + std::to_string(o.shard) + "/" +
                                 std::to_string(o.shards) +
                                 " needs --out DIR for its partial-state file");
+  // Destinations (a part, the checkpoint) that cannot be written are refused as every refused
+  // destination is (std::runtime_error: demo exits 1); what an existing checkpoint holds is
+  // input (std::invalid_argument: exit 2).
   if (o.shards > 0)
     for (const auto& t : o.tables) refuse_existing(o.out_dir + "/" + t + ".part.json", o.force);
   if (o.checkpoint.empty() || !cluster::is_root()) return;
@@ -304,9 +307,9 @@ void prepare_chunks(const Options& o) {
     probe_writable("--checkpoint", o.checkpoint);
   } catch (const std::runtime_error& e) {
     const std::string why = e.what();
-    if (why.rfind("--checkpoint", 0) == 0) throw std::invalid_argument(why);
-    if (why.rfind(o.checkpoint, 0) == 0) throw std::invalid_argument("--checkpoint " + why);
-    throw std::invalid_argument(where + why);
+    if (why.rfind("--checkpoint", 0) == 0) throw;
+    if (why.rfind(o.checkpoint, 0) == 0) throw std::runtime_error("--checkpoint " + why);
+    throw std::runtime_error(where + why);
   }
   struct stat st {};
   if (lstat(o.checkpoint.c_str(), &st) != 0) return;  // none yet: the first save makes it
@@ -515,6 +518,7 @@ void fold_parts(std::map<std::string, PartStates>& tables, const ChunkJob& job) 
                                 std::to_string(job.chunks) + " chunks, the parts " +
                                 std::to_string(parts.chunks));
   for (std::uint64_t i = 0; i < job.chunks; ++i) {
+    stop_point();  // a chunk's check may make its summaries again from its results
     const auto it = parts.states.find(i);
     if (it == parts.states.end())
       throw std::invalid_argument("merge: the parts hold no state for chunk " + std::to_string(i) +
@@ -555,6 +559,7 @@ struct JobRun {
   std::uint64_t received = 0, expected = 0;  // on MPI rank 0: other ranks' states
   std::optional<Progress> progress;          // from the plan on
   Clock::time_point last_save{};
+  bool changed = false;  // a state arrived since the job began: the checkpoint has news to save
 };
 
 bool is_done(const JobRun& run, std::uint64_t i) {
@@ -575,6 +580,7 @@ void resume(JobRun& run, const json& s) {
     throw std::invalid_argument(where + "a part's checkpoint with " + std::to_string(folded) +
                                 " chunks folded (a part folds none)");
   for (const auto& e : s.at("states")) {
+    stop_point();
     const auto i = e.at(0).get<std::uint64_t>();
     checked_state(where + "chunk " + std::to_string(i) + "'s state: ",
                   [&] { job.check(i, e.at(1)); });
@@ -639,6 +645,7 @@ void fold_ready(JobRun& run) {
 // is held and, where this process folds, folded as soon as it can be; the checkpoint is saved
 // when it is due.
 void deliver(JobRun& run, std::uint64_t i, ChunkState s, bool counted = false) {
+  run.changed = true;
   if (!counted) run.progress->advance(run.job.work(i));
   run.held.emplace(i, std::move(s));
   if (run.fold_here) fold_ready(run);
@@ -748,14 +755,16 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
   try {
     compute_chunks(run);
   } catch (const Interrupted&) {
-    if (run.checkpoint) {
+    if (run.checkpoint && (run.changed || !std::filesystem::exists(o.checkpoint))) {
       save_checkpoint(run);
       spdlog::warn("checkpoint saved to {}: run the same command again to continue", o.checkpoint);
     }
     throw;
   }
   run.progress->finish();
-  save_checkpoint(run);
+  // A job resumed whole from the checkpoint leaves the file as it was read.
+  if (run.changed || (run.checkpoint && !std::filesystem::exists(o.checkpoint)))
+    save_checkpoint(run);
   if (run.shard) {
     write_part(run);
     return false;

@@ -113,10 +113,11 @@ ChunkState share_result(const ChunkState& on_rank_0);
 // Whether this process makes the final tables and files (not a shard, not an MPI rank but 0).
 bool reports_results(const Options& o);
 
-// Before any work: checks --shard and --checkpoint: where the checkpoint goes (a regular file
-// or nothing, in a folder that takes a file now: probe_writable) and, when it exists, what it
-// holds (its checksum, its structure; one from another command is refused, naming the command
-// that made it). Throws std::invalid_argument.
+// Before any work: checks --shard and --checkpoint: where the checkpoint and the parts go (a
+// regular file or nothing, in a folder that takes a file now: probe_writable; std::runtime_error
+// when not, as for every refused destination) and, when the checkpoint exists, what it holds
+// (its checksum, its structure; one from another command is refused, naming the command that
+// made it; std::invalid_argument).
 void prepare_chunks(const Options& o);
 
 // `demo merge DIR...`: reads DIR/*.part.json from every directory, checks each (a regular

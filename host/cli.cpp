@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "host/experiment.hpp"
@@ -257,20 +258,24 @@ std::vector<std::string> no_effect_notices(
 
 }  // namespace
 
-Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all) {
+Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all, bool speak) {
   Cli cli;
+  // Where help and errors go: stdout and stderr, or nowhere (speak false).
+  std::ostringstream unheard;
+  std::ostream& out = speak ? std::cout : unheard;
+  std::ostream& err = speak ? std::cerr : unheard;
   Options& o = cli.options;
   const auto done = [&cli](int exit_code) {
     cli.exit_code = exit_code;
     cli.action = Cli::Action::done;
     return cli;
   };
-  const auto refuse = [&done](const std::string& message) {
-    print_error(message);
+  const auto refuse = [&done, speak](const std::string& message) {
+    if (speak) print_error(message);
     return done(2);
   };
   if (const std::string help = named_tables_help(argc, argv, all); !help.empty()) {
-    std::cout << help;
+    out << help;
     return done(0);
   }
   CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
@@ -401,16 +406,16 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return done(app.exit(e));
+    return done(app.exit(e, out, err));
   } catch (const CLI::CallForAllHelp& e) {
-    return done(app.exit(e));
+    return done(app.exit(e, out, err));
   } catch (const CLI::CallForVersion& e) {
-    return done(app.exit(e));
+    return done(app.exit(e, out, err));
   } catch (const CLI::ParseError& e) {
     return refuse(std::string(e.what()) + " (see demo --help)");
   }
   if (list) {
-    std::cout << list_text(all);
+    out << list_text(all);
     return done(0);
   }
   if (*merge) {

@@ -29,7 +29,9 @@ struct Cli {
 
 // Parses and checks everything before any work starts, for the tables in `all` (the program's
 // registry, experiments/registry.hpp: main hands it over). Help, --version and --list print to
-// stdout; errors print one line to stderr. Neither throws.
-Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all);
+// stdout; errors print one line to stderr; with speak false neither prints (a process a
+// launcher started beside rank 0, which speaks for the job). Neither throws.
+Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all,
+                       bool speak = true);
 
 }  // namespace attn

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -16,6 +17,7 @@
 #include "host/input.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
+#include "host/progress.hpp"
 
 namespace attn {
 namespace {
@@ -203,11 +205,13 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
       largest_abs_real(rb[r].at(col.get<std::string>()), largest);
     resolution[r] = kResolution * largest;
   }
+  StopMeter stops("comparing " + quote_input(name), "cells", double(1 << 20));
   for (const auto& col : x.at("columns")) {
     const std::string c = col.get<std::string>();
     double scale = 0;
     bool numeric = false, real = false, below = true, resolvable_row = false;
     for (std::size_t r = 0; r < rb.size(); ++r) {
+      stops.add(1);
       const auto& cell = rb[r].at(c);
       double v;
       numeric = numeric || as_number(cell, v) || cell.is_array();
@@ -220,6 +224,7 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
     const bool at_resolution = !rule.atol && real && below && resolvable_row;
     double largest_floor = at_resolution ? 0 : atol;
     for (std::size_t r = 0; r < ra.size(); ++r) {
+      stops.add(1);
       // Row by row: another row's noise, however large, does not excuse this row's difference.
       const double here = at_resolution ? resolution[r] : atol;
       largest_floor = std::fmax(largest_floor, here);
@@ -270,6 +275,10 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
       throw std::runtime_error(why + " (a demo result file is a regular JSON file)");
     throw;
   }
+  return parse_result_text(text, max_depth, path);
+}
+
+nlohmann::json parse_result_text(const std::string& text, int max_depth, const std::string& label) {
   // The depth, before the parser and the recursive destructor see it; the number of values, for
   // the memory the parsed document will take.
   const JsonNesting nesting = json_nesting(text, max_depth);
@@ -287,9 +296,11 @@ nlohmann::json read_result_file(const std::string& path, int max_depth) {
                              std::to_string(static_cast<long long>(need / 1e6)) + " MB, " +
                              std::to_string(static_cast<long long>(std::fmax(available, 0) / 1e6)) +
                              " MB are available");
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw std::runtime_error("not JSON (expected demo's --format json)");
-  return doc;
+  try {
+    return parse_json(text, label);
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("not JSON (expected demo's --format json)");
+  }
 }
 
 int run_compare(const std::string& path_a, const std::string& path_b, const CompareRule& rule) {
@@ -308,6 +319,8 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     std::vector<TableDiff> diffs;
     try {
       diffs = compare_results(docs[0], docs[1], rule);
+    } catch (const Interrupted&) {
+      throw;
     } catch (const std::exception& e) {
       print_error("compare: " + path_a + " vs " + path_b + ": " + e.what());
       return 2;
@@ -365,6 +378,10 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
   } catch (const std::bad_alloc&) {
     print_error("compare: out of memory (the files are too large to compare)");
     return 2;
+  } catch (const Interrupted&) {  // Ctrl-C or SIGTERM: nothing was printed
+    const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+    print_interrupted(sig, "demo compare");
+    return 128 + sig;
   } catch (const std::exception& e) {
     print_error(std::string("compare: ") + e.what());
     return 2;

@@ -55,10 +55,15 @@ std::vector<TableDiff> compare_results(const nlohmann::json& a, const nlohmann::
 // without opening it for reading), JSON nested at most max_depth deep (checked before parsing,
 // so a hostile file cannot exhaust the stack). Throws std::runtime_error with the reason.
 nlohmann::json read_result_file(const std::string& path, int max_depth = 64);
+// The parsing half of read_result_file, on a file's text: the same depth limit and memory plan.
+// `label` names the text in the stop audit's lines (the file's path where it came from one).
+nlohmann::json parse_result_text(const std::string& text, int max_depth = 64,
+                                 const std::string& label = "result text");
 
 // Prints the report to stdout; returns 0 when every table agrees and matches in shape, 1 when
 // they differ, 2 when a file is unreadable or not a result file, or stdout cannot be written
-// (one line on stderr). Never throws.
+// (one line on stderr), 130 or 143 when SIGINT or SIGTERM stopped it (reading, parsing and
+// comparing ask for a stop, host/progress.hpp; nothing is printed on stdout). Never throws.
 int run_compare(const std::string& path_a, const std::string& path_b, const CompareRule& rule);
 
 }  // namespace attn

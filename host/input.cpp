@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -57,13 +58,14 @@ std::string read_regular_file(const std::string& path, std::size_t max_bytes, bo
   try {
     text.reserve(size);
     char buf[1 << 16];
-    // A stop point every 1024 reads (64 MiB): a file of gigabytes takes seconds to read.
-    for (std::size_t reads = 1;; ++reads) {
-      if (reads % 1024 == 0) stop_point();
+    // A stop point every 64 MiB: a file of gigabytes takes seconds to read.
+    StopMeter stops("reading " + path, "bytes", double(64 << 20));
+    for (;;) {
       const ssize_t n = read(fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) throw std::runtime_error(std::string("cannot read it: ") + std::strerror(errno));
       if (n == 0) break;
+      stops.add(double(n));
       if (text.size() + static_cast<std::size_t>(n) > max_bytes)
         throw std::runtime_error("the file grew past the memory available while it was read");
       text.append(buf, static_cast<std::size_t>(n));
@@ -107,11 +109,43 @@ std::string json_error_text(const std::exception& e) {
   return quote_input(why, 160);
 }
 
+namespace {
+// The library's DOM builder, with a stop point per element (nlohmann-json's SAX events).
+struct StoppableDom : nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+  using json = nlohmann::json;
+  StoppableDom(json& result, StopMeter& meter) : Base(result, true), stops(meter) {}
+  StopMeter& stops;
+  bool null() { return stops.add(1), Base::null(); }
+  bool boolean(bool v) { return stops.add(1), Base::boolean(v); }
+  bool number_integer(json::number_integer_t v) { return stops.add(1), Base::number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return stops.add(1), Base::number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return stops.add(1), Base::number_float(v, s);
+  }
+  bool string(json::string_t& v) { return stops.add(1), Base::string(v); }
+  bool binary(json::binary_t& v) { return stops.add(1), Base::binary(v); }
+  bool start_object(std::size_t n) { return stops.add(1), Base::start_object(n); }
+  bool start_array(std::size_t n) { return stops.add(1), Base::start_array(n); }
+};
+}  // namespace
+
+nlohmann::json parse_json(const std::string& text, const std::string& label) {
+  StopMeter stops("parsing " + label, "elements", double(1 << 20));
+  nlohmann::json doc;
+  StoppableDom dom(doc, stops);
+  nlohmann::json::sax_parse(text, &dom);
+  return doc;
+}
+
 JsonNesting json_nesting(const std::string& text, int max_depth) {
   JsonNesting out;
   int depth = 0;
   bool in_string = false, escaped = false;
+  StopMeter stops("scanning JSON", "bytes", double(1 << 24));
+  std::size_t i = 0;
   for (const char c : text) {
+    if ((i++ & 0xFFFF) == 0) stops.add(double(std::min<std::size_t>(0x10000, text.size() - i + 1)));
     if (in_string) {
       if (escaped)
         escaped = false;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace attn {
@@ -42,6 +43,12 @@ std::string quote_input(const std::string& text, std::size_t max = kQuoteMax);
 // "[json.exception...] " tag, the input it quotes cut with quote_input, the whole at most 160
 // characters.
 std::string json_error_text(const std::exception& e);
+
+// JSON text parsed into a document (nlohmann-json's DOM), with a stop point every 2^20 of its
+// elements (host/progress.hpp's StopMeter, audited as "parsing LABEL"): its SAX interface with
+// the library's own DOM builder (a parse callback would cost time quadratic in the objects of
+// an array). Throws nlohmann::json::parse_error as json::parse does, Interrupted at a stop.
+nlohmann::json parse_json(const std::string& text, const std::string& label);
 
 // JSON text as seen before parsing it, by one pass over its characters outside strings:
 // too_deep when [ and { nest more than max_depth levels (the pass stops there), else values,

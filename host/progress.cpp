@@ -72,6 +72,36 @@ StopScope::~StopScope() {
 
 bool StopScope::interrupted() const { return g_stop.load() == SIGINT; }
 
+StopMeter::StopMeter(std::string label, std::string unit, double every)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      every_(every),
+      checks_seen_(g_checks.load()) {}
+
+StopMeter::~StopMeter() {
+  if (g_audit_calls > 0)
+    std::fprintf(stderr, "stop audit: %s: at most %.10g %s between two stop checks (%ld pieces)\n",
+                 label_.c_str(), most_, unit_.c_str(), calls_);
+}
+
+void StopMeter::add(double units) {
+  if (g_audit_calls > 0) {
+    const std::uint64_t checks = g_checks.load();
+    if (checks != checks_seen_) since_check_ = 0;
+    checks_seen_ = checks;
+    since_check_ += units;
+    most_ = std::max(most_, since_check_);
+    if (++calls_ >= g_audit_calls) {
+      int none = 0;
+      g_stop.compare_exchange_strong(none, SIGINT);  // as Ctrl-C: the phase stops at its next check
+    }
+  }
+  if ((due_ += units) >= every_) {
+    due_ = 0;
+    stop_point();
+  }
+}
+
 ChunkPacer::ChunkPacer(std::uint64_t first, std::uint64_t min, std::uint64_t max,
                        double target_seconds, std::uint64_t multiple)
     : size_(std::min(std::max(first, min), max)),

@@ -57,6 +57,30 @@ class StopScope {
   struct sigaction previous_ {};
 };
 
+// Stop points for a phase that reads, parses or converts input (a file's bytes, a CSV's
+// characters, an array's values): add(units) asks for a stop once every `every` units. Under the
+// stop audit it is audited as a Progress is (each add() a call; at the calls' limit the run is
+// asked to stop as by Ctrl-C), and when the phase ends (its destructor, also when it ends by a
+// stop or an error) it prints "stop audit: LABEL: at most X UNITS between two stop checks (N
+// pieces)": X the most units added between two stop checks of the whole process (pieces, not
+// calls: ATTNLAB_TEST_KILL_AT_CALL counts a Progress's calls alone).
+class StopMeter {
+ public:
+  StopMeter(std::string label, std::string unit, double every);
+  ~StopMeter();
+  StopMeter(const StopMeter&) = delete;
+  StopMeter& operator=(const StopMeter&) = delete;
+  void add(double units);
+
+ private:
+  std::string label_, unit_;
+  double every_, due_ = 0;
+  // The stop audit: units since the process's last stop check, the most of them, calls.
+  std::uint64_t checks_seen_ = 0;
+  double since_check_ = 0, most_ = 0;
+  long calls_ = 0;
+};
+
 // Calls stop_point() once every `every` units of work counted with add(): for loops whose
 // passes are too short to ask at each one (units: whatever the loop counts, elements or rows).
 class StopEvery {

@@ -1,6 +1,8 @@
 // settings.cpp: see settings.hpp.
 #include "host/settings.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 #include <utility>
 
@@ -38,11 +40,28 @@ Param integer(std::string flag, std::string def, std::string help, std::int64_t 
       std::move(flag), "N", std::move(def), std::move(help),
       [=](const std::string& f, const std::string& t) -> Value { return parse_int(f, t, lo, hi); });
 }
+// A list's value given twice (compared as values: 2 and 02 are one) is refused: it would make
+// the same row twice.
+template <class T>
+void refuse_repeats(const std::string& f, const std::string& text, const std::vector<T>& values) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (values[k] == values[i]) {
+        const auto items = split_list(text);
+        throw std::invalid_argument(
+            f + " " + text + ": " +
+            (items[k] == items[i] ? items[i] : items[k] + " and " + items[i]) +
+            " are one value given twice");
+      }
+}
+
 Param int_list(std::string flag, std::string def, std::string help, std::int64_t lo,
                std::int64_t hi) {
   return make(std::move(flag), "LIST", std::move(def), std::move(help),
               [=](const std::string& f, const std::string& t) -> Value {
-                return parse_int_list(f, t, lo, hi);
+                const std::vector<std::int64_t> v = parse_int_list(f, t, lo, hi);
+                refuse_repeats(f, t, v);
+                return v;
               });
 }
 Param count(std::string flag, std::string def, std::string help) {
@@ -75,7 +94,9 @@ Param choice(std::string flag, std::string def, std::string help,
 Param names(std::string flag, std::string def, std::string help, std::vector<std::string> allowed) {
   return make(std::move(flag), "LIST", std::move(def), std::move(help),
               [allowed = std::move(allowed)](const std::string& f, const std::string& t) -> Value {
-                return parse_name_list(f, t, allowed);
+                const std::vector<std::string> v = parse_name_list(f, t, allowed);
+                refuse_repeats(f, t, v);
+                return v;
               });
 }
 Param seeds(std::string flag, std::string def, std::string help, std::uint64_t max_count,
@@ -89,12 +110,22 @@ Param seeds(std::string flag, std::string def, std::string help, std::uint64_t m
                 return s;
               });
 }
-Param output_file(std::string flag, std::string help) {
-  Param p = make(std::move(flag), "FILE", "", std::move(help),
-                 [](const std::string& f, const std::string& t) -> Value {
-                   if (t.empty()) throw std::invalid_argument(f + ": an empty file name");
-                   return t;
-                 });
+Param output_file(std::string flag, std::string help, std::vector<std::string> extensions) {
+  Param p = make(
+      std::move(flag), "FILE", "", std::move(help),
+      [extensions = std::move(extensions)](const std::string& f, const std::string& t) -> Value {
+        if (t.empty()) throw std::invalid_argument(f + ": an empty file name");
+        // The extension: the name's last '.' and what follows, none for ".name".
+        const std::size_t slash = t.find_last_of('/');
+        const std::string name = slash == std::string::npos ? t : t.substr(slash + 1);
+        const std::size_t dot = name.rfind('.');
+        if (dot == std::string::npos || dot == 0) return t;
+        std::string ext = name.substr(dot);
+        for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (std::find(extensions.begin(), extensions.end(), ext) != extensions.end()) return t;
+        throw std::invalid_argument(f + " " + t + ": unknown extension '" + name.substr(dot) +
+                                    "' (it writes " + joined(extensions, " or ") + ")");
+      });
   p.output_file = true;
   return p;
 }

@@ -63,8 +63,11 @@ Param names(std::string flag, std::string def, std::string help, std::vector<std
 // "FLAG: n seeds; " + why(n) (what the table would need for them).
 Param seeds(std::string flag, std::string def, std::string help, std::uint64_t max_count,
             std::function<std::string(std::uint64_t n)> why);
-// A file the run writes (off unless given; an empty path is refused).
-Param output_file(std::string flag, std::string help);
+// A file the run writes (off unless given; an empty path is refused), in one of the formats its
+// extension names: `extensions` (".csv", ".npy"; in any case), the first one also for a name
+// without an extension. Another extension (rows.parquet, rows.csv.gz) is refused, naming the
+// ones it takes: the file would not be what its name says.
+Param output_file(std::string flag, std::string help, std::vector<std::string> extensions);
 }  // namespace param
 
 // One table's parsed values: every declared flag has one (given or default).

@@ -154,8 +154,10 @@ enum class SoftmaxKernel { automatic, thread_per_row, warp_per_row };
 // throw std::runtime_error with file and line.
 template <class T>
 void attention_forward_cuda(const AttentionProblem<T>& p);
-// Host wrapper: every pointer in host memory; allocates, copies in, calls
-// attention_forward_cuda, copies every output back.
+// Host wrapper: every pointer in host memory; copies in, calls attention_forward_cuda, copies
+// every output back, and returns when they are written. Its device buffers are kept from call
+// to call (per host thread and element type, grown when a call needs more), and the copies go
+// through page-locked memory.
 template <class T>
 void attention_forward_cuda_host(const AttentionProblem<T>& host);
 // Device-resident steps (device pointers, shapes as the _cpu versions above).

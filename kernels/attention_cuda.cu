@@ -6,6 +6,8 @@
 // column-major C^T = B^T A^T.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "attention.hpp"
@@ -206,27 +208,82 @@ void attention_forward_cuda(const AttentionProblem<T>& p) {
   }
 }
 
+namespace {
+
+// The host wrapper's device buffers and the page-locked memory its copies go through, per host
+// thread and element type. Every call waits for its work before it returns, so they may grow at
+// the start of the next.
+template <class T>
+struct HostScratch {
+  DeviceBuffer<T> x, w_q, w_k, w_v, q, k, v, scores, weights, out;
+  PinnedBuffer<T> staging;
+};
+template <class T>
+HostScratch<T>& host_scratch() {
+  thread_local HostScratch<T> s;
+  return s;
+}
+
+// One array of a host problem (Host: const T* for an input, T* for an output) and its device
+// buffer, for the copies.
+template <class Host, class T>
+struct Transfer {
+  Host host;
+  DeviceBuffer<T>* device;
+  std::size_t count;
+};
+
+}  // namespace
+
 template <class T>
 void attention_forward_cuda_host(const AttentionProblem<T>& h) {
   const AttentionShape& s = h.shape;
   s.validate();
   const std::size_t w_count = s.shared_weights ? 1 : static_cast<std::size_t>(s.batch);
-  const std::size_t b = static_cast<std::size_t>(s.batch);
-  const auto x = DeviceBuffer<T>::from_host(h.x, b * s.n * s.d_model);
-  const auto wq = DeviceBuffer<T>::from_host(h.w_q, w_count * s.d_model * s.d_k);
-  const auto wk = DeviceBuffer<T>::from_host(h.w_k, w_count * s.d_model * s.d_k);
-  const auto wv = DeviceBuffer<T>::from_host(h.w_v, w_count * s.d_model * s.d_v);
-  DeviceBuffer<T> q(b * s.n * s.d_k), k(b * s.n * s.d_k), v(b * s.n * s.d_v), scores(b * s.n * s.n),
-      weights(b * s.n * s.n), out(b * s.n * s.d_v);
-  attention_forward_cuda(AttentionProblem<T>{s, x.data(), wq.data(), wk.data(), wv.data(), q.data(),
-                                             k.data(), v.data(), scores.data(), weights.data(),
-                                             out.data()});
-  q.download(h.q);
-  k.download(h.k);
-  v.download(h.v);
-  scores.download(h.scores);
-  weights.download(h.weights);
-  out.download(h.out);
+  const std::size_t rows = static_cast<std::size_t>(s.batch) * s.n;
+  HostScratch<T>& d = host_scratch<T>();
+  const Transfer<const T*, T> in[] = {{h.x, &d.x, rows * s.d_model},
+                                      {h.w_q, &d.w_q, w_count * s.d_model * s.d_k},
+                                      {h.w_k, &d.w_k, w_count * s.d_model * s.d_k},
+                                      {h.w_v, &d.w_v, w_count * s.d_model * s.d_v}};
+  const Transfer<T*, T> out[] = {
+      {h.q, &d.q, rows * s.d_k},           {h.k, &d.k, rows * s.d_k},
+      {h.v, &d.v, rows * s.d_v},           {h.scores, &d.scores, rows * s.n},
+      {h.weights, &d.weights, rows * s.n}, {h.out, &d.out, rows * s.d_v}};
+  std::size_t in_count = 0, out_count = 0;
+  for (const auto& t : in) {
+    t.device->reserve(t.count);
+    in_count += t.count;
+  }
+  for (const auto& t : out) {
+    t.device->reserve(t.count);
+    out_count += t.count;
+  }
+  // Inputs and outputs share the staging memory: stream 0 runs the copies in before the
+  // outputs' copies write it.
+  T* staging = d.staging.reserve(std::max(in_count, out_count));
+  T* at = staging;
+  for (const auto& t : in) {
+    std::memcpy(at, t.host, t.count * sizeof(T));
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(t.device->data(), at, t.count * sizeof(T),
+                                    cudaMemcpyHostToDevice, nullptr));
+    at += t.count;
+  }
+  attention_forward_cuda(AttentionProblem<T>{s, d.x.data(), d.w_q.data(), d.w_k.data(),
+                                             d.w_v.data(), d.q.data(), d.k.data(), d.v.data(),
+                                             d.scores.data(), d.weights.data(), d.out.data()});
+  at = staging;
+  for (const auto& t : out) {
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(at, t.device->data(), t.count * sizeof(T),
+                                    cudaMemcpyDeviceToHost, nullptr));
+    at += t.count;
+  }
+  ATTN_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  at = staging;
+  for (const auto& t : out) {
+    std::memcpy(t.host, at, t.count * sizeof(T));
+    at += t.count;
+  }
 }
 
 template void attention_forward_cuda_host<float>(const AttentionProblem<float>&);

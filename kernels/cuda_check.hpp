@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "cublas_loader.hpp"
 
@@ -36,6 +37,21 @@ inline unsigned grid_blocks(long long threads, int per_block) {
                             std::to_string(blocks) + " blocks, more than a grid holds (2^31 - 1)");
   return static_cast<unsigned>(blocks);
 }
+
+namespace cuda_detail {
+// Runs a Thrust algorithm called with the thrust::device policy, which runs on stream 0 and
+// returns when it is done (Thrust synchronises). Under the SIMT emulation Thrust runs on its host
+// system: the call is then one step of the emulated stream 0, after the work queued there, with
+// device memory open to the host thread (simt::host_system).
+template <class F>
+decltype(auto) thrust_call(F&& f) {
+#if defined(ATTNLAB_SIMT)
+  return ::simt::host_system(std::forward<F>(f));
+#else
+  return std::forward<F>(f)();
+#endif
+}
+}  // namespace cuda_detail
 }  // namespace attn
 
 #define ATTN_CUDA_CHECK(call) ::attn::cuda_detail::check((call), __FILE__, __LINE__)

@@ -71,9 +71,10 @@ struct StreamSplit {
 };
 
 // The split for a device that decodes a piece per thread (the GPU): pieces of 128 words, 16
-// recorded starts, waves of 2^25 normals (256 MiB): 2^18 = 262,144 threads a wave, 97% of the
-// threads an H200 holds at once (132 SMs x 2,048), where waves of 2^22 in pieces of 256 words
-// gave it 16,384 (6%). A piece's jump (Pcg64::advance, about 25 128-bit multiplies at this
+// recorded starts, waves of 2^25 normals (256 MiB): 2^18 = 262,144 threads a wave, 1.55 times
+// the threads an H200 holds of the decoder at once (168,960: 40 warps per SM at its 48
+// registers, tests/test_residency.cpp), where waves of 2^22 in pieces of 256 words gave it
+// 16,384. A piece's jump (Pcg64::advance, about 25 128-bit multiplies at this
 // size) stays small beside its 128 words' decode. wait and host: as in StreamSplit (the GPU's
 // asynchronous decoder, decode_pieces_cuda_start, with decode_pieces_cuda_wait and
 // pinned_host_memory()).

@@ -88,9 +88,9 @@ void decode_pieces_cuda_start(const numpy_rng::Pcg64& g0, Piece* pieces, std::si
   if (grow_values) s.values = DeviceBuffer<double>(words);
   ATTN_CUDA_CHECK(cudaMemcpyAsync(s.pieces.data(), pieces, count * sizeof(Piece),
                                   cudaMemcpyHostToDevice, stream));
-  numpy_pieces_kernel<<<grid_blocks(static_cast<long long>(count), kThreads), kThreads, 0,
-                        stream>>>(g0, s.pieces.data(), count, head,
-                                  values != nullptr ? s.values.data() : nullptr);
+  const unsigned blocks = grid_blocks(static_cast<long long>(count), kThreads);
+  double* d_values = values != nullptr ? s.values.data() : nullptr;
+  numpy_pieces_kernel<<<blocks, kThreads, 0, stream>>>(g0, s.pieces.data(), count, head, d_values);
   ATTN_CUDA_CHECK_LAUNCH();
   ATTN_CUDA_CHECK(cudaMemcpyAsync(pieces, s.pieces.data(), count * sizeof(Piece),
                                   cudaMemcpyDeviceToHost, stream));

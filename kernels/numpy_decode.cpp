@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cpu_clones.hpp"
@@ -18,6 +20,19 @@ namespace {
 constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
 
 int thread_count(const StreamSplit& s) { return s.threads > 0 ? s.threads : omp_get_max_threads(); }
+
+// A decoded piece of the words [begin, end) that cannot be true: another range, more normals
+// than words, a next start inside the range. A device's decoder returns one when its results
+// were read before they were written (a missing wait) or are corrupt; joined, its counts would
+// run the job past its end, so it is refused.
+void check_piece(const Piece& p, std::uint64_t begin, std::uint64_t end) {
+  if (p.begin == begin && p.end == end && p.n <= end - begin && p.next >= end) return;
+  throw std::runtime_error("numpy stream: the decoder returned an impossible piece for words [" +
+                           std::to_string(begin) + ", " + std::to_string(end) + ") (range [" +
+                           std::to_string(p.begin) + ", " + std::to_string(p.end) + "), " +
+                           std::to_string(p.n) + " normals, next at " + std::to_string(p.next) +
+                           "): its results were not waited for, or are corrupt");
+}
 
 // items 0 .. n-1 over the threads, one at a time as threads come free.
 template <class F>
@@ -47,7 +62,8 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
   struct Todo {
     Job job;
     std::uint64_t done = 0;
-    std::size_t first = 0, n = 0;  // its pieces this round
+    std::size_t first = 0, n = 0;       // its pieces this round
+    std::uint64_t rest = 0, words = 0;  // this round's words and words per piece
     double* buf = nullptr;
   };
   std::vector<Todo> todo;
@@ -82,6 +98,8 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
       if (t.done == t.job.count) continue;
       const std::uint64_t rest = t.job.count - t.done;
       const std::uint64_t words = job_words[j];
+      t.rest = rest;
+      t.words = words;
       for (std::uint64_t b = 0; b < rest; b += words) {
         Piece& p = *::new (static_cast<void*>(pieces + n_pieces++)) Piece;
         p.begin = b;
@@ -151,6 +169,8 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
       std::uint64_t t = 0;
       for (std::size_t i = job.first; i < job.first + job.n; ++i) {
         Piece& p = pieces[i];
+        const std::uint64_t begin = (i - job.first) * job.words;
+        check_piece(p, begin, std::min(job.rest, begin + job.words));
         if (t >= p.end) continue;  // the previous piece's last normal covers this one
         std::uint64_t k = 0;
         const std::uint64_t recorded = std::min<std::uint64_t>(p.n, head);

@@ -183,22 +183,37 @@ ATTN_HD ATTN_INLINE bool wedge_accepts(int idx, double x, double u) {
 
 // The ziggurat's rare paths, for standard_normal below: the wedge, the tail, and redraws after
 // a rejection (about 1% of calls). They live in their own (not inlined) function, so that the
-// hot loop keeps the generator's state in registers.
+// hot loop stays small; the generator goes in and comes back by value, so that its address is
+// never taken and its state stays in registers (on the device, a generator passed by reference
+// to a call would live in local memory, a stack frame, for the whole kernel).
 template <class BitGenerator>
-ATTN_NOINLINE ATTN_HD double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
-                                                  double x) {
+struct RareDraw {
+  double x;
+  BitGenerator g;  // the generator after the draw
+};
+template <class BitGenerator>
+ATTN_NOINLINE ATTN_HD RareDraw<BitGenerator> standard_normal_rare_from(BitGenerator g, int idx,
+                                                                       std::uint64_t rabs,
+                                                                       double x) {
   for (;;) {
     if (idx == 0) {
       for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
         const double xx = -zig::kInvR * log1p(-g.next_double());
         const double yy = -log1p(-g.next_double());
-        if (yy + yy > xx * xx) return ((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx;
+        if (yy + yy > xx * xx) return {((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx, g};
       }
     }
-    if (wedge_accepts(idx, x, g.next_double())) return x;
+    if (wedge_accepts(idx, x, g.next_double())) return {x, g};
     // Rejected: start again with a new draw (the fast path first).
-    if (ziggurat_first(g.next_uint64(), idx, rabs, x)) return x;
+    if (ziggurat_first(g.next_uint64(), idx, rabs, x)) return {x, g};
   }
+}
+template <class BitGenerator>
+ATTN_HD ATTN_INLINE double standard_normal_rare(BitGenerator& g, int idx, std::uint64_t rabs,
+                                                double x) {
+  const RareDraw<BitGenerator> r = standard_normal_rare_from(g, idx, rabs, x);
+  g = r.g;
+  return r.x;
 }
 
 // numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section

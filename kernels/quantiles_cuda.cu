@@ -19,7 +19,7 @@ struct IsNan {
 void sort_cuda_device(double* d_values, std::size_t n) {
   // Thrust's radix sort takes its temporary storage itself (the one allocation not made
   // through DeviceBuffer); errors throw thrust::system_error, a std::runtime_error.
-  thrust::sort(thrust::device, d_values, d_values + n);
+  cuda_detail::thrust_call([&] { thrust::sort(thrust::device, d_values, d_values + n); });
 }
 
 std::vector<double> quantiles_cuda(const std::vector<double>& values,
@@ -27,7 +27,8 @@ std::vector<double> quantiles_cuda(const std::vector<double>& values,
   if (values.empty()) throw std::invalid_argument("quantiles of an empty sample");
   auto d = DeviceBuffer<double>::from_host(values.data(), values.size());
   // NaN has no place in an order: removed first (a sort with < on NaN is undefined behaviour).
-  double* end = thrust::remove_if(thrust::device, d.data(), d.data() + d.size(), IsNan());
+  double* end = cuda_detail::thrust_call(
+      [&] { return thrust::remove_if(thrust::device, d.data(), d.data() + d.size(), IsNan()); });
   const auto n = static_cast<std::size_t>(end - d.data());
   if (n == 0) throw std::invalid_argument("quantiles of an empty sample (or all NaN)");
   sort_cuda_device(d.data(), n);

@@ -57,7 +57,9 @@ struct DeviceScratch {
 // memory). No allocation, no copy; returns when queued.
 void row_stats_cuda_device(const Params& p, std::uint64_t first, std::int64_t rows,
                            const DeviceScratch& scratch, double* d_out);
-// Host wrapper: out in host memory; allocates the scratch and d_out, runs, copies back.
+// Host wrapper: out in host memory. Keeps the scratch and d_out from call to call (per host
+// thread, grown when a call needs more) and copies back through page-locked memory; returns
+// when out is written.
 void row_stats_cuda(const Params& p, std::uint64_t first, std::int64_t rows, double* out);
 #endif
 

@@ -1,9 +1,12 @@
 // saturation_cuda.cu: the softmax-saturation pipeline on the GPU: a fill kernel (one thread per
 // Philox block of four normals), the batched score GEMM and row-softmax kernels of
-// attention_cuda.cu, and a row-statistics kernel (one thread per row).
+// attention_cuda.cu, and a row-statistics kernel (one thread per row). The host wrapper keeps its
+// device buffers from call to call (per host thread, grown when a call needs more) and copies
+// the statistics back through page-locked memory.
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "attention.hpp"
 #include "cuda_check.hpp"
@@ -54,13 +57,36 @@ void row_stats_cuda_device(const Params& p, std::uint64_t first, std::int64_t ro
   }
 }
 
+namespace {
+// The host wrapper's device buffers and the page-locked memory its results come back through,
+// per host thread. Every call waits for its work before it returns, so they may grow at the
+// start of the next.
+struct Scratch {
+  DeviceBuffer<double> q, k, scores, weights, stats;
+  PinnedBuffer<double> results;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+}  // namespace
+
 void row_stats_cuda(const Params& p, std::uint64_t first, std::int64_t rows, double* out) {
   if (rows <= 0) return;
   const std::size_t r = static_cast<std::size_t>(rows), n = p.keys, d = p.d_k;
-  DeviceBuffer<double> q(r * d), k(r * n * d), scores(r * n), weights(r * n), stats(r * kStats);
-  row_stats_cuda_device(p, first, rows, {q.data(), k.data(), scores.data(), weights.data()},
-                        stats.data());
-  stats.download(out);
+  Scratch& s = scratch();
+  s.q.reserve(r * d);
+  s.k.reserve(r * n * d);
+  s.scores.reserve(r * n);
+  s.weights.reserve(r * n);
+  s.stats.reserve(r * kStats);
+  double* results = s.results.reserve(r * kStats);
+  row_stats_cuda_device(p, first, rows, {s.q.data(), s.k.data(), s.scores.data(), s.weights.data()},
+                        s.stats.data());
+  const std::size_t bytes = r * kStats * sizeof(double);
+  ATTN_CUDA_CHECK(cudaMemcpyAsync(results, s.stats.data(), bytes, cudaMemcpyDeviceToHost, nullptr));
+  ATTN_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  std::memcpy(out, results, bytes);
 }
 
 }  // namespace attn::saturation

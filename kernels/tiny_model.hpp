@@ -163,12 +163,16 @@ struct GradOf {
 
 // One step of gradient descent on matrices 0 .. n_trained-1 (2: W_Q, W_K; 3: all three), the
 // gradients from grad_of(p, m, g) (GradOf; the CPU twin passes one that takes the numeric
-// gradient's eight loss evaluations as the lanes of one pack, training_cpu.cpp).
+// gradient's eight loss evaluations as the lanes of one pack, training_cpu.cpp). With n_trained
+// a constant where it is inlined (the CUDA kernel's), the loops over m unroll, every index into
+// p and g is a constant, and the parameters and gradients live in registers, not in a stack
+// frame.
 template <class T, class GradFn>
 ATTN_HD ATTN_INLINE void train_step(Params<T>& p, int n_trained, const TrainOptions& o,
                                     const GradFn& grad_of) {
   const T lr = splat<T>(o.lr);
   if (o.schedule == Schedule::sequential) {
+    ATTN_UNROLL
     for (int m = 0; m < n_trained; ++m) {
       T g[2][2];
       grad_of(p, m, g);
@@ -176,7 +180,9 @@ ATTN_HD ATTN_INLINE void train_step(Params<T>& p, int n_trained, const TrainOpti
     }
   } else {
     T g[3][2][2];
+    ATTN_UNROLL
     for (int m = 0; m < n_trained; ++m) grad_of(p, m, g[m]);
+    ATTN_UNROLL
     for (int m = 0; m < n_trained; ++m) apply(p, m, lr, g[m]);
   }
 }

@@ -696,5 +696,170 @@ TEST(AttentionCommand, SignalsStopTheKernelsAndLeaveNoFiles) {
   }
 }
 
+// ---- .npy headers: numpy's format, read as written ---------------------------------------
+
+// A .npy file of format `major`.0 (1: a 2-byte header length; 2 and 3: 4 bytes) with any header
+// dict and data bytes.
+std::string npy_version(const TempDir& d, const std::string& name, int major,
+                        const std::string& dict, const std::string& data) {
+  const std::size_t len_bytes = major == 1 ? 2 : 4;
+  std::string header = dict;
+  while ((8 + len_bytes + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += char(major);
+  bytes += char(0);
+  for (std::size_t i = 0; i < len_bytes; ++i) bytes += char((header.size() >> (8 * i)) & 0xff);
+  return d.write(name, bytes + header + data);
+}
+
+std::string doubles(const std::vector<double>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), 8 * v.size());
+}
+
+// Format 3.0 (2.0 with a UTF-8 header, numpy writes it for headers that need one) and 2.0 are
+// read as 1.0 is: the same answers. So are a dict in another key order, double quotes and a
+// header over 127 bytes (whose length bytes are above 0x7f).
+TEST(AttentionCommandNpy, Versions2And3AndAnyKeyOrderAreRead) {
+  TempDir d;
+  const std::vector<double> x = {2, 0, 1, 1, 0, 2};
+  const std::string w = save<double>(d, "w.npy", {1, 0, 0, 1}, {2, 2});
+  const auto run = [&](const std::string& xf) {
+    return run_demo("attention --x " + xf + " --w-q " + w + " --w-k " + w + " --w-v " + w +
+                    " --device cpu --format csv -q");
+  };
+  const auto one = run(save<double>(d, "x1.npy", x, {3, 2}));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }";
+  for (int major : {1, 2, 3}) {
+    const auto r =
+        run(npy_version(d, "v" + std::to_string(major) + ".npy", major, dict, doubles(x)));
+    EXPECT_EQ(r.exit_code, 0) << "format " << major << ".0: " << r.err;
+    EXPECT_EQ(r.out, one.out) << "format " << major << ".0";
+  }
+  const std::string others[] = {
+      "{'shape': (3, 2), 'fortran_order': False, 'descr': '<f8'}",
+      "{\"descr\": \"<f8\", \"fortran_order\": False, \"shape\": (3,2)}",
+      "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }" + std::string(200, ' ')};
+  for (const std::string& other : others) {
+    const auto r = run(npy_version(d, "o.npy", 3, other, doubles(x)));
+    EXPECT_EQ(r.exit_code, 0) << other << ": " << r.err;
+    EXPECT_EQ(r.out, one.out) << other;
+  }
+}
+
+// A header numpy would not read is refused as malformed, naming what: the shape's bad entry
+// ((5, five) is not (5, 0)), and every other way the dict can be wrong.
+TEST(AttentionCommandNpy, MalformedHeadersAreRefusedNamingTheFault) {
+  TempDir d;
+  const std::string w = save<double>(d, "w.npy", {1, 0, 0, 1}, {2, 2});
+  const std::string data = doubles({2, 0, 1, 1, 0, 2});
+  const auto dict = [](const std::string& shape) {
+    return "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {dict("(5, five)"), "shape (5, five): entry 1 'five' is not a whole number"},
+      {dict("(five, 2)"), "entry 0 'five' is not a whole number"},
+      {dict("(3, 2.0)"), "entry 1 '2.0' is not a whole number"},
+      {dict("(3, 2 2)"), "entry 1 '2 2' is not a whole number"},
+      {dict("(3,, 2)"), "entry 1 '' is not a whole number"},
+      {dict("(3, 0x2)"), "entry 1 '0x2' is not a whole number"},
+      {dict("(3, 02)"), "entry 1 '02' has a leading zero"},
+      {dict("(3, -2)"), "shape (3, -2) has a negative dimension"},
+      {dict("(3, 99999999999999999999999)"), "entry 1 is too large"},
+      {dict("(6)"), "is a number, not a tuple"},
+      {dict("[3, 2]"), "is not a tuple"},
+      {"{'descr': '<f8', 'fortran_order': False}", "no 'shape'"},
+      {"{'descr': '<f8', 'shape': (3, 2)}", "no 'fortran_order'"},
+      {"{'fortran_order': False, 'shape': (3, 2)}", "no 'descr'"},
+      {"{'descr': '<f8', 'fortran_order': Maybe, 'shape': (3, 2)}", "not True or False"},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), 'x': 1}", "unknown key 'x'"},
+      {"{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (3, 2)}",
+       "'descr' twice"},
+      {"{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (3,)}", "structured dtype"},
+      {"{'descr': '<f8' 'fortran_order': False, 'shape': (3, 2)}", "no ',' or '}'"},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2)} x", "text after the dictionary"},
+      {"('descr', '<f8')", "not a dictionary"},
+  };
+  for (const auto& [header, says] : cases) {
+    const std::string x = npy_version(d, "bad.npy", 1, header, data);
+    test::expect_refused(
+        "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu", 2,
+        {"--x " + x + ": malformed .npy header", says});
+  }
+  // The same parse reads masks and lengths.
+  const std::string x = save<double>(d, "x.npy", {2, 0, 1, 1, 0, 2}, {3, 2});
+  const std::string m =
+      npy_version(d, "m.npy", 1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3, three), }",
+                  std::string(9, '\1'));
+  test::expect_refused("attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w +
+                           " --device cpu --mask " + m,
+                       2, {"--mask " + m, "entry 1 'three' is not a whole number"});
+  // Versions that do not exist.
+  for (const char* version : {"\x04\x00", "\x01\x01", "\x00\x00"}) {
+    std::string bytes = "\x93NUMPY";
+    bytes += std::string(version, 2);
+    bytes += std::string("\x10\x00", 2) + std::string(15, ' ') + "\n";
+    const std::string f = d.write("ver.npy", bytes);
+    test::expect_refused(
+        "attention --x " + f + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu", 2,
+        {"unsupported .npy format version"});
+  }
+}
+
+// ---- Stops while the inputs are read and converted ------------------------------------------
+// The stop audit (host/progress.hpp) covers reading, parsing and converting: each phase's
+// stop checks come at least once per its budget of units, and a stop asked for in a phase is
+// honoured there (exit 130, nothing on stdout), never answered by a refusal that follows (an x
+// of 2,000,000 rows is refused for memory once read).
+TEST(AttentionCommandStops, ReadingParsingAndConvertingStopAndAreAudited) {
+  TempDir d;
+  const std::string w = d.write("w.csv", "1\n");
+  const std::string csv = d.write("x.csv", [] {
+    std::string s;
+    for (int i = 0; i < 2000000; ++i) s += "0.5\n";
+    return s;
+  }());
+  std::string json = "[";
+  for (int i = 0; i < 1500000; ++i) json += i ? ",[0.5]" : "[0.5]";
+  const std::string js = d.write("x.json", json + "]");
+  const std::string npy = save<float>(d, "x.npy", std::vector<float>(8000000, 0.5f), {8000000, 1});
+  const std::string fortran = npy_version(
+      d, "xf.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (4000000, 2), }",
+      std::string(32000000, '\0'));
+  const auto args = [&](const std::string& x) {
+    return "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu";
+  };
+  struct Phase {
+    std::string x, label;
+    double budget;  // units between two stop checks
+  };
+  const std::vector<Phase> phases = {{csv, "reading " + csv, 64 << 20},
+                                     {csv, "parsing --x " + csv, (1 << 22) + 64},
+                                     {js, "parsing --x " + js, 1 << 20},
+                                     {js, "converting --x " + js, 1 << 20},
+                                     {npy, "converting --x " + npy, (1 << 22) + (1 << 16)},
+                                     {fortran, "reordering --x " + fortran, (1 << 22) + (1 << 16)},
+                                     {fortran, "converting --x " + fortran, (1 << 22) + (1 << 16)}};
+  for (const Phase& p : phases) {
+    SCOPED_TRACE(p.label);
+    // Never asked to stop: the audit of each phase, then the memory refusal.
+    const auto r = run_demo(args(p.x), "ATTNLAB_STOP_AUDIT=1000000000");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    const double most = test::stop_audit(r.err, p.label);
+    EXPECT_GE(most, 0) << "no stop audit of " << p.label << " in:\n" << r.err;
+    EXPECT_LE(most, p.budget);
+  }
+  // Asked to stop early (as Ctrl-C would) while reading or converting x: 130, not the refusal.
+  for (const std::string& x : {csv, js, npy, fortran}) {
+    SCOPED_TRACE(x);
+    const auto r = run_demo(args(x) + " -q", "ATTNLAB_STOP_AUDIT=3");
+    EXPECT_EQ(r.exit_code, 130) << r.err;
+    EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("needs about"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
 }  // namespace
 }  // namespace attn

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "experiments/attention_sweep.hpp"
+#include "experiments/map_measures.hpp"
 #include "helpers.hpp"
 #include "table_helpers.hpp"
 
@@ -205,7 +206,17 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task reverse --words 4 --d-model 4 --d-v 3", "the output width (--d-v) must equal"},
       {"--task random --words 3 --d-model 4 --d-k 4 --d-v 6 --heads 4", "--heads 4 must divide"},
       {"--task random --words 3 --d-model 4 --d-k 4,6 --heads 2,4", "(d_k=6 heads=4)"},
-      {"--d-k 2,2", "2 twice"},
+      {"--d-k 2,2", "2 are one value given twice"},
+      // Repeats compared as values, on every axis: each would run one configuration twice.
+      {"--d-k 2,02", "2 and 02 are one value given twice"},
+      {"--heads 1,01", "1 and 01 are one value given twice"},
+      {"--lr 0.5,5e-1", "0.5 and 5e-1 are one value given twice"},
+      {"--init-scale 1,1.0", "1 and 1.0 are one value given twice"},
+      {"--lr auto,auto", "auto are one value given twice"},
+      {"--scale 0.5,0.50", "0.5 and 0.50 are one value given twice"},
+      {"--scale none,1", "none and 1 are one value given twice"},
+      {"--optimizer sgd,sgd", "sgd are one value given twice"},
+      {"--causal on,off,on", "on are one value given twice"},
       {"--scale soft", "--scale soft: sqrt, none or a number"},
       {"--scale 0", "--scale 0: sqrt, none or a number"},
       {"--optimizer rmsprop", "--optimizer"},
@@ -249,6 +260,12 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   };
   for (const auto& [args, says] : cases)
     test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
+  // --per-seed writes .csv or .npy: another extension is refused, not written as CSV.
+  for (const std::string name : {"x.parquet", "x.csv.gz", "x.txt"})
+    test::expect_refused(
+        "--table attention-sweep -q --per-seed " + dir.file(name), 2,
+        {"unknown extension '" + name.substr(name.rfind('.')) + "' (it writes .csv or .npy)"},
+        test::Refusal().leaves_no(dir.file(name)));
   // Memory (no --per-seed): a sweep told to keep results that cannot fit, refused before work.
   test::expect_refused(
       "--table attention-sweep -q --task random --words 8 --d-model 16 --d-k 16 --seeds "
@@ -935,6 +952,20 @@ TEST(AttentionSweep, HeadMatchingFindsTheBestPermutation) {
 // Multi-head Adam on the random task: the head-matched pairwise JSD from the per-seed maps (two
 // heads: the better of the two pairings, by hand), the head-averaged pairwise JSD, and the
 // matched one never above the identity pairing.
+// A JSD lies in [0, ln 2] for any two distributions, subnormal weights included: the mean
+// (p + q) / 2 of a subnormal weight and 0 rounds to 0, and p / m must not be taken as infinite
+// (a large random head's sweep has such weights).
+TEST(AttentionSweep, JsdOfSubnormalWeightsStaysInItsDomain) {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const double p[3] = {tiny, 0.5, 0.5 - tiny}, q[3] = {0, 0.5, 0.5};
+  const double j = jsd(p, q, 3);
+  EXPECT_TRUE(std::isfinite(j));
+  EXPECT_GE(j, 0);
+  EXPECT_LE(j, 1e-300);
+  const double a[2] = {1, 0}, b[2] = {0, 1};
+  EXPECT_EQ(jsd(a, b, 2), std::log(2.0));  // maps that share nothing
+}
+
 TEST(AttentionSweep, HeadMatchedPairJsdAgreesWithThePerSeedMaps) {
   TempDir dir;
   const std::string rows = dir.file("rows.csv");

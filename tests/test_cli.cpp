@@ -56,6 +56,32 @@ TEST(CliRefuses, DkZero) { test::expect_refused("--table dk-std --dk 0", 2, {"--
 TEST(CliRefuses, DkNegative) { test::expect_refused("--table dk-std --dk -3", 2, {"--dk"}); }
 TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --dk abc", 2, {"--dk"}); }
 TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --dk 2,,3", 2, {"--dk"}); }
+// A list's value given twice would make its row twice: refused, compared as values.
+TEST(CliRefuses, ListValuesGivenTwice) {
+  test::expect_refused("--table dk-std --dk 2,64,2", 2,
+                       {"--dk 2,64,2: 2 are one value given twice"});
+  test::expect_refused("--table dk-std --dk 2,02", 2,
+                       {"--dk 2,02: 2 and 02 are one value given twice"});
+  test::expect_refused("--table softmax-saturation --dk 8,008", 2, {"8 and 008"});
+  test::expect_refused("--table rnn-decay --n 1,2,1", 2, {"--n 1,2,1: 1 are one value"});
+  test::expect_refused("--table knob --knob-steps 0,10,00", 2, {"0 and 00"});
+  test::expect_refused("--table training-sweep --configs qk-random,qk-random", 2,
+                       {"qk-random are one value given twice"});
+  test::expect_refused("--table training --configs all-random,qk-random,all-random", 2,
+                       {"all-random are one value given twice"});
+}
+// An output file's extension names its format: another one is refused, never written as CSV
+// under that name (training-sweep writes .csv alone).
+TEST(CliRefuses, OutputFileOfAnUnknownExtension) {
+  test::TempDir d;
+  for (const std::string name : {"rows.parquet", "rows.npy", "rows.csv.gz", "rows.json"})
+    test::expect_refused("--table training-sweep --seeds 0:4 --per-seed " + d.file(name), 2,
+                         {"--per-seed " + d.file(name) + ": unknown extension", "(it writes .csv)"},
+                         test::Refusal().leaves_no(d.file(name)));
+  const auto r = test::run_demo("--table training-sweep --seeds 0:4 --steps 5 -q --per-seed " +
+                                d.file("rows.CSV"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
 TEST(CliRefuses, SamplesZero) {
   test::expect_refused("--table dk-std --samples 0", 2, {"--samples"});
 }

@@ -583,5 +583,34 @@ TEST(DemoCompare, FullStdoutIsAnError) {
     test::expect_refused(args(good, good, "0") + redirect, 2, {"stdout"});
 }
 
+// demo compare stops as every command does: SIGINT or SIGTERM while it reads, parses or
+// compares ends it with 130 or 143, its "interrupted" line and nothing on stdout, not a kill by
+// the signal. The stop audit (host/progress.hpp) checks the
+// mechanism: each phase's stop checks within its budget, and a stop asked for is honoured.
+TEST(CompareStops, ReadingParsingAndComparingStopAndAreAudited) {
+  TempDir d;
+  std::string rows;
+  for (int r = 0; r < 300000; ++r)
+    rows += std::string(r ? "," : "") + "{\"a\":" + std::to_string(r) + ",\"b\":0.5}";
+  const std::string doc =
+      "{\"tables\":[{\"name\":\"t\",\"columns\":[\"a\",\"b\"],\"rows\":[" + rows + "]}]}";
+  const std::string a = d.write("a.json", doc), b = d.write("b.json", doc);
+  const auto all = run_demo("compare " + a + " " + b, "ATTNLAB_STOP_AUDIT=1000000000");
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  const std::pair<std::string, double> phases[] = {{"reading " + a, 64 << 20},
+                                                   {"scanning JSON", 1 << 24},
+                                                   {"parsing " + a, 1 << 20},
+                                                   {"comparing t", 1 << 20}};
+  for (const auto& [label, budget] : phases) {
+    const double most = test::stop_audit(all.err, label);
+    EXPECT_GE(most, 0) << "no stop audit of " << label << " in:\n" << all.err;
+    EXPECT_LE(most, budget) << label;
+  }
+  const auto stopped = run_demo("compare " + a + " " + b, "ATTNLAB_STOP_AUDIT=3");
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("demo compare: interrupted"), std::string::npos) << stopped.err;
+  EXPECT_TRUE(stopped.out.empty()) << stopped.out;
+}
+
 }  // namespace
 }  // namespace attn

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -402,6 +405,36 @@ TEST(DkStdNumpy, PieceDecoderHookGivesTheSameBits) {
       dkstd::decode_pieces_cpu(g0, p, n, h, v, 2);
     };
     expect_parallel_equals_sequential(11, words == 3 ? 20000 : 300000, s);
+  }
+}
+
+// A decoder whose pieces cannot be true (what a device's decoder gives when its results are read
+// before the device wrote them: the NaN bytes of fresh device memory, or another call's pieces)
+// is refused with an error naming the piece; joined, its counts would run the stream on without
+// end.
+TEST(DkStdNumpy, ImpossiblePiecesFromADecoderAreRefused) {
+  // Never written (the NaN bytes), more normals than words, the next start inside the piece,
+  // another piece's range.
+  const std::vector<std::function<void(dkstd::Piece&)>> corrupt = {
+      [](dkstd::Piece& p) { std::memset(static_cast<void*>(&p), 0xff, sizeof p); },
+      [](dkstd::Piece& p) { p.n = p.end - p.begin + 1; },
+      [](dkstd::Piece& p) { p.next = p.end - 1; },
+      [](dkstd::Piece& p) { p.begin += 7, p.end += 7; },
+  };
+  for (std::size_t c = 0; c < corrupt.size(); ++c) {
+    dkstd::StreamSplit s;
+    s.piece_words = 256;
+    s.decoder = [&](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h, double* v) {
+      dkstd::decode_pieces_cpu(g0, p, n, h, v, 1);
+      corrupt[c](p[n / 2]);
+    };
+    numpy_rng::Pcg64 g(5);
+    try {
+      (void)dkstd::parallel_normals(g, 5000, s);
+      ADD_FAILURE() << "corruption " << c << " was joined";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("impossible piece"), std::string::npos) << e.what();
+    }
   }
 }
 

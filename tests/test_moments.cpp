@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -448,6 +449,94 @@ TEST(MomentsRange, ScaleRoundTripsThroughPartialStates) {
   const Moments o = push_all({1.0, 2.0, 4.0});
   EXPECT_EQ(exact(o).size(), 5u);
   EXPECT_TRUE(same_bits(exact_moments(exact(o)), o));
+}
+
+// The bounds a state's moments are checked against (host/exact_state.hpp) hold for every sample
+// push() and merge() summarize: samples of many shapes, pushed in chunks and merged as the
+// chunk driver does, are accepted against their domain and their own extremes; a sample whose
+// spread sits at the rounding of its mean (values one ulp apart), a two-point sample (where the
+// bounds are tight) and values far beyond the float range (a scale) included. No real sample is
+// refused.
+TEST(MomentsBounds, EverySampleSatisfiesThem) {
+  std::mt19937_64 g(7);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  struct Case {
+    const char* what;
+    std::function<double(std::size_t)> value;
+    Domain domain;
+  };
+  const double w = 0.7317287020936569;
+  const std::vector<Case> cases = {
+      {"normal", [&](std::size_t) { return normal(g); }, {}},
+      {"normal far from 0", [&](std::size_t) { return 1e6 + normal(g); }, {}},
+      {"uniform [0, 1]", [&](std::size_t) { return uniform(g); }, {"a weight", 0, 1}},
+      {"0 or 1", [&](std::size_t i) { return double(i % 2); }, {"a weight", 0, 1}},
+      {"mostly 0, one 1", [&](std::size_t i) { return i == 17 ? 1.0 : 0.0; }, {"a weight", 0, 1}},
+      {"one ulp apart",
+       [&](std::size_t i) { return i % 3 ? w : std::nextafter(w, 2.0); },
+       {"a weight", 0, 1}},
+      {"constant", [&](std::size_t) { return w; }, {"a weight", 0, 1}},
+      {"heavy tails", [&](std::size_t) { return normal(g) / (normal(g) + 1e-300); }, {}},
+      {"losses near 0",
+       [&](std::size_t) { return std::pow(uniform(g), 8) * 1e-9; },
+       {"a loss", 0, INFINITY}},
+      {"beyond float, a scale", [&](std::size_t) { return 1e300 * normal(g); }, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    for (const std::size_t n : {2u, 3u, 10u, 4096u, 50000u}) {
+      Moments total;
+      double lo = INFINITY, hi = -INFINITY;
+      for (std::size_t at = 0; at < n;) {  // chunks of 1000 values, merged in order
+        Moments chunk;
+        for (std::size_t k = 0; k < 1000 && at < n; ++k, ++at) {
+          const double v = c.value(at);
+          chunk.push(v);
+          lo = std::fmin(lo, v);
+          hi = std::fmax(hi, v);
+        }
+        total = merge(total, chunk);
+      }
+      EXPECT_NO_THROW(exact_moments(exact(total), c.domain)) << "n = " << n;
+      EXPECT_NO_THROW(check_moments_within(total, lo, hi, true)) << "n = " << n;
+    }
+  }
+}
+
+// And moments no sample has are refused, each naming what is wrong.
+TEST(MomentsBounds, ImpossibleMomentsAreRefused) {
+  const Moments m = push_all({0.1, 0.4, 0.5, 0.9, 0.2});
+  const auto with = [&](int k, double factor) {
+    nlohmann::json j = exact(m);
+    j[k] = exact(exact_double(j[k]) * factor);
+    return j;
+  };
+  const Domain weight{"a weight", 0, 1};
+  const std::pair<nlohmann::json, std::string> bad[] = {
+      {with(4, 0.01), "is outside [M2^2 / n, M2^2]"},
+      {with(4, 100), "is outside [M2^2 / n, M2^2]"},
+      {with(3, 50), "M3 exceeds sqrt(M2 M4)"},
+      {with(1, 5), "a weight of 2.1, outside [0, 1]"},
+      {[&] {  // 5 times the spread, the shape kept: too wide for values in [0, 1]
+         nlohmann::json j = with(2, 25);
+         j[3] = exact(exact_double(j[3]) * 125);
+         j[4] = exact(exact_double(j[4]) * 625);
+         return j;
+       }(),
+       "larger than such values can have"}};
+  for (const auto& [j, says] : bad) {
+    try {
+      exact_moments(j, weight);
+      ADD_FAILURE() << j.dump() << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  // Extremes 0.1 and 0.9 with a spread smaller than the two alone give.
+  Moments narrow = m;
+  narrow.m2 = 0.01;
+  EXPECT_THROW(check_moments_within(narrow, 0.1, 0.9, true), std::invalid_argument);
 }
 
 }  // namespace

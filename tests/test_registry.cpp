@@ -49,7 +49,7 @@ TEST(Registry, FigureFilesAreUnique) {
 TEST(Settings, GivenDefaultAndErrors) {
   const std::vector<Param> params = {param::real("--x", "0.5", "x", 0, 1, false),
                                      param::int_list("--l", "1,2", "l", 1, 9),
-                                     param::output_file("--file", "f")};
+                                     param::output_file("--file", "f", {".csv"})};
   const Settings d = Settings::parse(params, {});
   EXPECT_EQ(d.get<double>("--x"), 0.5);
   EXPECT_FALSE(d.given("--x"));

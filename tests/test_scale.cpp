@@ -474,6 +474,58 @@ TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// What is not the job's work is said once under a launcher: --version, --list, --help and each
+// subcommand's --help print rank 0's copy alone (not one per rank), and a refusal
+// is one line of demo's (beside mpirun's own note of the exit status), whether demo meets it
+// while parsing, reading parts or checking a table's request.
+TEST(Mpi, InformationAndRefusalsArePrintedOnce) {
+  if (!have_mpi()) GTEST_SKIP() << "built without MPI or no mpirun";
+  const std::vector<std::string> informational = {"--version",
+                                                  "--list",
+                                                  "--help",
+                                                  "-h",
+                                                  "--table dk-std --help",
+                                                  "--table attention-sweep,training-sweep --help",
+                                                  "attention --help",
+                                                  "compare --help",
+                                                  "merge --help"};
+  for (const std::string& args : informational) {
+    const auto one = test::run_demo(args);
+    ASSERT_EQ(one.exit_code, 0) << args;
+    for (int np : {2, 3}) {
+      const auto many = test::run_command(mpirun(np) + args);
+      EXPECT_EQ(many.exit_code, 0) << args << " -np " << np << ": " << many.err;
+      EXPECT_EQ(many.out, one.out) << args << " -np " << np;
+    }
+  }
+  const std::vector<std::string> refused = {
+      "--table dk-std --dk 0",
+      "--bogus",
+      "--table dk-std --dk 2,02",
+      "--table training-sweep --per-seed x.parquet",
+      "merge " + scratch("no-parts").string(),
+      "compare " + scratch("none-a.json").string() + " b.json",
+      "attention --x " + scratch("none.npy").string() + " --w-q a --w-k a --w-v a",
+      "--table dk-std --samples 1 -q",
+      "--table dk-std -q --checkpoint " + fs::temp_directory_path().string()};
+  for (const std::string& args : refused) {
+    const auto one = test::run_demo(args);
+    ASSERT_NE(one.exit_code, 0) << args;
+    for (int np : {2, 3}) {
+      const auto many = test::run_command(mpirun(np) + args);
+      const auto lines = test::lines_of(many.err);
+      const auto said = std::count_if(lines.begin(), lines.end(),
+                                      [](const std::string& l) { return l.rfind("demo", 0) == 0; });
+      EXPECT_NE(many.exit_code, 0) << args << " -np " << np;
+      EXPECT_EQ(said, 1) << args << " -np " << np << ":\n" << many.err;
+      EXPECT_NE(many.err.find(test::lines_of(one.err).at(0)), std::string::npos)
+          << args << " -np " << np << ":\n"
+          << many.err;
+      EXPECT_TRUE(many.out.empty()) << args;
+    }
+  }
+}
+
 TEST(Mpi, ABuildWithoutMpiSaysSoWhenALauncherStartsSeveral) {
   if (cluster::built_with_mpi()) GTEST_SKIP() << "this build has MPI";
   test::expect_refused(kBulk[0] + " -q", 2, {"built without MPI"},
@@ -539,13 +591,15 @@ void edit_file(const fs::path& p, const Edit& edit, bool reseal = true) {
   test::write_file(p, j.dump());
 }
 
-// A refusal before any work: exit 2, one short line on stderr containing each of `says`,
-// nothing on stdout, no --out folder made. Run under `timeout` so a hang fails instead of
-// waiting for ever (exit 124).
-void expect_refused_before_work(const std::string& args, const std::vector<std::string>& says) {
+// A refusal before any work: exit 2 (a refused input; 1 for a refused destination, as
+// docs/CLI.md's rule says), one short line on stderr containing each of `says`, nothing on
+// stdout, no --out folder made. Run under `timeout` so a hang fails instead of waiting for ever
+// (exit 124).
+void expect_refused_before_work(const std::string& args, const std::vector<std::string>& says,
+                                int exit_code = 2) {
   const fs::path out = scratch("never-made");
   test::expect_refused(
-      args + " --no-plots --out " + out.string(), 2, says,
+      args + " --no-plots --out " + out.string(), exit_code, says,
       test::Refusal().under("timeout 20").leaves_no(out.string()).shorter_than(300));
 }
 
@@ -867,6 +921,276 @@ TEST(DamagedPart, PerSeedRowsMustBeTheChunksSeeds) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// ---- Values that cannot be: edited and signed again, refused by their domains ------------
+// A checkpoint or part edited and signed again passes the checksum; every number in it must
+// still be what it can be (host/exact_state.hpp's Domain, declared by each state next to its
+// fields). Each forgery below keeps every count, order and checksum right and changes one
+// value beyond its domain (with the moments and extremes made to agree, as an editor would);
+// each is refused before any work, one line naming the file and the value.
+
+// A sketch state (experiments/quantile_sketch.hpp, exact mode) with its kept value k set to v:
+// extremes and moments made again from the values, in their order.
+void forge_sketch(json& sketch, std::size_t k, double v) {
+  std::vector<double> values;
+  append_exact_vector(sketch["values"].get<std::string>(), values);
+  ASSERT_LT(k, values.size()) << sketch.dump().substr(0, 200);
+  values[k] = v;
+  Moments m;
+  for (double x : values) m.push(x);
+  sketch["values"] = exact_vector(values);
+  sketch["moments"] = exact(m);
+  sketch["min"] = exact(*std::min_element(values.begin(), values.end()));
+  sketch["max"] = exact(*std::max_element(values.begin(), values.end()));
+}
+
+// The attention-sweep of kBulk[4]: two passes (results past --map-memory), so that its
+// checkpoint holds the first pass's summaries and the second pass's JSDs to the mean map.
+const std::string kTwoPass = kBulk[4] + " -q";
+
+TEST(ForgedCheckpoint, AJsdOfFiveNatsToTheMeanMapIsRefused) {
+  const fs::path done = finished_checkpoint(kTwoPass, "ck-jsd.json");
+  edit_file(done, [](json& j) {
+    forge_sketch(j["tables"]["attention-sweep-second-pass"]["fold"]["to_mean"], 3, 5.0);
+  });
+  expect_refused_before_work(kTwoPass + " --checkpoint " + done.string(),
+                             {"--checkpoint " + done.string(), "JSD to the mean map",
+                              "a JSD of 5, outside [0, 0.693147]"});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+TEST(ForgedCheckpoint, ALossOfMinusOneIsRefused) {
+  const fs::path done = finished_checkpoint(kTwoPass, "ck-loss.json");
+  edit_file(done, [](json& j) {
+    forge_sketch(j["tables"]["attention-sweep"]["fold"]["finite"]["loss"], 0, -1.0);
+  });
+  expect_refused_before_work(kTwoPass + " --checkpoint " + done.string(),
+                             {"--checkpoint " + done.string(), "a loss of -1, outside [0, inf)"});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// Parts of kBulk[3] (results kept for the second pass, 4 x 4 maps) into 2 shards.
+std::pair<fs::path, fs::path> kept_result_parts(const std::string& args, const std::string& tag) {
+  std::pair<fs::path, fs::path> dirs;
+  for (int i = 0; i < 2; ++i) {
+    const fs::path dir = scratch(tag + std::to_string(i));
+    const auto r =
+        test::run_demo(args + " --shard " + std::to_string(i) + "/2 --out " + dir.string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    (i == 0 ? dirs.first : dirs.second) = dir;
+  }
+  return dirs;
+}
+
+// A kept training result is the seed's final loss, its start loss and its final weights (the
+// maps are measured from them again): a weight that is not finite beside a finite loss.
+TEST(ForgedPart, AKeptWeightThatIsNotFiniteIsRefusedAndNoMapsAreWritten) {
+  const fs::path maps = scratch("forged-maps.npy");
+  const std::string args = kBulk[3] + " -q --per-seed " + maps.string();
+  const auto [p0, p1] = kept_result_parts(args, "inf-weight");
+  const fs::path file = p0 / "attention-sweep.part.json";
+  edit_file(file, [](json& j) {
+    std::vector<double> r;
+    append_exact_vector(j["states"][0][1]["results"].get<std::string>(), r);
+    ASSERT_TRUE(std::isfinite(r[0])) << "seed 0's final loss";
+    r[2] = INFINITY;  // seed 0's W_Q[0][0] (after its two losses)
+    j["states"][0][1]["results"] = exact_vector(r);
+  });
+  expect_refused_before_work(
+      "merge " + p0.string() + " " + p1.string() + " -q",
+      {"merge: " + file.string(), "seed 0", "a final weight of inf, outside (-inf, inf)"});
+  EXPECT_FALSE(fs::exists(maps)) << "maps.npy written from a refused part";
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// The same kind elsewhere: each forged value, each refused naming it.
+TEST(ForgedPart, EveryTableRefusesValuesOutsideTheirDomains) {
+  struct Forgery {
+    std::string args, table, what;
+    Edit edit;
+    std::vector<std::string> says;
+  };
+  const auto state = [](json& j, int k) -> json& { return j["states"][k][1]; };
+  const std::vector<Forgery> forgeries = {
+      // The kept results and the summaries they give.
+      {kBulk[3] + " -q",
+       "attention-sweep",
+       "a final weight that is NaN",
+       [&](json& j) {
+         std::vector<double> r;
+         append_exact_vector(state(j, 0)["results"].get<std::string>(), r);
+         r[3] = NAN;  // seed 0's W_Q[0][1]
+         state(j, 0)["results"] = exact_vector(r);
+       },
+       {"seed 0", "a final weight of nan"}},
+      {kBulk[3] + " -q",
+       "attention-sweep",
+       "a negative start loss",
+       [&](json& j) {
+         std::vector<double> r;
+         append_exact_vector(state(j, 0)["results"].get<std::string>(), r);
+         r[1] = -2;
+         state(j, 0)["results"] = exact_vector(r);
+       },
+       {"seed 0", "a loss of -2"}},
+      {kBulk[3] + " -q",
+       "attention-sweep",
+       "a summary that its kept results do not give",
+       [&](json& j) { forge_sketch(state(j, 0)["finite"]["loss"], 0, 0.5); },
+       {"not the one its kept results give"}},
+      // The summaries' sketches, each against its quantity's domain.
+      {kTwoPass,
+       "attention-sweep",
+       "a map entry of 5",
+       [&](json& j) { forge_sketch(state(j, 0)["finite"]["entries"][1], 0, 5.0); },
+       {"map entry 1", "a weight of the map of 5, outside [0, 1]"}},
+      {kTwoPass,
+       "attention-sweep",
+       "a pair JSD of 0.9",
+       [&](json& j) { forge_sketch(state(j, 0)["finite"]["pair_jsd"], 0, 0.9); },
+       {"pair JSD", "a JSD of 0.9, outside [0, 0.693147]"}},
+      {kTwoPass,
+       "attention-sweep",
+       "a negative output distance",
+       [&](json& j) { forge_sketch(state(j, 0)["finite"]["pair_out"], 0, -0.25); },
+       {"pair output distance", "an output distance of -0.25"}},
+      {kTwoPass + " --converged-below 100",
+       "attention-sweep",
+       "a converged loss above the threshold",
+       [&](json& j) { forge_sketch(state(j, 0)["converged"]["loss"], 0, 150); },
+       {"a loss of 150, outside [0, 100]"}},
+      {kTwoPass,
+       "attention-sweep",
+       "a mean map whose row sums to 1.2",
+       [&](json& j) {
+         json& e = state(j, 0)["finite"]["entries"][0];
+         std::vector<double> v;
+         append_exact_vector(e["values"].get<std::string>(), v);
+         for (double& x : v) x = std::fmin(1.0, x + 0.2);
+         Moments m;
+         for (double x : v) m.push(x);
+         e["values"] = exact_vector(v);
+         e["moments"] = exact(m);
+         e["min"] = exact(*std::min_element(v.begin(), v.end()));
+         e["max"] = exact(*std::max_element(v.begin(), v.end()));
+       },
+       {"a mean map whose row 0 sums to"}},
+      {kTwoPass,
+       "attention-sweep",
+       "moments of weights wider than their extremes allow",
+       [&](json& j) {  // the spread 10 times wider, its shape kept (m2, m3, m4 scaled)
+         json& m = state(j, 0)["finite"]["entries"][0]["moments"];
+         m[2] = exact(exact_double(m[2]) * 100);
+         m[3] = exact(exact_double(m[3]) * 1000);
+         m[4] = exact(exact_double(m[4]) * 10000);
+       },
+       {"map entry 0", "larger than such values can have"}},
+      // training-sweep: weights in [0, 1], rows that give the summary.
+      {kSweep,
+       "training-sweep",
+       "a weight of 1.5",
+       [&](json& j) {
+         json& s = state(j, 0);
+         std::vector<double> v;
+         append_exact_vector(s["values"].get<std::string>(), v);
+         const auto top = std::max_element(v.begin(), v.end()) - v.begin();
+         const int bin = std::min(19, static_cast<int>(std::floor(v[top] * 20)));
+         v[top] = 1.5;
+         Moments m;
+         for (double x : v) m.push(x);
+         s["values"] = exact_vector(v);
+         s["moments"] = exact(m);
+         s["max"] = exact(1.5);
+         s["figure_bins"][bin] = s["figure_bins"][bin].get<int>() - 1;
+         s["figure_bins"][19] = s["figure_bins"][19].get<int>() + 1;
+       },
+       {"a weight on apple of 1.5, outside [0, 1]"}},
+      // dk-std and softmax-saturation: moments of values in their domains.
+      {kDk,
+       "dk-std",
+       "a mean q . k of 1e6 at d_k 2",
+       [&](json& j) {
+         json& m = state(j, 0);
+         m[1] = exact(1e6);
+       },
+       {"a sample of q . k of 1e+06, outside [-89, 89]"}},
+      {kDk,
+       "dk-std",
+       "a fourth moment below M2^2 / n",
+       [&](json& j) {
+         json& m = state(j, 0);
+         m[4] = exact(exact_double(m[2]) * exact_double(m[2]) / exact_double(m[0]) / 2);
+       },
+       {"fourth central sum M4 = ", "is outside [M2^2 / n, M2^2]"}},
+      {kSat,
+       "softmax-saturation",
+       "an entropy above ln 3",
+       [&](json& j) { state(j, 0)[1][1] = exact(1.5); },
+       {"an entropy of 1.5, outside [0, 1.09861]"}},
+      {kSat,
+       "softmax-saturation",
+       "a largest weight below 1/3",
+       [&](json& j) { state(j, 0)[0][1] = exact(0.25); },
+       {"a largest weight of 0.25, outside [0.333333, 1]"}},
+  };
+  std::map<std::string, std::pair<fs::path, fs::path>> parts;
+  int n = 0;
+  for (const Forgery& f : forgeries) {
+    SCOPED_TRACE(f.what);
+    if (!parts.count(f.args))
+      parts[f.args] = kept_result_parts(f.args, "dom" + std::to_string(n++));
+    const auto& [p0, p1] = parts[f.args];
+    const fs::path copy = scratch("dom-edited");
+    fs::copy(p0, copy);
+    const fs::path file = copy / (f.table + ".part.json");
+    edit_file(file, f.edit);
+    std::vector<std::string> says = f.says;
+    says.push_back("merge: " + file.string() + ": " + f.table + ": chunk 0's state: ");
+    expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", says);
+    fs::remove_all(copy);
+  }
+  // Unedited, the parts merge.
+  for (const auto& [args, dirs] : parts)
+    EXPECT_EQ(test::run_demo("merge " + dirs.first.string() + " " + dirs.second.string() + " -q")
+                  .exit_code,
+              0)
+        << args;
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+// ---- Stops while parts and checkpoints are read --------------------------------------------
+// demo merge and a resumed run read and check their files with stop points (the stop audit,
+// host/progress.hpp: each phase's checks within its budget); a stop asked for while they are
+// read ends the run with 130, nothing written and the checkpoint as it was.
+TEST(StopsWhileReading, MergeAndResumeStopAndAreAudited) {
+  const auto [p0, p1] = kept_result_parts(kDk, "stop-parts");
+  const std::string merge = "merge " + p0.string() + " " + p1.string();
+  const fs::path part = p0 / "dk-std.part.json";
+  const auto all = test::run_demo(merge + " -q", "ATTNLAB_STOP_AUDIT=1000000000");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const std::pair<std::string, double> phases[] = {{"reading " + part.string(), 64 << 20},
+                                                   {"parsing " + part.string(), 1 << 20},
+                                                   {"checking a checksum", 64 << 20}};
+  for (const auto& [label, budget] : phases) {
+    const double most = test::stop_audit(all.err, label);
+    EXPECT_GE(most, 0) << "no stop audit of " << label << " in:\n" << all.err;
+    EXPECT_LE(most, budget) << label;
+  }
+  const fs::path out = scratch("stop-merged");
+  const auto stopped = test::run_demo(merge + " -q --out " + out.string(), "ATTNLAB_STOP_AUDIT=3");
+  EXPECT_EQ(stopped.exit_code, 130) << stopped.err;
+  EXPECT_NE(stopped.err.find("interrupted"), std::string::npos) << stopped.err;
+  EXPECT_TRUE(stopped.out.empty());
+  EXPECT_FALSE(fs::exists(out));
+  // A finished checkpoint read back: stopped while it is read, it is left as it was.
+  const fs::path ck = finished_checkpoint(kDk, "stop-ck.json");
+  const std::string before = test::read_file(ck);
+  const auto resumed = test::run_demo(kDk + " --checkpoint " + ck.string(), "ATTNLAB_STOP_AUDIT=3");
+  EXPECT_EQ(resumed.exit_code, 130) << resumed.err;
+  EXPECT_GE(test::stop_audit(resumed.err, "parsing " + ck.string()), 0) << resumed.err;
+  EXPECT_EQ(test::read_file(ck), before);
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // ---- Files that are not regular: refused without waiting on them -------------------------
 TEST(NotAFile, CheckpointFifoDirectoryOrLinkIsRefusedWithoutWaiting) {
   const fs::path fifo = scratch("ck-fifo.json"), dir = scratch("ck-dir.json"),
@@ -875,9 +1199,20 @@ TEST(NotAFile, CheckpointFifoDirectoryOrLinkIsRefusedWithoutWaiting) {
   fs::create_directories(dir);
   test::write_file(target, "{}");
   fs::create_symlink(target, link);
-  expect_refused_before_work(kSweep + " --checkpoint " + fifo.string(), {"is a FIFO"});
-  expect_refused_before_work(kSweep + " --checkpoint " + dir.string(), {"is a directory"});
-  expect_refused_before_work(kSweep + " --checkpoint " + link.string(), {"is a symbolic link"});
+  // Destinations demo may not write: refused as every refused destination is (exit 1, the
+  // rule of docs/CLI.md), like --out or --per-seed on a FIFO.
+  expect_refused_before_work(kSweep + " --checkpoint " + fifo.string(), {"is a FIFO"}, 1);
+  expect_refused_before_work(kSweep + " --checkpoint " + dir.string(), {"is a directory"}, 1);
+  expect_refused_before_work(kSweep + " --checkpoint " + link.string(), {"is a symbolic link"}, 1);
+  const fs::path part_dir = scratch("part-fifo");
+  fs::create_directories(part_dir);
+  ASSERT_EQ(mkfifo((part_dir / "training-sweep.part.json").c_str(), 0600), 0);
+  test::expect_refused(kSweep + " --shard 0/2 --out " + part_dir.string(), 1, {"is a FIFO"},
+                       test::Refusal().under("timeout 20"));
+  const fs::path out_fifo = scratch("out-fifo");
+  ASSERT_EQ(mkfifo(out_fifo.c_str(), 0600), 0);
+  test::expect_refused(kSweep + " --per-seed " + out_fifo.string(), 1, {"FIFO"},
+                       test::Refusal().under("timeout 20"));
   EXPECT_EQ(test::read_file(target), "{}");
   struct stat st {};
   ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
@@ -905,23 +1240,23 @@ TEST(NotAFile, MergePartThatIsAFifoOrDirectoryIsRefusedWithoutWaiting) {
 TEST(UnwritableCheckpoint, RefusedBeforeAnyWork) {
   // 40000 seeds: seconds of work, had it started.
   const std::string args = "--table training-sweep --seeds 0:40000 --steps 200 --grad analytic -q";
-  expect_refused_before_work(args + " --checkpoint /proc/attn-ck.json", {"cannot write there"});
+  expect_refused_before_work(args + " --checkpoint /proc/attn-ck.json", {"cannot write there"}, 1);
   expect_refused_before_work(args + " --checkpoint " + scratch("no-such-dir").string() + "/ck.json",
-                             {"no folder"});
+                             {"no folder"}, 1);
   const fs::path ro = scratch("ro"), full = scratch("full");
   fs::create_directories(ro);
   fs::create_directories(full);
   if (test::run_command("mount -t tmpfs -o size=64k,ro tmpfs '" + ro.string() + "'").exit_code != 0)
     GTEST_SKIP() << "cannot mount a tmpfs here (needs root and mount rights)";
-  expect_refused_before_work(
-      args + " --checkpoint " + (ro / "ck.json").string(),
-      {"--checkpoint " + (ro / "ck.json").string(), "Read-only file system"});
+  expect_refused_before_work(args + " --checkpoint " + (ro / "ck.json").string(),
+                             {"--checkpoint " + (ro / "ck.json").string(), "Read-only file system"},
+                             1);
   test::run_command("umount '" + ro.string() + "'");
   ASSERT_EQ(test::run_command("mount -t tmpfs -o size=4k tmpfs '" + full.string() + "'").exit_code,
             0);
   test::run_command("dd if=/dev/zero of='" + full.string() + "/fill' bs=1k count=64 2>/dev/null");
   expect_refused_before_work(args + " --checkpoint " + (full / "ck.json").string(),
-                             {"No space left on device"});
+                             {"No space left on device"}, 1);
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(full)) left.push_back(e.path().filename().string());
   test::run_command("umount '" + full.string() + "'");

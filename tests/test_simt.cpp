@@ -1,7 +1,11 @@
 // test_simt.cpp: the SIMT emulation of the CUDA path (kernels/simt/, label `simt`): its own
-// semantics (barriers, warp shuffles, errors a device would raise, cuBLAS's column-major
-// conventions) and what only a GPU would otherwise show of attnlab's launches: their geometry
-// against the device's limits, recorded by the emulated runtime.
+// semantics (barriers, warp shuffles, errors a device would raise, streams that run work only
+// when it is waited for, device memory the host cannot touch, the race check, cuBLAS's
+// column-major conventions) and what only a GPU would otherwise show of attnlab's launches and
+// host wrappers: their geometry against the device's limits and the designs of
+// tests/residency.hpp, their buffers kept from call to call, their copies through page-locked
+// memory, their waits. scripts/simt-seeded-mistakes runs it on copies of the sources with one
+// mistake each, every one of which must fail here.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -13,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attention.hpp"
@@ -20,9 +25,12 @@
 #include "device_buffer.hpp"
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
+#include "gpu_cases.hpp"
 #include "head.hpp"
 #include "moments.hpp"
 #include "numpy_random.hpp"
+#include "residency.hpp"
+#include "saturation.hpp"
 #include "simt_memory.hpp"
 #include "softmax.hpp"
 #include "tiny_model.hpp"
@@ -32,10 +40,21 @@ namespace {
 
 // ---- The emulation's semantics ---------------------------------------------------------------
 
+// Launch syntax in this file (compiled as C++, not through translate.cmake):
+//   kernel % simt::launch_config(name, grid, block[, shared[, stream]]) % simt::kernel_args(...)
+
+// Runs everything queued; returns its first fault and clears the last error.
+cudaError_t finish() {
+  const cudaError_t e = cudaDeviceSynchronize();
+  cudaGetLastError();
+  return e;
+}
+
 // A block's tree sum in shared memory, with a barrier after every level: needs every thread's
-// store before any thread reads it, whatever order the fibers run in.
+// store before any thread reads it, whatever order the fibers run in. (translate.cmake makes
+// `__shared__ int s[256]` of a .cu file this SharedArray.)
 void tree_sum_kernel(const int* in, int* out) {
-  __shared__ int s[256];
+  __shared__ simt::SharedArray<int, 256> s;
   const unsigned t = threadIdx.x;
   s[t] = in[blockIdx.x * blockDim.x + t];
   __syncthreads();
@@ -95,18 +114,20 @@ void deadlock_kernel(int*) {
   }
 }
 
+// A fault is what the wait for the grid returns (the launch itself is accepted).
 TEST(SimtRuntime, AWarpSyncWithoutItsLanesIsALaunchError) {
   DeviceBuffer<int> d(64);
   early_exit_kernel % simt::launch_config("early_exit_kernel", 1, 32) % simt::kernel_args(d.data());
-  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(finish(), cudaErrorLaunchFailure);
   deadlock_kernel % simt::launch_config("deadlock_kernel", 1, 64) % simt::kernel_args(d.data());
-  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(finish(), cudaErrorLaunchFailure);
   // A warp-sized kernel launched with 48 threads: lanes 48..63 of the second warp do not exist.
   xor_kernel % simt::launch_config("xor_kernel", 1, 48) % simt::kernel_args(d.data());
-  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_EQ(finish(), cudaErrorLaunchFailure);
   // The emulation goes on after an error, as a fresh context would.
   xor_kernel % simt::launch_config("xor_kernel", 1, 64) % simt::kernel_args(d.data());
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(finish(), cudaSuccess);
 }
 
 void write_block_kernel(int* order, int* next) { order[(*next)++] = static_cast<int>(blockIdx.x); }
@@ -339,8 +360,6 @@ std::vector<simt::Launch> launches_of(const std::string& kernel) {
 std::uint64_t threads(const simt::Launch& l) {
   return 1ull * l.grid.x * l.grid.y * l.grid.z * l.block.x * l.block.y * l.block.z;
 }
-constexpr std::uint64_t kResident =
-    std::uint64_t{simt::kMultiprocessors} * simt::kThreadsPerMultiprocessor;
 
 // Dry runs: launches recorded and checked, nothing executed, no device memory touched.
 struct DryRun {
@@ -351,7 +370,29 @@ struct DryRun {
   ~DryRun() { simt::set_dry_run(false); }
 };
 
-TEST(SimtGeometry, DkStdWavesFillTheDeviceButTheLast) {
+// Every launch recorded uses the block of its kernel's design in tests/residency.hpp (the block
+// that test_residency, in the CUDA build, finds resident on sm_90 in the numbers the design
+// needs); a kernel whose block follows the problem (the causal weighted sum) uses whole warps,
+// at least the design's.
+void expect_designed_blocks(const char* where) {
+  for (const simt::Launch& l : simt::launches()) {
+    bool known = false;
+    for (const residency::Design& d : residency::designs()) {
+      if (l.kernel != d.launch) continue;
+      known = true;
+      const unsigned t = l.block.x * l.block.y * l.block.z;
+      if (l.kernel == "causal_weighted_sum_kernel") {
+        EXPECT_TRUE(t % 32 == 0 && t >= unsigned(d.threads))
+            << where << ": " << l.kernel << " " << t;
+      } else {
+        EXPECT_EQ(t, unsigned(d.threads)) << where << ": " << l.kernel;
+      }
+    }
+    EXPECT_TRUE(known) << where << ": " << l.kernel << " has no design in tests/residency.hpp";
+  }
+}
+
+TEST(SimtGeometry, DkStdWavesCoverEveryChunk) {
   DryRun dry;
   const dkstd::Plan p = dkstd::make_plan(std::uint64_t{1} << 40, 64, 1);
   const std::uint64_t count = 2 * dkstd::kChunksPerLaunch + 77;
@@ -362,14 +403,15 @@ TEST(SimtGeometry, DkStdWavesFillTheDeviceButTheLast) {
   std::uint64_t blocks = 0;
   for (std::size_t i = 0; i < l.size(); ++i) {
     if (i + 1 < l.size()) {
-      EXPECT_GE(threads(l[i]), kResident) << "launch " << i;
+      EXPECT_EQ(l[i].grid.x, dkstd::kChunksPerLaunch) << "launch " << i;
     }
     blocks += l[i].grid.x;
   }
   EXPECT_EQ(blocks, count);
+  expect_designed_blocks("dk-std");
 }
 
-TEST(SimtGeometry, TrainingLaunchCoversEverySeedAndFillsTheDevice) {
+TEST(SimtGeometry, TrainingLaunchCoversEverySeed) {
   DryRun dry;
   const std::int64_t n = (std::int64_t{1} << 20) + 3;  // the backend's seeds per call, and a few
   tiny::train_seeds_cuda_device<double>(tiny::Config::all_random, nullptr, n, tiny::TrainOptions{},
@@ -379,7 +421,7 @@ TEST(SimtGeometry, TrainingLaunchCoversEverySeedAndFillsTheDevice) {
   ASSERT_EQ(l.size(), 1u);
   EXPECT_GE(threads(l[0]), static_cast<std::uint64_t>(n));
   EXPECT_LT(threads(l[0]) - n, l[0].block.x);  // no block beyond the last seed's
-  EXPECT_GE(threads(l[0]), kResident);
+  expect_designed_blocks("training");
 }
 
 // The causal weighted sum launches one block per query row: every row is covered, and no
@@ -396,20 +438,50 @@ TEST(SimtGeometry, CausalWeightedSumCoversRowsPastTheGridLimit) {
       covered += 1LL * l.grid.x * l.grid.y * l.grid.z;
     }
     EXPECT_EQ(covered, rows);
+    expect_designed_blocks("attention");
   }
 }
 
+// The other kernels' launches, run small: each family's blocks are its design's.
+TEST(SimtGeometry, EveryLaunchUsesItsDesignedBlock) {
+  simt::clear_launches();
+  std::vector<double> stats(37 * saturation::kStats);
+  saturation::row_stats_cuda({5, 64, 3}, 0, 37, stats.data());
+  const AttentionShape s{3, 40, 5, 3, 9, false, false, 0};
+  std::vector<double> x(3 * 40 * 5, 0.5), w(3 * 5 * 9, 0.25), q(3 * 40 * 3), k(q.size()),
+      v(3 * 40 * 9), sc(3 * 40 * 40), p(sc.size()), o(v.size());
+  attention_forward_cuda_host(AttentionProblem<double>{s, x.data(), w.data(), w.data(), w.data(),
+                                                       q.data(), k.data(), v.data(), sc.data(),
+                                                       p.data(), o.data()});
+  const std::uint64_t seeds[3] = {1, 2, 3};
+  tiny::TrainResult r[3];
+  tiny::TrainOptions opt;
+  opt.steps = 2;
+  tiny::train_seeds_cuda<float>(tiny::Config::all_random, seeds, 3, opt, r);
+  const dkstd::Plan plan = dkstd::make_plan(1000, 4, 5);
+  std::vector<Moments> m(plan.chunks());
+  dkstd::chunk_moments_cuda(plan, 0, plan.chunks(), m.data());
+  numpy_rng::Pcg64 g(3);
+  (void)dkstd::parallel_normals(
+      g, 1000,
+      dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* pc, std::size_t n, int h,
+                             double* val) { dkstd::decode_pieces_cuda(g0, pc, n, h, val); }));
+  for (const char* k :
+       {"fill_kernel", "stats_kernel", "softmax_rows_v1_kernel", "softmax_rows_v2_kernel",
+        "finish_scores_kernel", "train_kernel", "dkstd_chunks_kernel", "numpy_pieces_kernel"})
+    EXPECT_FALSE(launches_of(k).empty()) << k;
+  expect_designed_blocks("every family");
+}
+
 // numpy's stream on the device: a wave of device_split's size is one launch of a thread per
-// piece, and fills the device; the pieces' buffers are allocated once, not once per wave.
-TEST(SimtGeometry, NumpyDecoderWavesFillTheDeviceAndAllocateOnce) {
+// piece (tests/test_residency.cpp: at least the device's resident threads); the pieces' buffers
+// are allocated once, not once per wave.
+TEST(SimtGeometry, NumpyDecoderAllocatesOnce) {
+  simt::clear_launches();
+  simt::clear_stats();
   const dkstd::StreamSplit split =
       dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
                              double* v) { dkstd::decode_pieces_cuda(g0, p, n, h, v); });
-  // A wave's q normals take at least as many words: at least this many pieces, one thread each.
-  EXPECT_GE(split.wave_normals / split.piece_words, kResident * 95 / 100);
-
-  simt::clear_launches();
-  simt::clear_stats();
   numpy_rng::Pcg64 a(11), b(11);
   std::vector<double> want(3000);
   for (double& x : want) x = numpy_rng::standard_normal(a);
@@ -467,26 +539,431 @@ TEST(SimtNumpy, TableBlocksOverlapOnPinnedBuffersEqualTheCpu) {
   }
 }
 
-// Registers a thread of each kernel uses on sm_90 (nvcc -Xptxas -v of the CUDA build): a block
-// must fit the 64 Ki registers of one multiprocessor, or the launch fails on the device.
-TEST(SimtGeometry, HeadBlocksFitTheirRegisters) {
-  DryRun dry;
-  std::vector<double> x(4, 0.0), y(4, 0.0);
-  head::Model m;
-  m.n = 2;
-  m.d_model = m.d_k = m.d_v = 2;
-  m.r0 = 1;
-  m.steps = 3;
-  m.x = x.data();
-  m.y = y.data();
-  head::train_seeds_cuda_device(m, nullptr, 100000, nullptr, nullptr, 0, 3);
-  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  const auto l = simt::launches();
-  ASSERT_EQ(l.size(), 1u);
-  constexpr int kHeadRegisters = 255;
-  const int allocated = (kHeadRegisters + 7) / 8 * 8;  // allocated per thread in units of 8
-  EXPECT_LE(allocated * static_cast<int>(l[0].block.x), simt::kRegistersPerBlock);
+// Runs body on a new host thread: the host wrappers keep their buffers per host thread, so there
+// they start with none, whatever the tests before allocated.
+template <class F>
+void in_fresh_thread(F body) {
+  std::thread t(body);
+  t.join();
 }
 
+// numpy's decoder with calls queued before a wait (page-locked host memory, so that the copies
+// are queued too), the second needing larger buffers: the decoder waits for the queued call
+// before it frees the buffers that call still uses (cudaFree does not promise to), and both
+// calls decode what the CPU does.
+void queued_calls_grow() {
+  const numpy_rng::Pcg64 g0(5);
+  const std::size_t counts[2] = {3, 40};
+  PinnedBuffer<dkstd::Piece> pieces[2];
+  PinnedBuffer<double> values[2];
+  std::vector<dkstd::Piece> want[2];
+  std::vector<double> want_values[2];
+  for (int call = 0; call < 2; ++call) {
+    const std::size_t n = counts[call];
+    dkstd::Piece* p = pieces[call].reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = dkstd::Piece{};
+      p[i].begin = 64 * i;
+      p[i].end = 64 * i + 64;
+    }
+    double* v = values[call].reserve(64 * n);
+    std::fill(v, v + 64 * n, -1.0);
+    want[call].assign(p, p + n);
+    want_values[call].assign(64 * n, 0.0);
+    dkstd::decode_pieces_cpu(g0, want[call].data(), n, 4, want_values[call].data(), 1);
+  }
+  for (int call = 0; call < 2; ++call)
+    dkstd::decode_pieces_cuda_start(g0, pieces[call].data(), counts[call], 4, values[call].data());
+  dkstd::decode_pieces_cuda_wait();
+  for (int call = 0; call < 2; ++call) {
+    for (std::size_t i = 0; i < counts[call]; ++i) {
+      const dkstd::Piece& w = want[call][i];
+      EXPECT_EQ(std::memcmp(&pieces[call].data()[i], &w, sizeof(dkstd::Piece)), 0)
+          << "call " << call << " piece " << i;
+      // A piece's values: one per normal it decoded, from its first word's slot.
+      for (std::uint64_t k = w.begin; k < w.begin + w.n; ++k) {
+        if (values[call].data()[k] != want_values[call][k]) {
+          ADD_FAILURE() << "call " << call << " value " << k;
+          return;
+        }
+      }
+    }
+  }
+}
+
+TEST(SimtNumpy, QueuedCallsThatGrowTheBuffersWaitFirst) { in_fresh_thread(queued_calls_grow); }
+
+// ---- Host wrappers: buffers kept, copies through page-locked memory --------------------------
+
+void saturation_calls() {
+  const saturation::Params p{9, 64, 3};
+  std::vector<double> cpu(301 * saturation::kStats), gpu(cpu.size());
+  simt::clear_stats();
+  for (int call = 0; call < 3; ++call) {  // the first call allocates, the others reuse
+    const std::int64_t rows = call == 1 ? 200 : 301;
+    saturation::row_stats_cpu(p, 1000 * call, rows, cpu.data());
+    saturation::row_stats_cuda(p, 1000 * call, rows, gpu.data());
+    const double tol = gpu_cases::saturation_tolerance({64, 3, rows});
+    for (std::int64_t i = 0; i < rows * saturation::kStats; ++i) {
+      if (!(std::fabs(gpu[i] - cpu[i]) <= tol)) {
+        ADD_FAILURE() << "call " << call << " value " << i << ": " << gpu[i] << " vs " << cpu[i];
+        return;
+      }
+    }
+    if (call == 0) {
+      EXPECT_GE(simt::stats().device_allocations, 1u);
+      simt::clear_stats();
+    }
+  }
+  const simt::Stats st = simt::stats();
+  EXPECT_EQ(st.device_allocations, 0u);
+  EXPECT_EQ(st.pinned_allocations, 0u);
+  EXPECT_EQ(st.pageable_copy_bytes, 0u);
+  EXPECT_EQ(st.pinned_copy_bytes, (200 + 301) * saturation::kStats * sizeof(double));
+}
+TEST(SimtSaturation, CallsKeepTheirBuffersAndCopyThroughPinnedMemory) {
+  in_fresh_thread(saturation_calls);
+}
+
+void attention_calls() {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> nd;
+  simt::clear_stats();
+  std::uint64_t allocations_after_first = 0;
+  for (const AttentionShape s : {AttentionShape{4, 7, 5, 3, 9, false, true, 0},
+                                 AttentionShape{2, 7, 5, 3, 9, false, false, 0},
+                                 AttentionShape{4, 7, 5, 3, 9, false, false, 0.5}}) {
+    const std::size_t rows = std::size_t(s.batch) * s.n;
+    auto random = [&](std::size_t count) {
+      std::vector<double> v(count);
+      for (double& x : v) x = nd(rng);
+      return v;
+    };
+    const auto x = random(rows * s.d_model), wq = random(s.batch * s.d_model * s.d_k),
+               wk = random(wq.size()), wv = random(s.batch * s.d_model * s.d_v);
+    std::vector<double> out[2][6];
+    for (int side = 0; side < 2; ++side) {
+      auto& o = out[side];
+      o[0].resize(rows * s.d_k), o[1].resize(rows * s.d_k), o[2].resize(rows * s.d_v);
+      o[3].resize(rows * s.n), o[4].resize(rows * s.n), o[5].resize(rows * s.d_v);
+      const AttentionProblem<double> p{s,           x.data(),    wq.data(),   wk.data(),
+                                       wv.data(),   o[0].data(), o[1].data(), o[2].data(),
+                                       o[3].data(), o[4].data(), o[5].data()};
+      if (side == 0)
+        attention_forward_cpu(p);
+      else
+        attention_forward_cuda_host(p);
+    }
+    for (int a = 0; a < 6; ++a) {
+      for (std::size_t i = 0; i < out[0][a].size(); ++i) {
+        const double c = out[0][a][i], g = out[1][a][i];
+        if (!(c == g || std::fabs(c - g) <= 1e-12 * (1 + std::fabs(c)))) {
+          ADD_FAILURE() << "output " << a << " at " << i << ": " << g << " vs " << c;
+          return;
+        }
+      }
+    }
+    if (allocations_after_first == 0)
+      allocations_after_first = simt::stats().device_allocations + simt::stats().pinned_allocations;
+  }
+  const simt::Stats st = simt::stats();
+  EXPECT_GE(allocations_after_first, 11u);  // ten device buffers and the staging memory
+  EXPECT_EQ(st.device_allocations + st.pinned_allocations, allocations_after_first);
+  EXPECT_EQ(st.pageable_copy_bytes, 0u);
+  EXPECT_GT(st.pinned_copy_bytes, 0u);
+}
+TEST(SimtAttention, CallsKeepTheirBuffersAndCopyThroughPinnedMemory) {
+  in_fresh_thread(attention_calls);
+}
+
+// The general head on the emulated device against the CPU twin, on the first head case of
+// tests/gpu_cases.hpp with few seeds and steps (a partial block): every result written and
+// within the case's tolerance. test_gpu runs every case.
+TEST(SimtKernels, HeadMatchesTheCpu) {
+  std::mt19937_64 rng(4);
+  std::normal_distribution<double> nd;
+  const gpu_cases::HeadCase& c = gpu_cases::head_cases().front();
+  std::vector<std::uint64_t> seeds;
+  for (std::uint64_t s = 0; s < 37; ++s) seeds.push_back(s * 7919 + 3);
+  std::vector<double> x, y;
+  gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
+  head::Model m = gpu_cases::head_model(c, x, y);
+  m.steps = std::min(m.steps, 20);
+  std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
+  head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
+  head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
+  std::size_t outside = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    if (!gpu_cases::head_close(gpu[i], cpu[i]) && outside++ < 5)
+      ADD_FAILURE() << "result " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
+  EXPECT_EQ(outside, 0u);
+}
+
+// ---- Streams -------------------------------------------------------------------------------
+
+void set_kernel(int* x, int value) { x[threadIdx.x] = value; }
+// Appends `id` to a log of the order grids ran in (log[0] counts the entries).
+void log_kernel(int* log, int id) {
+  if (threadIdx.x == 0) log[1 + log[0]++] = id;
+}
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  explicit Stream(unsigned flags) { EXPECT_EQ(cudaStreamCreateWithFlags(&s, flags), cudaSuccess); }
+  ~Stream() { cudaStreamDestroy(s); }
+};
+
+// Work runs when it is waited for, not when it is issued: the host reads the old contents of a
+// page-locked buffer until the stream's copy into it has run.
+TEST(SimtStreams, WorkRunsWhenWaitedFor) {
+  Stream s(cudaStreamNonBlocking);
+  PinnedBuffer<int> host;
+  int* h = host.reserve(32);
+  std::fill(h, h + 32, -1);
+  DeviceBuffer<int> d(32);
+  set_kernel % simt::launch_config("set_kernel", 1, 32, 0, s.s) % simt::kernel_args(d.data(), 7);
+  ASSERT_EQ(cudaMemcpyAsync(h, d.data(), 32 * sizeof(int), cudaMemcpyDeviceToHost, s.s),
+            cudaSuccess);
+  EXPECT_EQ(h[0], -1);  // a missing wait reads stale memory
+  ASSERT_EQ(cudaStreamSynchronize(s.s), cudaSuccess);
+  EXPECT_EQ(h[0], 7);
+  EXPECT_EQ(h[31], 7);
+}
+
+// The legacy default stream waits for the blocking streams' earlier work (and they for its), not
+// for a non-blocking stream's: a synchronous copy after a kernel on a non-blocking stream reads
+// what the memory held before it.
+TEST(SimtStreams, TheLegacyStreamWaitsForBlockingStreamsOnly) {
+  for (const unsigned flags : {cudaStreamDefault, cudaStreamNonBlocking}) {
+    Stream s(flags);
+    DeviceBuffer<int> d(32);
+    const std::vector<int> zeros(32, 0);
+    d.upload(zeros.data());
+    set_kernel % simt::launch_config("set_kernel", 1, 32, 0, s.s) % simt::kernel_args(d.data(), 5);
+    int got = -1;
+    ASSERT_EQ(cudaMemcpy(&got, d.data(), sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, flags == cudaStreamDefault ? 5 : 0) << "flags " << flags;
+    ASSERT_EQ(cudaStreamSynchronize(s.s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(&got, d.data(), sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, 5);
+  }
+}
+
+// An event orders two streams; without the wait, the second stream's copy reads stale memory.
+TEST(SimtStreams, AnEventOrdersTwoStreams) {
+  for (const bool wait : {true, false}) {
+    Stream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking);
+    cudaEvent_t e;
+    ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+    DeviceBuffer<int> d(32);
+    const std::vector<int> zeros(32, 0);
+    d.upload(zeros.data());
+    PinnedBuffer<int> host;
+    int* h = host.reserve(1);
+    *h = -1;
+    set_kernel % simt::launch_config("set_kernel", 1, 32, 0, a.s) % simt::kernel_args(d.data(), 3);
+    ASSERT_EQ(cudaEventRecord(e, a.s), cudaSuccess);
+    if (wait) {
+      ASSERT_EQ(cudaStreamWaitEvent(b.s, e, 0), cudaSuccess);
+    }
+    ASSERT_EQ(cudaMemcpyAsync(h, d.data(), sizeof(int), cudaMemcpyDeviceToHost, b.s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+    EXPECT_EQ(*h, wait ? 3 : 0) << (wait ? "with" : "without") << " the event";
+    EXPECT_EQ(finish(), cudaSuccess);
+    cudaEventDestroy(e);
+  }
+}
+
+// Work on two independent streams runs in either order from one wait to the next, as a device
+// may run it; within a stream, always in issue order.
+TEST(SimtStreams, IndependentStreamsRunInEitherOrder) {
+  Stream a(cudaStreamNonBlocking), b(cudaStreamNonBlocking);
+  DeviceBuffer<int> log(8);
+  int seen[2] = {0, 0};
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::vector<int> zeros(8, 0);
+    log.upload(zeros.data());
+    for (int i = 0; i < 2; ++i)
+      log_kernel % simt::launch_config("log_kernel", 1, 1, 0, a.s) %
+          simt::kernel_args(log.data(), i);
+    log_kernel % simt::launch_config("log_kernel", 1, 1, 0, b.s) % simt::kernel_args(log.data(), 9);
+    ASSERT_EQ(finish(), cudaSuccess);
+    std::vector<int> got(8);
+    log.download(got.data());
+    ASSERT_EQ(got[0], 3);
+    const auto zero = std::find(got.begin() + 1, got.begin() + 4, 0);
+    const auto one = std::find(got.begin() + 1, got.begin() + 4, 1);
+    EXPECT_LT(zero, one) << "stream a's grids out of issue order";
+    ++seen[got[1] == 9 ? 1 : 0];
+  }
+  EXPECT_GT(seen[0], 0);  // stream a first
+  EXPECT_GT(seen[1], 0);  // stream b first
+}
+
+// A copy from pageable memory returns when done, whatever the API: the host may reuse its
+// buffer at once (CUDA stages it).
+TEST(SimtStreams, PageableCopiesKeepTheHostUntilDone) {
+  Stream s(cudaStreamNonBlocking);
+  DeviceBuffer<int> d(32);
+  std::vector<int> h(32, 4), back(32, 0);
+  ASSERT_EQ(cudaMemcpyAsync(d.data(), h.data(), 32 * sizeof(int), cudaMemcpyHostToDevice, s.s),
+            cudaSuccess);
+  std::fill(h.begin(), h.end(), 8);
+  ASSERT_EQ(cudaMemcpyAsync(back.data(), d.data(), 32 * sizeof(int), cudaMemcpyDeviceToHost, s.s),
+            cudaSuccess);
+  EXPECT_EQ(back, std::vector<int>(32, 4));
+}
+
+// ---- Device and host memory told apart -------------------------------------------------------
+
+// A host pointer handed to a kernel: the grid faults where it runs (illegal address), pageable
+// or page-locked; null and device pointers are fine.
+TEST(SimtMemory, AHostPointerHandedToAKernelFaults) {
+  std::vector<int> pageable(64);
+  PinnedBuffer<int> pinned;
+  for (int* host : {pageable.data(), pinned.reserve(64)}) {
+    xor_kernel % simt::launch_config("xor_kernel", 1, 64) % simt::kernel_args(host);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // the launch is accepted
+    EXPECT_EQ(finish(), cudaErrorIllegalAddress);
+  }
+  DeviceBuffer<int> d(64);
+  xor_kernel % simt::launch_config("xor_kernel", 1, 64) % simt::kernel_args(d.data());
+  EXPECT_EQ(finish(), cudaSuccess);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// Device memory read on the host: AddressSanitizer reports it, as a device would fault.
+TEST(SimtMemoryDeathTest, DeviceMemoryReadOnTheHostIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  DeviceBuffer<double> d(4);
+  EXPECT_DEATH(
+      {
+        const volatile double* p = d.data();
+        std::printf("%f\n", p[1]);
+      },
+      "use-after-poison");
+}
+
+// Memory freed while queued work still uses it: the work touches freed memory when it runs.
+TEST(SimtMemoryDeathTest, FreeingMemoryThatQueuedWorkUsesIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Stream s(cudaStreamNonBlocking);
+        auto d = std::make_unique<DeviceBuffer<int>>(32);
+        set_kernel % simt::launch_config("set_kernel", 1, 32, 0, s.s) %
+            simt::kernel_args(d->data(), 1);
+        d.reset();  // cudaFree without a wait
+        cudaStreamSynchronize(s.s);
+      },
+      "heap-use-after-free");
+}
+#endif
+
+// ---- The race check ------------------------------------------------------------------------
+
+struct RaceCheck {
+  RaceCheck() { simt::set_race_check(true); }
+  ~RaceCheck() { simt::set_race_check(false); }
+};
+
+// Each thread writes its element, then reads its neighbour's with no barrier between.
+void neighbour_kernel(int* out) {
+  __shared__ simt::SharedArray<int, 64> s;
+  const unsigned t = threadIdx.x;
+  s[t] = static_cast<int>(t);
+  out[t] = s[(t + 1) % blockDim.x];
+}
+// The same with a barrier between the writes and the reads: no race.
+void neighbour_barrier_kernel(int* out) {
+  __shared__ simt::SharedArray<int, 64> s;
+  const unsigned t = threadIdx.x;
+  s[t] = static_cast<int>(t);
+  __syncthreads();
+  out[t] = s[(t + 1) % blockDim.x];
+}
+
+TEST(SimtRaceCheck, AnUnorderedSharedAccessIsReported) {
+  DeviceBuffer<int> d(64);
+  {
+    RaceCheck on;
+    neighbour_kernel % simt::launch_config("neighbour_kernel", 2, 64) % simt::kernel_args(d.data());
+    EXPECT_EQ(finish(), cudaErrorLaunchFailure);
+    neighbour_barrier_kernel % simt::launch_config("neighbour_barrier_kernel", 2, 64) %
+        simt::kernel_args(d.data());
+    EXPECT_EQ(finish(), cudaSuccess);
+  }
+  // Without the race check the racy kernel runs (its threads switch only at barriers).
+  neighbour_kernel % simt::launch_config("neighbour_kernel", 2, 64) % simt::kernel_args(d.data());
+  EXPECT_EQ(finish(), cudaSuccess);
+}
+
+TEST(SimtRaceCheck, BarriersOrderTheTreeSum) {
+  RaceCheck on;
+  std::vector<int> in(2 * 256);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 97);
+  auto d_in = DeviceBuffer<int>::from_host(in.data(), in.size());
+  DeviceBuffer<int> d_out(2);
+  tree_sum_kernel % simt::launch_config("tree_sum_kernel", 2, 256) %
+      simt::kernel_args(d_in.data(), d_out.data());
+  ASSERT_EQ(finish(), cudaSuccess);
+  std::vector<int> out(2);
+  d_out.download(out.data());
+  for (int b = 0; b < 2; ++b) {
+    int want = 0;
+    for (int i = 0; i < 256; ++i) want += in[b * 256 + i];
+    EXPECT_EQ(out[b], want);
+  }
+}
+
+// The dk-std kernel's tree in shared memory (its __shared__ array, as translate.cmake rewrites
+// it) under the race check: no race, the CPU's bits.
+TEST(SimtRaceCheck, DkStdTreeHasNoRace) {
+  RaceCheck on;
+  const dkstd::Plan p = dkstd::make_plan(2 * dkstd::make_plan(1, 8, 5).chunk_samples() + 3, 8, 5);
+  std::vector<Moments> cpu(p.chunks()), gpu(p.chunks());
+  dkstd::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
+  dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
+  for (std::uint64_t i = 0; i < p.chunks(); ++i)
+    EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0) << "chunk " << i;
+}
+
+// Dynamic shared memory (`extern __shared__ double w[]`): the launch's bytes, and no more.
+void reverse_kernel(const double* in, double* out, int n) {
+  simt::DynamicShared<double> w;
+  const int t = static_cast<int>(threadIdx.x);
+  w[t] = in[t];
+  __syncthreads();
+  out[t] = w[n - 1 - t];
+}
+
+TEST(SimtRaceCheck, DynamicSharedMemoryHasTheLaunchsBytes) {
+  RaceCheck on;
+  std::vector<double> in(48);
+  for (int i = 0; i < 48; ++i) in[i] = i;
+  auto d_in = DeviceBuffer<double>::from_host(in.data(), in.size());
+  DeviceBuffer<double> d_out(48);
+  reverse_kernel % simt::launch_config("reverse_kernel", 1, 48, 48 * sizeof(double)) %
+      simt::kernel_args(d_in.data(), d_out.data(), 48);
+  ASSERT_EQ(finish(), cudaSuccess);
+  std::vector<double> out(48);
+  d_out.download(out.data());
+  for (int i = 0; i < 48; ++i) EXPECT_EQ(out[i], 47 - i);
+  // One element short: the last thread's store is outside the launch's shared memory.
+  reverse_kernel % simt::launch_config("reverse_kernel", 1, 48, 47 * sizeof(double)) %
+      simt::kernel_args(d_in.data(), d_out.data(), 48);
+  EXPECT_EQ(finish(), cudaErrorLaunchFailure);
+  // More than 48 KiB needs the kernel's opt-in, up to 227 KiB.
+  reverse_kernel % simt::launch_config("reverse_kernel", 1, 48, 64 * 1024) %
+      simt::kernel_args(d_in.data(), d_out.data(), 48);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  ASSERT_EQ(
+      cudaFuncSetAttribute(reverse_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024),
+      cudaSuccess);
+  reverse_kernel % simt::launch_config("reverse_kernel", 1, 48, 64 * 1024) %
+      simt::kernel_args(d_in.data(), d_out.data(), 48);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(finish(), cudaSuccess);
+}
 }  // namespace
 }  // namespace attn

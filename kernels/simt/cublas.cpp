@@ -5,6 +5,7 @@
 
 #include "cublas_loader.hpp"
 #include "cuda_check.hpp"
+#include "cuda_runtime.h"
 #include "simt_memory.hpp"
 
 struct cublasContext {
@@ -61,18 +62,24 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
                  lda, ldb, ldc, why.c_str());
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
-  for (int e = 0; e < batch; ++e) {
-    const T* ae = a + e * stride_a;
-    const T* be = b + e * stride_b;
-    T* ce = c + e * stride_c;
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < m; ++i) {
-        T acc = 0;
-        for (int l = 0; l < k; ++l) acc += at(ae, ta, lda, i, l) * at(be, tb, ldb, l, j);
-        T& out = ce[i + static_cast<long long>(j) * ldc];
-        out = *alpha * acc + (read_c ? *beta * out : T(0));
-      }
-  }
+  // Queued on stream 0 (the handle's stream), as cuBLAS queues its kernels; alpha and beta are
+  // read now (host pointer mode).
+  const T al = *alpha, be = *beta;
+  simt::detail::enqueue(nullptr, "cuBLAS gemm", [=] {
+    for (int e = 0; e < batch; ++e) {
+      const T* ae = a + e * stride_a;
+      const T* bt = b + e * stride_b;
+      T* ce = c + e * stride_c;
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+          T acc = 0;
+          for (int l = 0; l < k; ++l) acc += at(ae, ta, lda, i, l) * at(bt, tb, ldb, l, j);
+          T& out = ce[i + static_cast<long long>(j) * ldc];
+          out = al * acc + (read_c ? be * out : T(0));
+        }
+    }
+    return std::string();
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -4,7 +4,8 @@
 // Arguments are checked as cuBLAS checks them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
 // a call would read or write must lie inside one device allocation, as compute-sanitizer would
 // demand (CUBLAS_STATUS_EXECUTION_FAILED, with the reason on stderr). With beta == 0, C is not
-// read. Products are summed in ascending order of the inner index.
+// read. Products are summed in ascending order of the inner index. A call is queued on stream 0
+// (cublasSetStream is not emulated) and runs when waited for, as a cuBLAS kernel would.
 #pragma once
 
 #include "cuda_runtime.h"

@@ -4,29 +4,45 @@
 //
 // What it emulates, and how:
 // - Qualifiers: __global__, __device__, __host__, __forceinline__,
-//   __launch_bounds__ vanish; __shared__ becomes `static`: one copy per kernel, which the blocks
-//   share one after another (blocks run one at a time on the launching thread), and which keeps
-//   the previous block's contents, as a block must assume garbage there anyway.
+//   __launch_bounds__ vanish; __shared__ becomes `static` (see shared memory below).
 // - Built-ins: threadIdx, blockIdx, blockDim, gridDim are the running CUDA thread's values.
 // - A launch `k<<<grid, block, shared, stream>>>(args)` (rewritten by kernels/simt/translate.cmake
-//   into simt::launch_config(...) % simt::kernel_args(...)) runs the whole grid before it
-//   returns: blocks in a shuffled order, each block's threads as fibers (one per CUDA thread)
-//   on one OS thread, resumed in a shuffled order after every barrier. __syncthreads waits for
-//   every thread of the block that has not returned; the warp intrinsics (__shfl*_sync,
-//   __syncwarp) wait for every lane of their mask, and a lane of the mask that returned, or
-//   that does not exist, is an error, as is a deadlock. An error in a kernel ends the launch and
-//   becomes the launch's error (cudaGetLastError), as a device fault would. When the first block
-//   of a launch (in that order) calls no barrier or warp intrinsic, the other blocks' threads run
-//   as plain calls, one after another in a shuffled order (no fibers, much faster); a barrier or
-//   warp intrinsic there is reported as a launch error (the kernel must synchronise alike in
-//   every block).
-// - The launch configuration is checked against an H200's limits (compute capability 9.0) and
-//   recorded (simt::launches()), so that tests can assert launch geometry.
+//   into simt::launch_config(...) % simt::kernel_args(...)) is checked (the configuration
+//   against an H200's limits, compute capability 9.0; every pointer argument must be null or
+//   device memory) and recorded (simt::launches(), so that tests can assert launch geometry),
+//   then queued on its stream. When it runs: blocks in a shuffled order, each block's threads as
+//   fibers (one per CUDA thread) on one OS thread, resumed in a shuffled order after every
+//   barrier. __syncthreads waits for every thread of the block that has not returned; the warp
+//   intrinsics (__shfl*_sync, __syncwarp) wait for every lane of their mask, and a lane of the
+//   mask that returned, or that does not exist, is an error, as is a deadlock. An error in a
+//   kernel ends the grid and is what the call that waited for it returns, as a device fault
+//   would be. When the first block of a launch (in that order) calls no barrier or warp
+//   intrinsic, the other blocks' threads run as plain calls, one after another in a shuffled
+//   order (no fibers, much faster); a barrier or warp intrinsic there is reported as a launch
+//   error (the kernel must synchronise alike in every block). The race check
+//   (simt::set_race_check, ATTNLAB_SIMT_RACECHECK=1) switches threads at every access to a
+//   shared array too and reports two threads that touch one element between the same barriers,
+//   one of them writing.
+// - Streams: launches, copies, memsets, cuBLAS calls and event records are queued and run only
+//   when something waits for them (cudaStreamSynchronize, cudaEventSynchronize,
+//   cudaDeviceSynchronize, a copy that the host waits for), then only what that wait needs, in a
+//   random order that keeps CUDA's: issue order within a stream, the legacy default stream
+//   (stream 0) and the blocking streams after each other's earlier work, cudaStreamWaitEvent.
+//   Streams made with cudaStreamNonBlocking do not wait for stream 0, nor it for them. So a
+//   missing wait reads what the memory held before the work. How long a copy keeps the host is
+//   the runtime's documented behaviour: asynchronous copies with page-locked host memory return
+//   at once, the others when done.
 // - Device memory is host memory from malloc (AddressSanitizer sees every access out of an
-//   allocation), filled with 0xff bytes (NaN) at allocation as uninitialised device memory;
-//   copies check that their device side lies inside one allocation and the host side in none.
-//   Streams and events are accepted and run in issue order (every copy and launch completes
-//   before it returns: one valid schedule of the device's).
+//   allocation), filled with 0xff bytes (NaN) at allocation as uninitialised device memory, and
+//   poisoned for AddressSanitizer except while device work runs: a host access to it is reported
+//   (use-after-poison). cudaFree frees at once (CUDA does not promise to wait), so work still
+//   queued on the memory is reported as a use after free. Copies check that their device side
+//   lies inside one allocation and the host side in none. Thrust runs on its host system, as one
+//   step of stream 0 (simt::host_system, kernels/cuda_check.hpp's thrust_call).
+// - Shared memory: `__shared__ T a[N]` (rewritten to simt::SharedArray) is one array per kernel,
+//   which the blocks share one after another (blocks run one at a time) and which keeps the
+//   previous block's contents, as a block must assume garbage there anyway; `extern __shared__ T
+//   a[]` (simt::DynamicShared) is the launch's dynamic shared memory, NaN bytes at the start.
 // - The device is visible only where the environment sets ATTNLAB_SIMT_DEVICE=1; otherwise
 //   cudaGetDeviceCount reports no device, as on a machine without a GPU.
 // Limits (what a GPU shows and this does not) are listed in docs/KERNELS.md.
@@ -75,6 +91,7 @@ enum cudaError_t {
   cudaErrorUnsupportedPtxVersion = 222,
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchFailure = 719,
+  cudaErrorNotReady = 600,
 };
 using cudaError = cudaError_t;
 enum cudaMemcpyKind {
@@ -115,12 +132,15 @@ struct cudaFuncAttributes {
   int numRegs;
   int ptxVersion;
   int binaryVersion;
+  int maxDynamicSharedSizeBytes;
 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 struct CUstream_st;
 struct CUevent_st;
 using cudaStream_t = CUstream_st*;
 using cudaEvent_t = CUevent_st*;
 constexpr unsigned cudaHostAllocDefault = 0;
+constexpr unsigned cudaStreamDefault = 0;
 constexpr unsigned cudaStreamNonBlocking = 1;
 
 // ---- Runtime calls (kernels/simt/simt.cpp) ---------------------------------------------------
@@ -160,10 +180,15 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 namespace simt::detail {
 cudaError_t func_attributes(cudaFuncAttributes* attr, const void* fn);
-}
+cudaError_t func_set_attribute(const void* fn, cudaFuncAttribute attr, int value);
+}  // namespace simt::detail
 template <class F>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, F* fn) {
   return simt::detail::func_attributes(attr, reinterpret_cast<const void*>(fn));
+}
+template <class F>
+cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute attr, int value) {
+  return simt::detail::func_set_attribute(reinterpret_cast<const void*>(fn), attr, value);
 }
 
 // ---- Barriers and warp intrinsics ------------------------------------------------------------

@@ -1,9 +1,17 @@
 // simt.cpp: the SIMT emulation's scheduler and runtime (see cuda_runtime.h for what it emulates).
 //
 // A block runs as one fiber (ucontext, with AddressSanitizer's fiber annotations) per CUDA
-// thread on the launching OS thread. A fiber runs until it returns or waits (a block barrier, a
-// warp sync); the scheduler then resumes a ready fiber chosen at random, and when none is ready
-// it releases the block barrier if every live thread waits there, or reports a deadlock.
+// thread on the OS thread that runs the device's work. A fiber runs until it returns or waits (a
+// block barrier, a warp sync, and in the race check every access to a shared array); the scheduler
+// then resumes a ready fiber chosen at random, and when none is ready it releases the block barrier
+// if every live thread waits there, or reports a deadlock.
+//
+// Device work (launches, copies, memsets, cuBLAS calls, event records) is queued as operations,
+// each depending on the previous one of its stream and on what CUDA orders before it (the legacy
+// default stream and the blocking streams wait for each other; an event wait), and runs only
+// when something waits for it: then the operations it needs run, in a random order that keeps
+// those dependencies, and nothing else. Device memory is poisoned for AddressSanitizer except
+// while device work runs.
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -16,9 +24,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_runtime.h"
@@ -41,23 +52,52 @@ thread_local uint3 blockIdx{0, 0, 0};
 thread_local dim3 blockDim;
 thread_local dim3 gridDim;
 
+// ---- Device work: operations, streams, events ------------------------------------------------
+namespace simt::queue {
+// One operation of the device (a grid, a copy, a memset, a cuBLAS call, an event's record): it
+// runs once every operation it depends on has run.
+struct Op {
+  std::string what;
+  std::function<std::string()> run;  // empty error text, or the fault it met; cleared once run
+  cudaError_t fault = cudaErrorLaunchFailure;  // what a fault is reported as
+  std::vector<std::shared_ptr<Op>> deps;
+  bool done = false;
+};
+using OpPtr = std::shared_ptr<Op>;
+}  // namespace simt::queue
+
+struct CUstream_st {
+  bool blocking = true;  // false: created with cudaStreamNonBlocking
+  simt::queue::OpPtr last;
+};
+struct CUevent_st {
+  simt::queue::OpPtr op;  // the last record's operation (null before the first record)
+};
+
 namespace simt {
 namespace {
 
 // ---- Process state ---------------------------------------------------------------------------
-std::mutex g_mutex;  // launches, allocations, the last error
+std::mutex g_mutex;  // launches, allocations, streams and the queue
+std::mutex g_exec;   // device work runs on one OS thread at a time (the one that waits for it)
 std::vector<Launch> g_launches;
-std::map<std::uintptr_t, std::size_t> g_device;  // device allocations: start -> bytes
-std::map<std::uintptr_t, std::size_t> g_pinned;  // cudaMallocHost: start -> bytes
+std::map<std::uintptr_t, std::size_t> g_device;           // device allocations: start -> bytes
+std::map<std::uintptr_t, std::size_t> g_pinned;           // cudaMallocHost: start -> bytes
+std::map<const void*, std::size_t> g_max_dynamic_shared;  // cudaFuncSetAttribute's opt-in
 Stats g_stats;
 std::atomic<bool> g_dry_run{false};
 thread_local cudaError_t t_last_error = cudaSuccess;
-std::uint64_t g_launch_count = 0;
+std::uint64_t g_launch_count = 0, g_wait_count = 0;
+CUstream_st g_legacy;               // the legacy default stream (stream 0)
+std::set<CUstream_st*> g_streams;   // streams created and not destroyed
+std::vector<queue::OpPtr> g_queue;  // operations issued and not run, in issue order
 
-bool device_visible() {
-  const char* e = std::getenv("ATTNLAB_SIMT_DEVICE");
-  return e != nullptr && std::strcmp(e, "1") == 0;
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::strcmp(e, value) == 0;
 }
+bool device_visible() { return env_is("ATTNLAB_SIMT_DEVICE", "1"); }
+std::atomic<bool> g_race_check{env_is("ATTNLAB_SIMT_RACECHECK", "1")};
 
 cudaError_t set_error(cudaError_t e) {
   if (e != cudaSuccess) t_last_error = e;
@@ -68,6 +108,11 @@ std::size_t stack_bytes() {
   const char* e = std::getenv("ATTNLAB_SIMT_STACK_KIB");
   const long kib = e ? std::atol(e) : 0;
   return static_cast<std::size_t>(kib > 0 ? kib : 512) * 1024;
+}
+
+std::uint64_t seed_base() {
+  const char* e = std::getenv("ATTNLAB_SIMT_SEED");
+  return (e ? std::strtoull(e, nullptr, 10) : 1) * 0x9e3779b97f4a7c15ull;
 }
 
 // ---- Fibers ----------------------------------------------------------------------------------
@@ -86,6 +131,12 @@ struct Warp {
   std::uint64_t slot[32] = {};
 };
 
+// The race check's record of one shared-memory element since the last barrier: the thread that
+// wrote it and up to two threads that read it (two different readers conflict with any writer).
+struct Access {
+  int writer = -1, reader = -1, other_reader = -1;
+};
+
 struct Block {
   std::vector<Fiber>* fibers = nullptr;
   int threads = 0;
@@ -94,6 +145,7 @@ struct Block {
   int current = -1;
   std::vector<int> ready;
   std::vector<Warp> warps;
+  std::unordered_map<std::uintptr_t, Access> accesses;  // race check, since the last barrier
   std::string error;
   bool synced = false;  // a thread called a barrier or a warp intrinsic
   const std::function<void()>* body = nullptr;
@@ -109,6 +161,9 @@ thread_local Block* t_block = nullptr;
 thread_local bool t_direct = false;
 thread_local std::jmp_buf t_direct_exit;
 thread_local const char* t_direct_error = nullptr;
+// The running launch's dynamic shared memory.
+thread_local unsigned char* t_dynamic = nullptr;
+thread_local std::size_t t_dynamic_bytes = 0;
 
 [[noreturn]] void direct_sync(const char* what) {
   t_direct_error = what;
@@ -197,7 +252,6 @@ void ensure_stacks(int n) {
   }
 }
 
-// Runs one block; returns the error, empty when none.
 // Runs one block in direct mode (see t_direct): its threads in a shuffled order, each to its end.
 std::string run_block_direct(const std::function<void()>& body, std::mt19937_64& rng) {
   const unsigned n = blockDim.x * blockDim.y * blockDim.z;
@@ -255,6 +309,7 @@ std::string run_block(const std::function<void()>& body, std::mt19937_64& rng, b
             b.ready.push_back(i);
           }
         b.at_barrier = 0;
+        b.accesses.clear();  // the barrier orders every access before it
         continue;
       }
       int warp_waiting = 0;
@@ -281,12 +336,7 @@ std::string run_block(const std::function<void()>& body, std::mt19937_64& rng, b
   return b.error;
 }
 
-std::uint64_t launch_seed() {
-  const char* e = std::getenv("ATTNLAB_SIMT_SEED");
-  return e ? std::strtoull(e, nullptr, 10) : 1;
-}
-
-std::string config_error(const LaunchConfig& c) {
+std::string config_error(const LaunchConfig& c, std::size_t max_dynamic_shared) {
   const dim3 g = c.grid, t = c.block;
   const unsigned long long threads = 1ull * t.x * t.y * t.z;
   if (threads == 0 || threads > 1024 || t.x > 1024 || t.y > 1024 || t.z > 64)
@@ -295,8 +345,54 @@ std::string config_error(const LaunchConfig& c) {
   if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > kMaxGridX || g.y > kMaxGridYZ || g.z > kMaxGridYZ)
     return "grid (" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
            ") outside the device's limits (1 .. 2^31 - 1 x 65535 x 65535)";
-  if (c.shared_bytes > 48 * 1024) return "more than 48 KiB of dynamic shared memory";
+  if (c.shared_bytes > max_dynamic_shared)
+    return std::to_string(c.shared_bytes) + " bytes of dynamic shared memory, more than the " +
+           std::to_string(max_dynamic_shared) +
+           " the kernel may ask for (48 KiB, or up to 227 KiB after cudaFuncSetAttribute with "
+           "cudaFuncAttributeMaxDynamicSharedMemorySize)";
   return "";
+}
+
+// Runs a queued grid: its blocks in a shuffled order; the first block's error, empty when none.
+std::string execute_grid(const LaunchConfig& c, const std::function<void()>& thread,
+                         std::uint64_t seed) {
+  const std::uint64_t blocks = 1ull * c.grid.x * c.grid.y * c.grid.z;
+  std::vector<std::uint64_t> order(blocks);
+  for (std::uint64_t i = 0; i < blocks; ++i) order[i] = i;
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  // Dynamic shared memory: one buffer for the launch, garbage (NaN bytes) at the start.
+  std::vector<unsigned char> dynamic(c.shared_bytes, 0xff);
+  t_dynamic = dynamic.data();
+  t_dynamic_bytes = dynamic.size();
+  const dim3 saved_dim = blockDim, saved_grid = gridDim;
+  const uint3 saved_block = blockIdx, saved_thread = threadIdx;
+  blockDim = c.block;
+  gridDim = c.grid;
+  bool fibers = true;
+  std::string error;
+  for (const std::uint64_t i : order) {
+    blockIdx = {static_cast<unsigned>(i % c.grid.x),
+                static_cast<unsigned>((i / c.grid.x) % c.grid.y),
+                static_cast<unsigned>(i / (1ull * c.grid.x * c.grid.y))};
+    // The first block with fibers; the rest too if it synchronised (or in the race check),
+    // else as plain calls.
+    bool synced = false;
+    error = fibers ? run_block(thread, rng, synced) : run_block_direct(thread, rng);
+    if (i == order.front()) fibers = synced || g_race_check;
+    if (!error.empty()) {
+      error = "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," +
+              std::to_string(blockIdx.z) + "): " + error;
+      break;
+    }
+  }
+  blockDim = saved_dim;
+  gridDim = saved_grid;
+  blockIdx = saved_block;
+  threadIdx = saved_thread;
+  t_dynamic = nullptr;
+  t_dynamic_bytes = 0;
+  return error;
 }
 
 const std::map<std::uintptr_t, std::size_t>::const_iterator find_in(
@@ -306,6 +402,116 @@ const std::map<std::uintptr_t, std::size_t>::const_iterator find_in(
   if (it == m.begin()) return m.end();
   --it;
   return a < it->first + std::max<std::size_t>(it->second, 1) ? it : m.end();
+}
+
+// ---- The queue -------------------------------------------------------------------------------
+CUstream_st* stream_of(cudaStream_t s) { return s == nullptr ? &g_legacy : s; }
+
+// Issues an operation on stream s (under g_mutex): after the previous one of s; the legacy
+// stream's after the last of every blocking stream, a blocking stream's after the legacy
+// stream's last; after `also` too, when given (an event waited for).
+queue::OpPtr enqueue_locked(CUstream_st* s, std::string what, std::function<std::string()> run,
+                            cudaError_t fault = cudaErrorLaunchFailure,
+                            const queue::OpPtr& also = nullptr) {
+  auto op = std::make_shared<queue::Op>();
+  op->what = std::move(what);
+  op->run = std::move(run);
+  op->fault = fault;
+  const auto after = [&op](const queue::OpPtr& d) {
+    if (d != nullptr && !d->done) op->deps.push_back(d);
+  };
+  after(s->last);
+  if (s == &g_legacy) {
+    for (CUstream_st* b : g_streams)
+      if (b->blocking) after(b->last);
+  } else if (s->blocking) {
+    after(g_legacy.last);
+  }
+  after(also);
+  s->last = op;
+  g_queue.push_back(op);
+  return op;
+}
+queue::OpPtr enqueue(cudaStream_t s, std::string what, std::function<std::string()> run,
+                     cudaError_t fault = cudaErrorLaunchFailure,
+                     const queue::OpPtr& also = nullptr) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return enqueue_locked(stream_of(s), std::move(what), std::move(run), fault, also);
+}
+
+// Device memory is poisoned for AddressSanitizer except while device work runs (under g_exec),
+// so that a host access to it is reported (use-after-poison), as a device pointer dereferenced
+// on the host would fault.
+void poison_device_memory(bool poison) {
+#if SIMT_ASAN
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const auto& [start, bytes] : g_device) {
+    void* p = reinterpret_cast<void*>(start);
+    if (poison)
+      __asan_poison_memory_region(p, bytes);
+    else
+      __asan_unpoison_memory_region(p, bytes);
+  }
+#else
+  (void)poison;
+#endif
+}
+
+// Runs every operation that `targets` need and have not run, in a random order that keeps their
+// dependencies; work that none of them needs stays queued. The first fault becomes the result.
+cudaError_t run_until(const std::vector<queue::OpPtr>& targets) {
+  std::lock_guard<std::mutex> exec(g_exec);
+  std::vector<queue::OpPtr> todo;
+  std::uint64_t seed;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    std::vector<queue::OpPtr> stack(targets.begin(), targets.end());
+    std::set<const queue::Op*> seen;
+    while (!stack.empty()) {
+      queue::OpPtr op = std::move(stack.back());
+      stack.pop_back();
+      if (op == nullptr || op->done || !seen.insert(op.get()).second) continue;
+      for (const queue::OpPtr& d : op->deps) stack.push_back(d);
+      todo.push_back(std::move(op));
+    }
+    seed = seed_base() + 0x5851f42d4c957f2dull * ++g_wait_count;
+  }
+  if (todo.empty()) return cudaSuccess;
+  std::mt19937_64 rng(seed);
+  cudaError_t result = cudaSuccess;
+  poison_device_memory(false);
+  while (!todo.empty()) {
+    std::vector<std::size_t> ready;
+    for (std::size_t i = 0; i < todo.size(); ++i)
+      if (std::all_of(todo[i]->deps.begin(), todo[i]->deps.end(),
+                      [](const queue::OpPtr& d) { return d->done; }))
+        ready.push_back(i);
+    const std::size_t pick =
+        ready[std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng)];
+    queue::OpPtr op = std::move(todo[pick]);
+    todo[pick] = std::move(todo.back());
+    todo.pop_back();
+    const std::string error = op->run ? op->run() : "";
+    if (!error.empty()) {
+      std::fprintf(stderr, "simt: %s: %s\n", op->what.c_str(), error.c_str());
+      if (result == cudaSuccess) result = op->fault;
+    }
+    std::lock_guard<std::mutex> lock(g_mutex);
+    op->done = true;
+    op->run = nullptr;
+    op->deps.clear();
+  }
+  poison_device_memory(true);
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_queue.erase(std::remove_if(g_queue.begin(), g_queue.end(),
+                                 [](const queue::OpPtr& op) { return op->done; }),
+                  g_queue.end());
+  }
+  return set_error(result);
+}
+cudaError_t run_until(const queue::OpPtr& target) {
+  return run_until(std::vector<queue::OpPtr>{target});
 }
 
 }  // namespace
@@ -321,6 +527,8 @@ void clear_launches() {
 }
 void set_dry_run(bool on) { g_dry_run = on; }
 bool dry_run() { return g_dry_run; }
+void set_race_check(bool on) { g_race_check = on; }
+bool race_check() { return g_race_check; }
 
 Stats stats() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -331,15 +539,29 @@ void clear_stats() {
   g_stats = Stats{};
 }
 
+[[noreturn]] void shared_index_error(const char* array, std::size_t index, std::size_t size) {
+  if (t_block != nullptr && t_block->current >= 0) {
+    record(std::string("index ") + std::to_string(index) + " outside " + array + " of " +
+           std::to_string(size) + " elements");
+    abandon();
+  }
+  if (t_direct) direct_sync("an index outside a __shared__ array");
+  std::fprintf(stderr, "simt: index %zu outside %s of %zu elements\n", index, array, size);
+  std::abort();
+}
+
 namespace detail {
 
-void run_grid(const LaunchConfig& c, const std::function<void()>& thread) {
+void launch_grid(const void* kernel, const LaunchConfig& c, std::function<void()> thread,
+                 const std::string& bad_argument) {
   Launch rec{c.name, c.grid, c.block, c.shared_bytes, false};
-  const std::string bad = config_error(c);
   std::uint64_t seed;
+  std::string bad;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
-    seed = launch_seed() * 0x9e3779b97f4a7c15ull + ++g_launch_count;
+    const auto it = g_max_dynamic_shared.find(kernel);
+    bad = config_error(c, it != g_max_dynamic_shared.end() ? it->second : 48 * 1024);
+    seed = seed_base() + ++g_launch_count;
     rec.ran = bad.empty() && device_visible() && !g_dry_run;
     g_launches.push_back(rec);
   }
@@ -353,37 +575,95 @@ void run_grid(const LaunchConfig& c, const std::function<void()>& thread) {
     return;
   }
   if (!rec.ran) return;
-  // Blocks in a shuffled order: a kernel that assumes an order between blocks fails.
-  const std::uint64_t blocks = 1ull * c.grid.x * c.grid.y * c.grid.z;
-  std::vector<std::uint64_t> order(blocks);
-  for (std::uint64_t i = 0; i < blocks; ++i) order[i] = i;
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  const dim3 saved_dim = blockDim, saved_grid = gridDim;
-  const uint3 saved_block = blockIdx, saved_thread = threadIdx;
-  blockDim = c.block;
-  gridDim = c.grid;
-  bool fibers = true;
-  for (const std::uint64_t i : order) {
-    blockIdx = {static_cast<unsigned>(i % c.grid.x),
-                static_cast<unsigned>((i / c.grid.x) % c.grid.y),
-                static_cast<unsigned>(i / (1ull * c.grid.x * c.grid.y))};
-    // The first block with fibers; the rest too if it synchronised, else as plain calls.
-    bool synced = false;
-    const std::string error =
-        fibers ? run_block(thread, rng, synced) : run_block_direct(thread, rng);
-    if (i == order.front()) fibers = synced;
-    if (!error.empty()) {
-      std::fprintf(stderr, "simt: kernel %s, block (%u,%u,%u): %s\n", c.name, blockIdx.x,
-                   blockIdx.y, blockIdx.z, error.c_str());
-      set_error(cudaErrorLaunchFailure);
-      break;
-    }
+  const std::string what = std::string("kernel ") + c.name;
+  if (!bad_argument.empty()) {
+    // A device faults where the kernel dereferences such a pointer: reported when it runs.
+    simt::enqueue(
+        c.stream, what, [bad_argument] { return bad_argument; }, cudaErrorIllegalAddress);
+    return;
   }
-  blockDim = saved_dim;
-  gridDim = saved_grid;
-  blockIdx = saved_block;
-  threadIdx = saved_thread;
+  simt::enqueue(c.stream, what,
+                [c, thread = std::move(thread), seed] { return execute_grid(c, thread, seed); });
+}
+
+std::string kernel_pointer_error(const void* p) {
+  if (p == nullptr) return "";
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_device.upper_bound(a);
+  if (it != g_device.begin() && a <= std::prev(it)->first + std::prev(it)->second) return "";
+  char where[32];
+  std::snprintf(where, sizeof where, "%p", p);
+  if (find_in(g_pinned, p) != g_pinned.end())
+    return std::string("page-locked host memory at ") + where +
+           " (reached by a kernel only as mapped zero-copy memory, one PCIe transfer per load: "
+           "copy it to device memory)";
+  return std::string("host memory at ") + where + ", which a kernel cannot reach";
+}
+
+void enqueue(cudaStream_t stream, const std::string& what, std::function<std::string()> run) {
+  simt::enqueue(stream, what, std::move(run));
+}
+
+void begin_host_system() {
+  queue::OpPtr marker = simt::enqueue(nullptr, "a Thrust algorithm", {});
+  run_until(marker);
+  g_exec.lock();
+  poison_device_memory(false);
+}
+void end_host_system() {
+  poison_device_memory(true);
+  g_exec.unlock();
+}
+
+void shared_access(const void* p, std::size_t bytes, bool write, const char* array) {
+  (void)bytes;
+  if (!g_race_check || t_direct || t_block == nullptr || t_block->current < 0) return;
+  Block& b = *t_block;
+  const int t = linear_id(current_fiber().tid);
+  Access& a = b.accesses[reinterpret_cast<std::uintptr_t>(p)];
+  const auto other = [t](int u) { return u >= 0 && u != t; };
+  int conflict = -1;
+  const char* kind = nullptr;
+  if (write && other(a.writer)) {
+    conflict = a.writer, kind = " wrote";
+  } else if (write && (other(a.reader) || other(a.other_reader))) {
+    conflict = other(a.reader) ? a.reader : a.other_reader, kind = " read";
+  } else if (!write && other(a.writer)) {
+    conflict = a.writer, kind = " wrote";
+  }
+  if (kind != nullptr) {
+    record(std::string("racecheck: thread ") + std::to_string(t) + (write ? " writes" : " reads") +
+           " an element of " + array + " that thread " + std::to_string(conflict) + kind +
+           " since the last barrier (a shared-memory race)");
+    abandon();
+  }
+  if (write) {
+    a.writer = t;
+  } else if (a.reader < 0 || a.reader == t) {
+    a.reader = t;
+  } else if (a.other_reader < 0) {
+    a.other_reader = t;
+  }
+  // Another thread may run before this access: the race check interleaves threads here.
+  current_fiber().state = State::ready;
+  b.ready.push_back(b.current);
+  to_scheduler();
+}
+
+void* dynamic_shared(std::size_t bytes) {
+  if (bytes > t_dynamic_bytes) {
+    if (t_block != nullptr && t_block->current >= 0) {
+      record(std::to_string(bytes) + " bytes of dynamic shared memory used, the launch gave " +
+             std::to_string(t_dynamic_bytes));
+      abandon();
+    }
+    if (t_direct) direct_sync("dynamic shared memory past the launch's bytes");
+    std::fprintf(stderr, "simt: %zu bytes of dynamic shared memory used, the launch gave %zu\n",
+                 bytes, t_dynamic_bytes);
+    std::abort();
+  }
+  return t_dynamic;
 }
 
 void block_barrier() {
@@ -461,6 +741,20 @@ cudaError_t func_attributes(cudaFuncAttributes* attr, const void* fn) {
   attr->maxThreadsPerBlock = 1024;
   attr->ptxVersion = 90;
   attr->binaryVersion = 90;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const auto it = g_max_dynamic_shared.find(fn);
+  attr->maxDynamicSharedSizeBytes =
+      static_cast<int>(it != g_max_dynamic_shared.end() ? it->second : 48 * 1024);
+  return cudaSuccess;
+}
+
+cudaError_t func_set_attribute(const void* fn, cudaFuncAttribute attr, int value) {
+  if (fn == nullptr) return set_error(cudaErrorInvalidDeviceFunction);
+  if (!device_visible()) return set_error(cudaErrorNoDevice);
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 227 * 1024)
+    return set_error(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_max_dynamic_shared[fn] = static_cast<std::size_t>(value);
   return cudaSuccess;
 }
 
@@ -545,7 +839,13 @@ cudaError_t cudaRuntimeGetVersion(int* v) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
-  return simt::device_visible() ? cudaSuccess : set_error(cudaErrorNoDevice);
+  if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
+  std::vector<simt::queue::OpPtr> all;
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    all = simt::g_queue;
+  }
+  return simt::run_until(all);
 }
 cudaError_t cudaGetLastError() {
   const cudaError_t e = simt::t_last_error;
@@ -571,6 +871,8 @@ const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure:
       return "cudaErrorLaunchFailure";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
     default:
       return "cudaError";
   }
@@ -595,6 +897,8 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "unspecified launch failure";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
     default:
       return "unknown error";
   }
@@ -606,6 +910,9 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   void* p = std::malloc(bytes > 0 ? bytes : 1);
   if (p == nullptr) return set_error(cudaErrorMemoryAllocation);
   std::memset(p, 0xff, bytes);  // uninitialised device memory: NaN in every float and double
+#if SIMT_ASAN
+  __asan_poison_memory_region(p, bytes);  // open to device work only
+#endif
   std::lock_guard<std::mutex> lock(simt::g_mutex);
   simt::g_device[reinterpret_cast<std::uintptr_t>(p)] = bytes;
   ++simt::g_stats.device_allocations;
@@ -613,14 +920,23 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   *ptr = p;
   return cudaSuccess;
 }
+// Frees at once, without waiting for queued work (CUDA says cudaFree may synchronise, not that
+// it does): work still queued on the memory then touches freed memory, which AddressSanitizer
+// reports.
 cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return simt::device_visible() ? cudaSuccess : set_error(cudaErrorNoDevice);
+  std::size_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(simt::g_mutex);
     const auto it = simt::g_device.find(reinterpret_cast<std::uintptr_t>(ptr));
     if (it == simt::g_device.end()) return set_error(cudaErrorInvalidValue);
+    bytes = it->second;
     simt::g_device.erase(it);
   }
+#if SIMT_ASAN
+  __asan_unpoison_memory_region(ptr, bytes);
+#endif
+  (void)bytes;
   std::free(ptr);
   return cudaSuccess;
 }
@@ -676,9 +992,14 @@ bool is_pinned(const void* p) {
   std::lock_guard<std::mutex> lock(simt::g_mutex);
   return simt::find_in(simt::g_pinned, p) != simt::g_pinned.end();
 }
-}  // namespace
 
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+// A copy of either API, checked and counted, queued on `stream`. How long the host waits is
+// CUDA's (the runtime API's "API synchronization behavior"): a synchronous copy returns when it
+// is done, except between two device addresses; an asynchronous one at once when its host side is
+// page-locked, else as the synchronous one (after the stream's earlier work, for a pageable
+// source).
+cudaError_t copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                 cudaStream_t stream, bool async) {
   if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
   if (bytes == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return set_error(cudaErrorInvalidValue);
@@ -691,51 +1012,92 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   if (const cudaError_t e = check_side(dst, bytes, dst_dev, "destination")) return e;
   if (const cudaError_t e = check_side(src, bytes, src_dev, "source")) return e;
-  std::memmove(dst, src, bytes);
   const bool pinned = src_dev != dst_dev && is_pinned(src_dev ? dst : src);
-  std::lock_guard<std::mutex> lock(simt::g_mutex);
-  if (src_dev != dst_dev) {
-    (pinned ? simt::g_stats.pinned_copy_bytes : simt::g_stats.pageable_copy_bytes) += bytes;
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    if (src_dev != dst_dev)
+      (pinned ? simt::g_stats.pinned_copy_bytes : simt::g_stats.pageable_copy_bytes) += bytes;
   }
-  return cudaSuccess;
+  const bool device_to_device = src_dev && dst_dev;
+  const bool host_waits = async ? !(device_to_device || pinned) : !device_to_device;
+  if (async && host_waits && !src_dev) {
+    // From pageable memory: after the stream's earlier work, as CUDA stages it.
+    if (const cudaError_t e = cudaStreamSynchronize(stream)) return e;
+  }
+  const char* what = src_dev ? (dst_dev ? "device-to-device copy" : "device-to-host copy")
+                             : (dst_dev ? "host-to-device copy" : "host-to-host copy");
+  const simt::queue::OpPtr op = simt::enqueue(stream, what, [dst, src, bytes] {
+    std::memmove(dst, src, bytes);
+    return std::string();
+  });
+  return host_waits ? simt::run_until(op) : cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  return copy(dst, src, bytes, kind, nullptr, false);
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
+                            cudaStream_t stream) {
+  return copy(dst, src, bytes, kind, stream, true);
 }
-cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+// Asynchronous for device memory, in either API: queued on the stream (the legacy one for
+// cudaMemset).
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t stream) {
   if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
   if (bytes == 0) return cudaSuccess;
   if (const cudaError_t e = check_side(ptr, bytes, true, "memset")) return e;
-  std::memset(ptr, value, bytes);
+  simt::enqueue(stream, "memset", [ptr, value, bytes] {
+    std::memset(ptr, value, bytes);
+    return std::string();
+  });
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t bytes, cudaStream_t) {
-  return cudaMemset(ptr, value, bytes);
+cudaError_t cudaMemset(void* ptr, int value, std::size_t bytes) {
+  return cudaMemsetAsync(ptr, value, bytes, nullptr);
 }
 
-// Streams and events: every operation completes when issued, so they only need to exist.
-struct CUstream_st {
-  int magic = 0x5157;
-};
-struct CUevent_st {
-  bool recorded = false;
-};
-cudaError_t cudaStreamCreate(cudaStream_t* s) {
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
   if (s == nullptr) return set_error(cudaErrorInvalidValue);
   if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
   *s = new CUstream_st;
+  (*s)->blocking = (flags & cudaStreamNonBlocking) == 0;
+  std::lock_guard<std::mutex> lock(simt::g_mutex);
+  simt::g_streams.insert(*s);
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  return cudaStreamCreateWithFlags(s, cudaStreamDefault);
+}
+// The stream's queued work stays queued (it runs when waited for through the device or an
+// event), as CUDA releases a stream once its work is done.
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   if (s == nullptr) return set_error(cudaErrorInvalidResourceHandle);
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    if (simt::g_streams.erase(s) == 0) return set_error(cudaErrorInvalidResourceHandle);
+  }
   delete s;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaDeviceSynchronize(); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsigned) {
-  return e != nullptr ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle);
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
+  simt::queue::OpPtr last;
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    last = simt::stream_of(s)->last;
+  }
+  return simt::run_until(last);
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  if (e == nullptr) return set_error(cudaErrorInvalidResourceHandle);
+  simt::queue::OpPtr recorded;
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    recorded = e->op;
+  }
+  simt::enqueue(s, "an event wait", {}, cudaErrorLaunchFailure, recorded);
+  return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* e) {
   if (e == nullptr) return set_error(cudaErrorInvalidValue);
@@ -748,17 +1110,27 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete e;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (e == nullptr) return set_error(cudaErrorInvalidResourceHandle);
-  e->recorded = true;
+  simt::queue::OpPtr op = simt::enqueue(s, "an event record", {});
+  std::lock_guard<std::mutex> lock(simt::g_mutex);
+  e->op = std::move(op);
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  return e != nullptr ? cudaSuccess : set_error(cudaErrorInvalidResourceHandle);
+  if (e == nullptr) return set_error(cudaErrorInvalidResourceHandle);
+  simt::queue::OpPtr op;
+  {
+    std::lock_guard<std::mutex> lock(simt::g_mutex);
+    op = e->op;
+  }
+  return simt::run_until(op);
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
-  if (ms == nullptr || a == nullptr || b == nullptr || !a->recorded || !b->recorded)
-    return set_error(cudaErrorInvalidResourceHandle);
+  if (ms == nullptr || a == nullptr || b == nullptr) return set_error(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(simt::g_mutex);
+  if (a->op == nullptr || b->op == nullptr) return set_error(cudaErrorInvalidResourceHandle);
+  if (!a->op->done || !b->op->done) return set_error(cudaErrorNotReady);
   *ms = 0;  // the emulation keeps no device clock
   return cudaSuccess;
 }

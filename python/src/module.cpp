@@ -1,23 +1,45 @@
 // module.cpp: attnlab._core, the extension module under the Python package attnlab
-// (python/attnlab/__init__.py is its public face and documents it for users).
+// (python/attnlab/__init__.py is its public face, checks every argument and documents it for
+// users).
 //
 // What it exposes, each a thin call into the libraries demo is built from:
 //   attention(x, w_q, w_k, w_v, per_entry, heads, causal, scale, mask, device, threads,
-//             progress, main_thread) -> (q, k, v, scores, weights, out, info)
+//             progress, main_thread, need_weights, given)
+//       -> (q, k, v, scores, weights, out, info)
 //       x (batch, n, d_model), weights (count, d_model, d), C-contiguous float32 or float64 arrays
 //       read in place (no copy), count = batch when per_entry else 1; mask None or uint8
-//       (batch, heads, n, n), nonzero where a query may attend a key; the outputs are new
-//       arrays of the same dtype, owned by numpy, shaped as host/attention_compute.hpp says;
+//       (batch, heads, n, n), nonzero where a query may attend a key; given: {name: array} of
+//       the caller's outputs, C-contiguous, of the shapes host/attention_compute.hpp says
+//       ((batch, n, d) and (batch, heads, n, n)), written in place. The outputs not given are
+//       new arrays owned by numpy; given ones, and scores and weights without need_weights,
+//       come back as None. Without need_weights, scores and weights go to a scratch buffer of
+//       at most kScratchBytes (a few problems at a time), never to the caller.
 //       info: {"backend", "kernel_seconds", "kernel_cpu_seconds"}.
+//   attention_bytes(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked, need_weights,
+//                   given) -> (bytes, square_bytes): the memory attention allocates for such a
+//       call (outputs not given, scratch, attention_compute's own), and of it the scores and
+//       weights; the caller checks it against memory_available() before any work.
 //   experiments() -> [{"name", "summary", "in_all", "runs", "chunked", "params": [...]}]
 //       every table of the registry with its Param declarations (flag, kind, help, default,
 //       output_file): what the command line reads, declared once.
 //   run_table(name, given, device, threads, progress, main_thread, command_line)
 //       -> (provenance JSON text, [{"name", "title", "columns", "values", "notes", "run"}])
 //       given: flag -> text, exactly as on demo's command line; values: one list per column.
+//   per_seed_files(path): the files attention-sweep's --per-seed PATH writes
+//       (experiments/per_seed_maps.hpp), PATH first.
+//   read_bytes(path), read_npy(path), read_json(path): a file as demo's readers read one
+//       (host/input.hpp: a regular file only, opened without waiting, at most the memory
+//       available): its bytes; a .npy's (descr, shape, C-order bytes) (host/array_io.hpp's
+//       npy_array); a result JSON's text (host/compare.hpp's parse_result_text: nesting and
+//       memory limits), as nlohmann-json writes it again.
+//   memory_available(), human_bytes(bytes): host/memory.hpp's.
+//   parse_int(option, text, lo, hi), parse_real(option, text, lo, hi, lo_open),
+//   parse_threads(option, text), parse_choice(option, text, allowed): host/parse.hpp's checks,
+//       for the command line's wording.
 // Errors: a refused request (std::invalid_argument, one line) raises ValueError; a file that
-// cannot be written raises OSError; Ctrl-C raises KeyboardInterrupt (below); anything else
-// RuntimeError. The kernels run with the GIL released.
+// cannot be read or written raises OSError (a reader's refusal of its content: ValueError);
+// Ctrl-C raises KeyboardInterrupt (below); anything else RuntimeError. The kernels run with the
+// GIL released.
 //
 // Ctrl-C: while a call computes, on the interpreter's main thread, SIGINT goes to the
 // stop flag the kernels and the chunk driver poll (host/progress.hpp's StopScope) instead of
@@ -34,7 +56,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -43,11 +67,17 @@
 #include <string>
 #include <system_error>
 
+#include "experiments/per_seed_maps.hpp"
 #include "experiments/registry.hpp"
+#include "host/array_io.hpp"
 #include "host/attention_compute.hpp"
 #include "host/backend.hpp"
+#include "host/compare.hpp"
 #include "host/format.hpp"
+#include "host/input.hpp"
 #include "host/memory.hpp"
+#include "host/output.hpp"
+#include "host/parse.hpp"
 #include "host/progress.hpp"
 #include "host/provenance.hpp"
 #include "version.hpp"
@@ -59,12 +89,12 @@ namespace {
 
 using namespace attn;
 
-// The kernels' stop test: the stop flag StopScope routes SIGINT to.
 // A file the request names that cannot be used (it exists, its folder is missing): OSError.
 struct FileError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The kernels' stop test: the stop flag StopScope routes SIGINT to.
 struct SignalMonitor : Monitor {
   bool stop_requested() const override { return stop_requested_by_signal(); }
 };
@@ -76,6 +106,11 @@ struct LogLevel {
   }
   ~LogLevel() { spdlog::set_level(spdlog::level::warn); }
 };
+
+[[noreturn]] void raise_os_error(const std::string& message) {
+  PyErr_SetString(PyExc_OSError, message.c_str());
+  throw nb::python_error();
+}
 
 // Runs f with the GIL released and SIGINT routed to the stop flag; raises KeyboardInterrupt
 // when it was interrupted, and the exceptions of the file's top for the others.
@@ -111,8 +146,7 @@ auto guarded(bool main_thread, F&& f) {
     case value:
       throw nb::value_error(error.c_str());
     case os:
-      PyErr_SetString(PyExc_OSError, error.c_str());
-      throw nb::python_error();
+      raise_os_error(error);
     case other:
       break;
   }
@@ -134,61 +168,141 @@ Backend select_backend(const std::string& device, int threads) {
 
 // A new array that numpy owns, from a buffer (large_buffer) the C++ side filled.
 template <class T>
-nb::ndarray<nb::numpy, T> owned(std::unique_ptr<T[], FreeDeleter> data,
-                                std::vector<std::size_t> shape) {
+nb::object owned(std::unique_ptr<T[], FreeDeleter> data, std::vector<std::size_t> shape) {
+  if (!data) return nb::none();
   T* raw = data.release();
   nb::capsule owner(raw, [](void* p) noexcept { std::free(p); });
-  return nb::ndarray<nb::numpy, T>(raw, shape.size(), shape.data(), owner);
+  return nb::cast(nb::ndarray<nb::numpy, T>(raw, shape.size(), shape.data(), owner));
 }
 
 template <class T>
 using In3 = nb::ndarray<const T, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
+template <class T>
+using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 
 using Mask = nb::ndarray<const std::uint8_t, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
+
+// Scores and weights that the caller does not want go to a scratch buffer of at most this
+// many bytes, reused problem group after problem group (at least one problem at a time).
+constexpr double kScratchBytes = double(8 << 20);
+
+const char* const kOutputs[] = {"q", "k", "v", "scores", "weights", "out"};
+
+// The sizes of one attention call, and what it allocates.
+struct AttentionPlan {
+  std::size_t B, n, d_model, d_k, d_v, H, word;
+  bool per_entry, masked, need_weights;
+  std::size_t chunk;  // problems per kernel call: B with need_weights, else the scratch's share
+
+  AttentionPlan(std::size_t B_, std::size_t n_, std::size_t d_model_, std::size_t d_k_,
+                std::size_t d_v_, bool per_entry_, int heads, std::size_t word_, bool masked_,
+                bool need_weights_)
+      : B(B_),
+        n(n_),
+        d_model(d_model_),
+        d_k(d_k_),
+        d_v(d_v_),
+        H(heads < 1 ? 1 : heads),
+        word(word_),
+        per_entry(per_entry_),
+        masked(masked_),
+        need_weights(need_weights_) {
+    const double per_problem = 2.0 * double(H) * double(n) * double(n) * double(word);
+    chunk = need_weights ? B
+                         : std::size_t(std::clamp(std::floor(kScratchBytes / per_problem), 1.0,
+                                                  double(std::max<std::size_t>(B, 1))));
+  }
+  // The elements of each output, in kOutputs' order.
+  double elements(int i) const {
+    const double rows = double(B) * double(n);
+    switch (i) {
+      case 0:
+      case 1:
+        return rows * double(d_k);
+      case 2:
+      case 5:
+        return rows * double(d_v);
+      default:
+        return double(B) * double(H) * double(n) * double(n);
+    }
+  }
+  std::vector<std::size_t> shape(int i) const {
+    if (i == 0 || i == 1) return {B, n, d_k};
+    if (i == 2 || i == 5) return {B, n, d_v};
+    return {B, H, n, n};
+  }
+  // Bytes allocated by a call given the outputs in `given` (of them, scores and weights).
+  std::pair<double, double> bytes(const std::vector<std::string>& given) const {
+    double total = 0, square = 0;
+    for (int i = 0; i < 6; ++i) {
+      const bool is_square = i == 3 || i == 4;
+      if (is_square && !need_weights) continue;
+      if (std::find(given.begin(), given.end(), kOutputs[i]) != given.end()) continue;
+      total += double(word) * elements(i);
+      if (is_square) square += double(word) * elements(i);
+    }
+    if (!need_weights) {
+      square = 2.0 * double(word) * double(chunk) * double(H) * double(n) * double(n);
+      total += square;
+    }
+    total += attention_compute_bytes(chunk, n, d_model, d_k, d_v, per_entry, int(H), masked, word);
+    return {total, square};
+  }
+};
+
+nb::tuple attention_bytes(std::size_t batch, std::size_t n, std::size_t d_model, std::size_t d_k,
+                          std::size_t d_v, bool per_entry, int heads, std::size_t word, bool masked,
+                          bool need_weights, const std::vector<std::string>& given) {
+  const AttentionPlan plan(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked,
+                           need_weights);
+  const auto [total, square] = plan.bytes(given);
+  return nb::make_tuple(total, square);
+}
 
 template <class T>
 nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry, int heads,
                     bool causal, double scale, std::optional<Mask> mask, const std::string& device,
-                    int threads, bool progress, bool main_thread) {
-  const std::size_t B = x.shape(0), n = x.shape(1), d_model = x.shape(2);
-  const std::size_t d_k = w_q.shape(2), d_v = w_v.shape(2), wc = per_entry ? B : 1;
+                    int threads, bool progress, bool main_thread, bool need_weights,
+                    nb::dict given) {
+  const AttentionPlan plan(x.shape(0), x.shape(1), x.shape(2), w_q.shape(2), w_v.shape(2),
+                           per_entry, heads, sizeof(T), mask.has_value(), need_weights);
+  const std::size_t B = plan.B, n = plan.n, d_model = plan.d_model, H = plan.H;
+  const std::size_t wc = per_entry ? B : 1;
   const auto check = [&](const char* name, const In3<T>& w, std::size_t cols) {
     if (w.shape(0) != wc || w.shape(1) != d_model || w.shape(2) != cols)
-      throw nb::value_error((std::string(name) + ": not of shape (" + std::to_string(wc) + ", " +
-                             std::to_string(d_model) + ", " + std::to_string(cols) + ")")
-                                .c_str());
+      throw nb::value_error(
+          (std::string(name) + ": not of shape " + shape_text({wc, d_model, cols})).c_str());
   };
-  check("w_q", w_q, d_k);
-  check("w_k", w_k, d_k);
-  check("w_v", w_v, d_v);
-  const std::size_t H = heads < 1 ? 1 : std::size_t(heads);
+  check("w_q", w_q, plan.d_k);
+  check("w_k", w_k, plan.d_k);
+  check("w_v", w_v, plan.d_v);
   if (mask &&
       (mask->shape(0) != B || mask->shape(1) != H || mask->shape(2) != n || mask->shape(3) != n))
     throw nb::value_error("mask: not of shape (batch, heads, n, n)");
-  auto q = large_buffer<T>(B * n * d_k), k = large_buffer<T>(B * n * d_k),
-       v = large_buffer<T>(B * n * d_v), scores = large_buffer<T>(B * H * n * n),
-       weights = large_buffer<T>(B * H * n * n), out = large_buffer<T>(B * n * d_v);
-  AttentionArrays<T> a;
-  a.x = x.data();
-  a.w_q = w_q.data();
-  a.w_k = w_k.data();
-  a.w_v = w_v.data();
-  a.batch = B;
-  a.n = n;
-  a.d_model = d_model;
-  a.d_k = d_k;
-  a.d_v = d_v;
-  a.per_entry = per_entry;
-  a.heads = heads;
-  a.causal = causal;
-  a.scale = scale;
-  a.mask = mask ? mask->data() : nullptr;
-  a.q = q.get();
-  a.k = k.get();
-  a.v = v.get();
-  a.scores = scores.get();
-  a.weights = weights.get();
-  a.out = out.get();
+  // The caller's outputs, checked, then the others allocated.
+  T* ptr[6] = {};
+  std::unique_ptr<T[], FreeDeleter> made[6];
+  for (int i = 0; i < 6; ++i) {
+    if (!given.contains(kOutputs[i])) continue;
+    const Out<T> a = nb::cast<Out<T>>(given[kOutputs[i]]);
+    const std::vector<std::size_t> want = plan.shape(i);
+    bool fits = a.ndim() == want.size();
+    for (std::size_t d = 0; fits && d < want.size(); ++d) fits = a.shape(d) == want[d];
+    if (!fits || ((i == 3 || i == 4) && !need_weights))
+      throw nb::value_error(
+          (std::string("out ") + kOutputs[i] + ": not of shape " + shape_text(want)).c_str());
+    ptr[i] = a.data();
+  }
+  for (int i = 0; i < 6; ++i) {
+    if (ptr[i] || ((i == 3 || i == 4) && !need_weights)) continue;
+    made[i] = large_buffer<T>(std::size_t(plan.elements(i)));
+    ptr[i] = made[i].get();
+  }
+  // Without need_weights: the scratch for a group of plan.chunk problems.
+  std::unique_ptr<T[], FreeDeleter> scratch;
+  const std::size_t square = H * n * n;
+  if (!need_weights) scratch = large_buffer<T>(2 * plan.chunk * square);
+
   struct Ran {
     std::string backend;
     KernelTime time;
@@ -197,17 +311,59 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
     const LogLevel level(progress);
     const Backend backend = select_backend(device, threads);
     Ran r{backend.name(), {}};
-    attention_compute(a, backend, SignalMonitor(), r.time);
+    for (std::size_t b0 = 0; b0 < B; b0 += plan.chunk) {
+      const std::size_t b = std::min(plan.chunk, B - b0);
+      AttentionArrays<T> a;
+      a.x = x.data() + b0 * n * d_model;
+      const std::size_t w0 = per_entry ? b0 * d_model : 0;
+      a.w_q = w_q.data() + w0 * plan.d_k;
+      a.w_k = w_k.data() + w0 * plan.d_k;
+      a.w_v = w_v.data() + w0 * plan.d_v;
+      a.batch = b;
+      a.n = n;
+      a.d_model = d_model;
+      a.d_k = plan.d_k;
+      a.d_v = plan.d_v;
+      a.per_entry = per_entry;
+      a.heads = heads;
+      a.causal = causal;
+      a.scale = scale;
+      a.mask = mask ? mask->data() + b0 * square : nullptr;
+      a.q = ptr[0] + b0 * n * plan.d_k;
+      a.k = ptr[1] + b0 * n * plan.d_k;
+      a.v = ptr[2] + b0 * n * plan.d_v;
+      a.scores = need_weights ? ptr[3] + b0 * square : scratch.get();
+      a.weights = need_weights ? ptr[4] + b0 * square : scratch.get() + plan.chunk * square;
+      a.out = ptr[5] + b0 * n * plan.d_v;
+      attention_compute(a, backend, SignalMonitor(), r.time);
+    }
     return r;
   });
   nb::dict info;
   info["backend"] = ran.backend;
   info["kernel_seconds"] = ran.time.wall;
   info["kernel_cpu_seconds"] = ran.time.cpu;
-  return nb::make_tuple(owned(std::move(q), {B, n, d_k}), owned(std::move(k), {B, n, d_k}),
-                        owned(std::move(v), {B, n, d_v}), owned(std::move(scores), {B, H, n, n}),
-                        owned(std::move(weights), {B, H, n, n}), owned(std::move(out), {B, n, d_v}),
-                        info);
+  nb::object outs[6];
+  for (int i = 0; i < 6; ++i) outs[i] = owned(std::move(made[i]), plan.shape(i));
+  return nb::make_tuple(outs[0], outs[1], outs[2], outs[3], outs[4], outs[5], info);
+}
+
+// A table option's name in Python: "--per-seed" is per_seed.
+std::string python_name(const std::string& flag) {
+  std::string name = flag.substr(flag.find_first_not_of('-'));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+// host/output.hpp's refusal of an existing file, "PATH exists; pass --force to replace it",
+// without the command line's --force, which Python does not have: "PATH exists". Whether why
+// was that refusal.
+bool without_force(std::string& why) {
+  static const std::string kForce = "; pass --force to replace it";
+  const std::size_t at = why.find(kForce);
+  if (at == std::string::npos) return false;
+  why.erase(at, kForce.size());
+  return true;
 }
 
 nb::list experiments_list() {
@@ -273,11 +429,18 @@ nb::tuple run_table(const std::string& name, const std::map<std::string, std::st
     // the file must not.
     for (const Param& p : e->params) {
       if (!p.output_file || !given.count(p.flag)) continue;
+      const std::string name = python_name(p.flag);
       const std::filesystem::path path(given.at(p.flag));
       const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
       if (!std::filesystem::is_directory(dir))
-        throw FileError(p.flag + " " + path.string() + ": no folder " + dir.string());
-      if (std::filesystem::exists(path)) throw FileError(p.flag + " " + path.string() + ": exists");
+        throw FileError(name + " " + path.string() + ": no folder " + dir.string());
+      try {
+        refuse_existing(path.string(), false);
+      } catch (const std::runtime_error& err) {
+        std::string why = err.what();
+        without_force(why);
+        throw FileError(name + " " + why);
+      }
     }
     Provenance prov;
     prov.command_line = command_line;
@@ -285,7 +448,15 @@ nb::tuple run_table(const std::string& name, const std::map<std::string, std::st
     const auto t0 = std::chrono::steady_clock::now();
     const Backend backend = select_backend(device, threads);
     Made m;
-    m.tables = run_experiment(*e, o, given, backend);
+    try {
+      m.tables = run_experiment(*e, o, given, backend);
+    } catch (const std::runtime_error& err) {
+      // A file the table writes beside its option's own (attention-sweep's FILE.seeds.npy),
+      // refused by refuse_existing before any work.
+      std::string why = err.what();
+      if (without_force(why)) throw FileError(why);
+      throw;
+    }
     prov.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.provenance = prov.to_json(backend).dump();
@@ -313,6 +484,61 @@ nb::tuple run_table(const std::string& name, const std::map<std::string, std::st
   return nb::make_tuple(made.provenance, tables);
 }
 
+// ---- reading files as demo reads them ----
+
+// A file's bytes, read by host/input.hpp's read_regular_file (a regular file, opened without
+// waiting, at most the memory available); OSError with its reason.
+std::string read_input(const std::string& path) {
+  const double budget = std::fmax(0.0, std::fmin(memory_available(), 0x1p62));
+  std::string bytes;
+  std::string error;
+  {
+    nb::gil_scoped_release release;
+    try {
+      bytes = read_regular_file(path, static_cast<std::size_t>(budget));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!error.empty()) raise_os_error(path + ": " + error);
+  return bytes;
+}
+
+nb::bytes read_bytes(const std::string& path) {
+  const std::string bytes = read_input(path);
+  return nb::bytes(bytes.data(), bytes.size());
+}
+
+// (descr, shape, data): data a 1-D uint8 array that numpy owns, the elements in C order.
+nb::tuple read_npy(const std::string& path) {
+  auto a = std::make_unique<NpyArray>();
+  try {
+    *a = npy_array("", path, read_input(path));
+  } catch (const nb::python_error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw nb::value_error(e.what() + 1);  // " PATH: why": no label
+  }
+  const std::string descr = a->descr;
+  const std::vector<std::size_t> shape = a->shape;
+  const std::size_t size = a->data.size();
+  std::uint8_t* data = reinterpret_cast<std::uint8_t*>(a->data.data());
+  nb::capsule owner(a.release(), [](void* p) noexcept { delete static_cast<NpyArray*>(p); });
+  const std::size_t dims[1] = {size};
+  nb::object bytes = nb::cast(nb::ndarray<nb::numpy, std::uint8_t>(data, 1, dims, owner));
+  return nb::make_tuple(descr, nb::cast(shape), bytes);
+}
+
+// A result JSON's text, parsed with demo's limits (host/compare.hpp) and written again.
+std::string read_json(const std::string& path) {
+  const std::string text = read_input(path);
+  try {
+    return parse_result_text(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    throw nb::value_error((path + ": " + e.what()).c_str());
+  }
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -326,10 +552,23 @@ NB_MODULE(_core, m) {
   m.attr("built_with_cuda") = kBuiltWithCuda;
   m.def("attention", &attention<float>, "x"_a.noconvert(), "w_q"_a.noconvert(), "w_k"_a.noconvert(),
         "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a, "mask"_a.none(),
-        "device"_a, "threads"_a, "progress"_a, "main_thread"_a);
+        "device"_a, "threads"_a, "progress"_a, "main_thread"_a, "need_weights"_a, "given"_a);
   m.def("attention", &attention<double>, "x"_a.noconvert(), "w_q"_a.noconvert(),
         "w_k"_a.noconvert(), "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a,
-        "mask"_a.none(), "device"_a, "threads"_a, "progress"_a, "main_thread"_a);
+        "mask"_a.none(), "device"_a, "threads"_a, "progress"_a, "main_thread"_a, "need_weights"_a,
+        "given"_a);
+  m.def("attention_bytes", &attention_bytes, "batch"_a, "n"_a, "d_model"_a, "d_k"_a, "d_v"_a,
+        "per_entry"_a, "heads"_a, "word"_a, "masked"_a, "need_weights"_a, "given"_a);
+  m.def("per_seed_files", &PerSeedMaps::files, "path"_a);
+  m.def("read_bytes", &read_bytes, "path"_a);
+  m.def("read_npy", &read_npy, "path"_a);
+  m.def("read_json", &read_json, "path"_a);
+  m.def("memory_available", &memory_available);
+  m.def("human_bytes", &human_bytes, "bytes"_a);
+  m.def("parse_int", &parse_int, "option"_a, "text"_a, "lo"_a, "hi"_a);
+  m.def("parse_real", &parse_real, "option"_a, "text"_a, "lo"_a, "hi"_a, "lo_open"_a);
+  m.def("parse_threads", &parse_threads, "option"_a, "text"_a);
+  m.def("parse_choice", &parse_choice, "option"_a, "text"_a, "allowed"_a);
   m.def("experiments", &experiments_list);
   m.def("run_table", &run_table, "name"_a, "given"_a, "device"_a, "threads"_a, "progress"_a,
         "main_thread"_a, "command_line"_a);

@@ -1,33 +1,17 @@
 """The Python package against independent references: numpy's own arithmetic, and demo's
-files and messages for the same request (bit for bit). ctest runs this file (label `python`)
-with ATTNLAB_DEMO naming the demo built beside the module."""
+files and messages for the same request (bit for bit). ctest runs this folder (label `python`)
+with ATTNLAB_DEMO naming the demo built beside the module; test_inputs.py holds the refusals of
+bad arguments and files."""
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 import threading
 
 import numpy as np
 import pytest
 
 import attnlab
-
-DEMO = os.environ.get("ATTNLAB_DEMO") or os.path.join(
-    os.path.dirname(__file__), "..", "..", "build", "cpu", "demo")
-
-
-def demo(*args, check=True):
-    r = subprocess.run([DEMO, *map(str, args)], capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise AssertionError(f"demo {' '.join(map(str, args))}: {r.returncode} {r.stderr}")
-    return r
-
-
-def same_bits(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+from helpers import demo, run_python, same_bits, write_inputs
 
 
 def numpy_attention(x, wq, wk, wv, heads=1, causal=False, scale=None):
@@ -78,14 +62,6 @@ def test_batched_heads_match_numpy(dtype, heads, causal):
         assert np.all(np.isneginf(r.scores[..., 0, 1])) and np.all(r.weights[..., 0, 1] == 0)
 
 
-def write_inputs(tmp_path, arrays):
-    paths = {}
-    for name, a in arrays.items():
-        paths[name] = tmp_path / f"{name}.npy"
-        np.save(paths[name], a)
-    return paths
-
-
 @pytest.mark.parametrize("dtype,heads,causal,per_entry", [
     (np.float32, 1, False, False), (np.float64, 2, True, False), (np.float32, 2, False, True)])
 def test_attention_is_the_cli_bit_for_bit(tmp_path, dtype, heads, causal, per_entry):
@@ -127,10 +103,9 @@ def test_attention_refusals():
         (dict(x=np.ones((3, 3))), "w_q: shape (2, 2) does not fit x shape (3, 3): it needs d_model = 3 rows"),
         (dict(w_k=np.ones((2, 3))), "w_k: shape (2, 3) gives d_k = 3, but w_q shape (2, 2) gives d_k = 2"),
         (dict(heads=3), "heads 3: d_k = 2 (w_q) is not divisible by it"),
-        (dict(scale=-1.0), "scale: expected a number in (0, 1e+300], got -1.0"),
-        (dict(device="tpu"), "device: expected one of auto, cpu, cuda, got 'tpu'"),
-        (dict(threads=0), "threads: expected a whole number >= 1 (or None: all cores), got 0"),
-        (dict(x=np.ones(3)), "x: shape (3): expected (n, d_model) or (batch, n, d_model)"),
+        (dict(scale=-1.0), "scale: expected a finite number > 0 and <= 1e+300, got '-1.0'"),
+        (dict(device="tpu"), "device: expected one of auto, cpu, cuda, got 'tpu' (did you mean cpu?)"),
+        (dict(x=np.ones(3)), "x: shape (3,): expected (n, d_model) or (batch..., n, d_model)"),
         (dict(x=np.array([["a"]])), "x: expected real numbers, got an array of dtype <U1"),
     ]
     for change, message in cases:
@@ -243,11 +218,6 @@ def test_attention_sweep_per_seed_is_the_cli(tmp_path):
 
 # ---- the interpreter ------------------------------------------------------------------------
 
-def run_python(code):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=600)
-
-
 def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing(tmp_path):
     # A sweep that would run for hours, stopped by SIGINT from a timer: KeyboardInterrupt, no
     # per-seed file (not even a temporary), and the next call runs normally.
@@ -267,15 +237,16 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_nothing(tmp_path):
     assert r.stdout.splitlines() == ["KeyboardInterrupt []", "[1]"]
 
 
-def test_ctrl_c_stops_attention():
-    r = run_python("""
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_ctrl_c_stops_attention(need_weights):
+    r = run_python(f"""
         import os, signal, threading, numpy as np, attnlab
         x = np.ones((64, 256, 512), np.float32)
         w = np.ones((512, 256), np.float32)
         threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
         try:
             for _ in range(1000):
-                attnlab.attention(x, w, w, w)
+                attnlab.attention(x, w, w, w, need_weights={need_weights})
             print("finished")
         except KeyboardInterrupt:
             print("KeyboardInterrupt")
@@ -309,13 +280,20 @@ def test_progress_is_off_by_default(capfd):
 
 
 def test_the_example_runs(tmp_path):
+    # As the README runs it, and its figure's title: the configuration and seeds, no path.
     pytest.importorskip("matplotlib")
+    import importlib.util
+    import tempfile
     script = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "variability.py")
+    spec = importlib.util.spec_from_file_location("variability", script)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
     out = tmp_path / "v.png"
-    r = subprocess.run([sys.executable, script, "--seeds", "12", "--steps", "40", "--out", out],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "12 seeds" in r.stdout
+    fig = example.main(["--seeds", "12", "--steps", "40", "--out", str(out)])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    title = fig._suptitle.get_text()
+    assert "task previous, 6 words" in title and "12 seeds x 40 steps" in title
+    assert tempfile.gettempdir() not in title and "attnlab-" not in title
 
 
 # ---- masks ----------------------------------------------------------------------------------
