@@ -20,6 +20,7 @@
 
 #include "experiments/attention_sweep.hpp"
 #include "experiments/map_measures.hpp"
+#include "experiments/per_seed_maps.hpp"
 #include "helpers.hpp"
 #include "table_helpers.hpp"
 
@@ -1120,6 +1121,67 @@ TEST(AttentionSweep, NudgeAloneIsOn) {
   EXPECT_TRUE(nudge("--nudge --task lesson"));
   EXPECT_FALSE(nudge("--nudge off"));
   EXPECT_FALSE(nudge(""));
+}
+
+// A second pass's per-seed records (experiments/per_seed_maps.hpp) read back as a chunk's state
+// (SeedMeasures::from_state, as every state is folded): one seed of one input's 2 x 2 head
+// with --nudge and a known map, each value of the record edited beyond what it can be, each
+// refused naming the value.
+TEST(SeedMeasuresState, RecordsOutsideTheirDomainsAreRefused) {
+  PerSeedRecord record;
+  record.results = SeedResults{1, 2, 2, 1, 1};  // |R| 1, n 2, d_out 2, one head, one input
+  record.nudge = true;
+  record.known = true;
+  ASSERT_EQ(record.size(), 9 + 12 + 2 + 2);
+  // loss, start loss, test loss, converged, generalized, diverged, nudge JSD, JSD to the known
+  // map, found; W_Q, W_K, W_V; the map row; the outputs.
+  const std::vector<double> good = {1e-5, 0.5, 2e-5, 1,    1,   0,   1e-9, 0.01, 0,
+                                    0.1,  -2,  3,    0.25, 1,   2,   3,    4,    -1,
+                                    -2,   -3,  -4,   0.3,  0.7, 0.5, -0.5};
+  const double below = 1e-3;
+  const auto state = [&](const std::vector<double>& r) {
+    SeedMeasures m;
+    m.loss = {1e-5};
+    m.jsd = {0.02};
+    m.jsd_converged = {0.01};
+    m.records = r;
+    return m.to_state();
+  };
+  const SeedMeasures read = SeedMeasures::from_state(state(good), 1, &record, below);
+  EXPECT_EQ(read.records, good);
+  const auto refused = [&](std::vector<std::pair<int, double>> edits, const std::string& says,
+                           const PerSeedRecord& as) {
+    std::vector<double> r = good;
+    for (const auto& [k, v] : edits) r[k] = v;
+    try {
+      SeedMeasures::from_state(state(r), 1, &as, below);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  };
+  refused({{1, -1}}, "seed 0 of the chunk: a loss of -1, outside [0, inf)", record);
+  refused({{2, -1}}, "a loss of -1, outside [0, inf)", record);
+  refused({{3, 0.5}}, "a flag 'converged' of 0.5, not 0 or 1", record);
+  refused({{8, 2}}, "a flag 'found' of 2, not 0 or 1", record);
+  refused({{3, 0}}, "a seed marked not converged with a loss of 1e-05", record);
+  refused({{2, 0.5}}, "a seed marked generalized with a test loss of 0.5", record);
+  refused({{1, 1e-7}},
+          "a seed not marked diverged with a final loss of 1e-05, a start loss of 1e-07", record);
+  refused({{6, 5}}, "a JSD of 5, outside [0, 0.693147]", record);
+  refused({{7, 0.9}}, "a JSD of 0.9, outside [0, 0.693147]", record);
+  refused({{7, NAN}, {8, 1}}, "a seed that found the known map without a JSD to it", record);
+  refused({{7, NAN}}, "a seed not marked diverged without a JSD to the known map", record);
+  refused({{9, INFINITY}}, "a final weight of inf", record);
+  refused({{22, 0.9}}, "weights sum to 1.2, not 1", record);
+  refused({{21, 5}, {22, -4}}, "a weight of the map of 5, outside [0, 1]", record);
+  refused({{0, 2e-5}}, "records whose loss is not the seed's loss", record);
+  PerSeedRecord plain = record;
+  plain.nudge = false;
+  plain.known = false;
+  refused({{7, NAN}}, "a nudge JSD without --nudge", plain);
+  refused({{6, NAN}}, "a known map's measures without one", plain);
 }
 
 }  // namespace

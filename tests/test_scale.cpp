@@ -1157,6 +1157,119 @@ TEST(ForgedPart, EveryTableRefusesValuesOutsideTheirDomains) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// ---- Version 3's fields: edited and signed again, refused by their domains ----------------
+// The summaries of many inputs, held-out inputs and --nudge (experiments/map_measures.hpp):
+// test losses, pair JSDs at the start and JSDs after a nudge, the counts of generalized, nudged
+// and rounding-sensitive seeds, the entries of the later measured inputs' maps, and the kept
+// nudge JSDs. The parts of kBulk[7] keep no results (--map-memory 0), so that nothing but the
+// fields' own checks stands between an edit and the table; kTeacherKept keeps them.
+const std::string kTeacher = kBulk[7] + " -q";
+const std::string kTeacherKept =
+    "--table attention-sweep --task teacher --words 4 --d-model 4 --d-k 4 --heads 2 --inputs 2 "
+    "--seeds 0:3000 --steps 100 --nudge -q";
+
+// Each edit of chunk 0's state in a copy of the first part, refused by demo merge saying `says`;
+// the unedited parts merge.
+void expect_forged_states_refused(
+    const std::string& args, const std::string& tag,
+    const std::vector<std::pair<Edit, std::vector<std::string>>>& edits) {
+  const auto [p0, p1] = kept_result_parts(args, tag);
+  for (const auto& [edit, says] : edits) {
+    SCOPED_TRACE(says.back());
+    const fs::path copy = scratch(tag + "-edited");
+    fs::copy(p0, copy);
+    const fs::path file = copy / "attention-sweep.part.json";
+    edit_file(file, [&](json& j) { edit(j["states"][0][1]); });
+    std::vector<std::string> all = says;
+    all.push_back("merge: " + file.string() + ": attention-sweep: chunk 0's state: ");
+    expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", all);
+    fs::remove_all(copy);
+  }
+  EXPECT_EQ(test::run_demo("merge " + p0.string() + " " + p1.string() + " -q").exit_code, 0);
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
+TEST(ForgedPart, ATestLossOfMinusOneIsRefused) {
+  expect_forged_states_refused(kTeacher, "test-loss",
+                               {{[](json& s) { forge_sketch(s["finite"]["test_loss"], 0, -1.0); },
+                                 {"test loss: a loss of -1, outside [0, inf)"}}});
+}
+
+TEST(ForgedPart, JsdsAtTheStartAndAfterANudgeBeyondLn2AreRefused) {
+  expect_forged_states_refused(kTeacher, "start-nudge",
+                               {{[](json& s) { forge_sketch(s["finite"]["pair_start"], 0, 1.0); },
+                                 {"pair JSD at the start: a JSD of 1, outside [0, 0.693147]"}},
+                                {[](json& s) { forge_sketch(s["finite"]["nudge_jsd"], 0, 1.0); },
+                                 {"JSD after a nudge: a JSD of 1, outside [0, 0.693147]"}}});
+  // The kept nudge JSDs (the second pass measures from them).
+  expect_forged_states_refused(kTeacherKept, "kept-nudge",
+                               {{[](json& s) {
+                                   std::vector<double> v;
+                                   append_exact_vector(s["nudge"].get<std::string>(), v);
+                                   v[0] = 2;
+                                   s["nudge"] = exact_vector(v);
+                                 },
+                                 {"kept results of seed 0: a JSD of 2, outside [0, 0.693147]"}}});
+}
+
+// Counts an editor might believe: each within the seeds, each not what the summary's own
+// values allow (both summaries edited alike where they must agree).
+TEST(ForgedPart, GeneralizedNudgedAndSensitiveCountsThatCannotBeAreRefused) {
+  const auto both = [](const char* field, int value) {
+    return [=](json& s) {
+      s["finite"][field] = value;
+      s["converged"][field] = value;
+    };
+  };
+  expect_forged_states_refused(
+      kTeacher, "counts",
+      {{both("generalized", 600), {"more seeds generalized than did not diverge"}},
+       {both("generalized", 5),
+        {"more seeds generalized than finite seeds have a test loss below 0.0001"}},
+       {[](json& s) { s["finite"]["nudged"] = 500; },
+        {"nudged or rounding-sensitive counts that are not of the covered seeds"}},
+       {[](json& s) { s["finite"]["sensitive"] = 3; },
+        {"a count of rounding-sensitive seeds that the JSDs after a nudge do not give"}},
+       {[](json& s) { s["finite"]["found"] = 3; },
+        {"seeds that found the known map, but no JSD to it below 0.001"}}});
+}
+
+// The second measured input's map (entries 16 on, row 4 on: 4 x 4 maps): moments and extremes
+// of its entries (later_entries), and its mean map's rows.
+TEST(ForgedPart, ALaterInputsMapEntryOutsideItsDomainIsRefused) {
+  // Entry 16's field `name` set to `set`, or moved by `add` where set is NaN.
+  const auto field = [](const char* name, double add, double set) {
+    return [=](json& s) {
+      json& later = s["finite"]["later_entries"];
+      std::vector<double> v;
+      append_exact_vector(later[name].get<std::string>(), v);
+      v[0] = std::isnan(set) ? v[0] + add : set;
+      later[name] = exact_vector(v);
+    };
+  };
+  // Its mean 0.25 up, its extremes widened to [0, 1] to hold it: a row summing to 1.25.
+  const auto mean_up = [&](json& s) {
+    field("min", 0, 0.0)(s);
+    field("max", 0, 1.0)(s);
+    field("mean", 0.25, NAN)(s);
+  };
+  expect_forged_states_refused(
+      kTeacher, "later",
+      {{field("max", 0, 5.0), {"map entry 16: a weight of the map of 5, outside [0, 1]"}},
+       {mean_up, {"a mean map whose row 4 sums to 1.25, not 1"}}});
+}
+
+TEST(ForgedCheckpoint, ATestLossOfMinusOneIsRefused) {
+  const fs::path done = finished_checkpoint(kTeacher, "ck-test-loss.json");
+  edit_file(done, [](json& j) {
+    forge_sketch(j["tables"]["attention-sweep"]["fold"]["finite"]["test_loss"], 0, -1.0);
+  });
+  expect_refused_before_work(
+      kTeacher + " --checkpoint " + done.string(),
+      {"--checkpoint " + done.string(), "test loss: a loss of -1, outside [0, inf)"});
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // ---- Stops while parts and checkpoints are read --------------------------------------------
 // demo merge and a resumed run read and check their files with stop points (the stop audit,
 // host/progress.hpp: each phase's checks within its budget); a stop asked for while they are
