@@ -55,17 +55,28 @@ constexpr std::size_t kScatter = 4000;  // seeds (the first ones) in the loss-vs
 constexpr int kMaxSize = 1024;          // --words, --d-model, --d-k, --d-v at most
 
 constexpr int kMaxConfigurations = 1024;  // a grid's combinations at most
+constexpr int kMaxInputs = 1 << 20;       // --inputs and --test-inputs at most
+constexpr int kDefaultTestInputs = 64;    // --test-inputs auto with more than one input
 
-enum class Task { lesson, previous, reverse, random };
+enum class Task { lesson, previous, reverse, random, teacher };
 
 struct Shape {
   int n, d_model, d_k, d_v, heads, r0;
   Task task;
   bool train_values, train_output;
+  int inputs = 1, test_inputs = 0;     // B, T
+  int vocab = 0;                       // V (token tasks; 0: X = I_n)
   int rows() const { return n - r0; }  // |R|
   int map_size() const { return rows() * n; }
   int d_out() const { return train_output ? d_model : d_v; }
-  bool one_hot() const { return task != Task::random; }  // X = I_n, one-hot targets, a known map
+  // The tasks whose inputs are words (one-hot tokens and positions, or X = I_n): a key the known
+  // map picks for each loss row.
+  bool token() const { return task != Task::random && task != Task::teacher; }
+  // Inputs of normals (random, teacher): the peers' --lr and --init-scale.
+  bool normal_inputs() const { return !token(); }
+  bool many() const { return inputs > 1 || test_inputs > 0; }  // a version-3 configuration
+  int measured() const { return test_inputs > 0 ? test_inputs : inputs; }
+  int measured_from() const { return test_inputs > 0 ? inputs : 0; }  // its first input
 };
 
 // A real in (lo, hi], or "auto" (the default), which reads as NaN: the task then picks the value.
@@ -113,6 +124,33 @@ std::string value_key(const Value& v) {
     return !t->empty() && end == t->c_str() + t->size() ? round_trip(x) : *t;
   }
   return "";
+}
+
+// --test-inputs: held-out inputs T, or "auto" (0 with one training input, else 64).
+Param test_inputs_param() {
+  Param p = param::integer("--test-inputs", "0",
+                           "Held-out inputs T, drawn after the training inputs; the measures "
+                           "are taken on them; auto: 0 with --inputs 1, else 64",
+                           0, kMaxInputs);
+  p.default_text = "auto";
+  auto inner = p.parse;
+  p.parse = [inner](const std::string& f, const std::string& text) -> Value {
+    if (text == "auto") return text;
+    inner(f, text);
+    return text;
+  };
+  p.kind = "N|auto";
+  return p;
+}
+
+// --nudge on|off (alone: on): every seed trained a second time from W_Q[0][0] one ulp up.
+Param nudge_param() {
+  Param p = param::choice("--nudge", "off",
+                          "Train every seed again from W_Q[0][0] one ulp up and measure how far "
+                          "its map moves (rounding-sensitive seeds; twice the training)",
+                          {"on", "off"});
+  p.implicit_value = "on";
+  return p;
 }
 
 // A grid axis: a comma-separated list of `inner`'s values, each checked by inner's parser (so
@@ -164,7 +202,10 @@ const std::vector<Param>& axes() {
         param::choice("--train", "qkv",
                       "qk (W_V fixed to I), qkv, or qkvo (an output projection W_O too)",
                       {"qk", "qkv", "qkvo"}),
-        causal};
+        causal,
+        param::integer("--inputs", "1",
+                       "Training inputs B: the loss and its gradient are the mean over them", 1,
+                       kMaxInputs)};
   }();
   return a;
 }
@@ -213,19 +254,20 @@ Task task_of(const std::string& name) {
   if (name == "lesson") return Task::lesson;
   if (name == "previous") return Task::previous;
   if (name == "reverse") return Task::reverse;
+  if (name == "teacher") return Task::teacher;
   return Task::random;
 }
 
-// --lr and --init-scale when "auto": the lesson's 0.5 and 1 for the one-hot tasks (spec, "Start
-// and training"); for --task random the numpy and PyTorch peers' 0.01 and 0.25
+// --lr and --init-scale when "auto": the lesson's 0.5 and 1 for the token tasks (spec, "Start
+// and training"); for --task random and teacher the numpy and PyTorch peers' 0.01 and 0.25
 // (bench/anchors/numpy_head.py), where gradient descent is stable: with the lesson's values
 // every seed of the n = 8, d = 16 random task diverges (the loss's curvature in W_V grows with
 // n and d_model).
-double auto_value(const Config& cfg, const std::string& flag, bool one_hot) {
+double auto_value(const Config& cfg, const std::string& flag, bool token) {
   const double v = cfg.get<double>(flag);
   if (!std::isnan(v)) return v;
-  if (flag == "--lr") return one_hot ? 0.5 : 0.01;
-  return one_hot ? 1.0 : 0.25;
+  if (flag == "--lr") return token ? 0.5 : 0.01;
+  return token ? 1.0 : 0.25;
 }
 
 // Every refusal of one configuration, before any work, as one line (std::invalid_argument).
@@ -246,23 +288,49 @@ Shape check_shape(const RunContext& ctx, const Config& cfg) {
   const std::string train = cfg.get<std::string>("--train");
   s.train_values = train != "qk";
   s.train_output = train == "qkvo";
+  s.inputs = static_cast<int>(cfg.get<std::int64_t>("--inputs"));
+  const std::string test = ctx.get<std::string>("--test-inputs");
+  s.test_inputs = test == "auto" ? (s.inputs > 1 ? kDefaultTestInputs : 0) : std::stoi(test);
+  s.vocab = static_cast<int>(ctx.get<std::int64_t>("--vocab"));
   if (s.d_k % s.heads != 0 || s.d_v % s.heads != 0)
     refuse("--heads " + std::to_string(s.heads) + " must divide --d-k " + std::to_string(s.d_k) +
            " and --d-v " + std::to_string(s.d_v) + " (each head takes a block of their columns)");
   if (!s.train_values && s.d_v != s.d_model)
     refuse("--train qk fixes W_V to the identity, so --d-v must equal --d-model; got " +
            std::to_string(s.d_v) + " and " + std::to_string(s.d_model));
-  if (s.one_hot()) {
+  if (!s.token() && ctx.settings.given("--vocab"))
+    refuse("--vocab: --task " + task +
+           " draws its inputs as normals; a vocabulary is for the "
+           "token tasks (lesson, previous, reverse)");
+  if (s.task != Task::teacher)
+    for (const char* flag : {"--teacher-scale", "--found-below"})
+      if (ctx.settings.given(flag))
+        refuse(std::string(flag) + ": it applies to --task teacher, not --task " + task);
+  if (s.token()) {
     if (s.n < 2)
       refuse("--task " + task + " needs --words 2 or more (a query and a word to attend to); got " +
              std::to_string(s.n));
-    if (s.d_model != s.n)
-      refuse("--task " + task + ": --d-model must equal --words (X = I_n); got " +
-             std::to_string(s.d_model) + " and " + std::to_string(s.n));
-    if (s.d_out() != s.n)
+    if (s.vocab == 0) {
+      if (s.d_model != s.n)
+        refuse("--task " + task + ": --d-model must equal --words (X = I_n); got " +
+               std::to_string(s.d_model) + " and " + std::to_string(s.n));
+      if (s.inputs > 1)
+        refuse("--inputs " + std::to_string(s.inputs) + " with --task " + task +
+               " and no --vocab: every input would be X = I_n; give --vocab V (tokens and "
+               "positions)");
+      if (s.test_inputs > 0)
+        refuse("--test-inputs " + std::to_string(s.test_inputs) + " with --task " + task +
+               " and no --vocab: a held-out input would be X = I_n, the training input");
+    } else if (s.d_model != s.vocab + s.n) {
+      refuse("--task " + task + " --vocab " + std::to_string(s.vocab) +
+             ": --d-model must be the vocabulary plus the positions, " +
+             std::to_string(s.vocab + s.n) + " (--vocab + --words); got " +
+             std::to_string(s.d_model));
+    }
+    if (s.d_out() != s.d_model)
       refuse("--task " + task + ": the output width (" +
              std::string(s.train_output ? "d_model, with --train qkvo" : "--d-v") +
-             ") must equal --words (the targets are words' one-hot vectors); got " +
+             ") must equal --d-model (the targets are input rows); got " +
              std::to_string(s.d_out()));
   }
   s.r0 = s.task == Task::lesson ? s.n - 1 : s.task == Task::previous ? 1 : 0;
@@ -277,6 +345,7 @@ head::Model model_of(const RunContext& ctx, const Config& cfg, const Shape& s) {
   m.d_v = s.d_v;
   m.heads = s.heads;
   m.r0 = s.r0;
+  m.inputs = s.inputs;
   m.train_values = s.train_values;
   m.train_output = s.train_output;
   m.causal = cfg.get<std::string>("--causal") == "on";
@@ -288,41 +357,110 @@ head::Model model_of(const RunContext& ctx, const Config& cfg, const Shape& s) {
   m.optimizer =
       cfg.get<std::string>("--optimizer") == "adam" ? head::Optimizer::adam : head::Optimizer::sgd;
   m.steps = static_cast<int>(ctx.get<std::int64_t>("--steps"));
-  m.lr = auto_value(cfg, "--lr", s.one_hot());
+  m.lr = auto_value(cfg, "--lr", s.token());
   m.grad = ctx.get<std::string>("--grad") == "numeric" ? head::Grad::numeric : head::Grad::analytic;
   m.h = ctx.get<double>("--h");
   m.schedule = ctx.get<std::string>("--schedule") == "sequential" ? head::Schedule::sequential
                                                                   : head::Schedule::simultaneous;
-  m.init_scale = auto_value(cfg, "--init-scale", s.one_hot());
+  m.init_scale = auto_value(cfg, "--init-scale", s.token());
   return m;
 }
 
-// The known map M* (spec "Tasks", version 2): for each loss row i of R in order, the key it
-// should attend to; empty for the random task, which has none.
+// The known map M* of a token task (spec "Tasks", versions 2 and 3): for each loss row i of R in
+// order, the key it should attend to; empty for the other tasks.
 std::vector<int> known_keys(const Shape& s) {
   std::vector<int> keys;
-  if (!s.one_hot()) return keys;
+  if (!s.token()) return keys;
   for (int i = s.r0; i < s.n; ++i)
     keys.push_back(s.task == Task::lesson ? 0 : s.task == Task::previous ? i - 1 : s.n - 1 - i);
   return keys;
 }
 
-// The task's X (n, d_model) and Y (n, d_out), spec "Tasks" (version 2): one-hot rows for the
-// tasks with a known map; for random, numpy default_rng(--task-seed): X, then Y.
-void make_task(const RunContext& ctx, const Shape& s, std::vector<double>& x,
-               std::vector<double>& y) {
-  const int d = s.d_out();
-  x.assign(static_cast<std::size_t>(s.n) * s.d_model, 0.0);
-  y.assign(static_cast<std::size_t>(s.n) * d, 0.0);
-  if (s.one_hot()) {
-    for (int i = 0; i < s.n; ++i) x[i * s.d_model + i] = 1.0;
-    const std::vector<int> keys = known_keys(s);
-    for (int i = s.r0; i < s.n; ++i) y[i * d + keys[i - s.r0]] = 1.0;
-    return;
-  }
+// --teacher-scale: auto is 1/√d_model, so that the teacher's scores are of order one.
+double teacher_scale(const RunContext& ctx, const Shape& s) {
+  const double v = ctx.get<double>("--teacher-scale");
+  return std::isnan(v) ? 1.0 / std::sqrt(static_cast<double>(s.d_model)) : v;
+}
+
+// A configuration's inputs, shared by all its seeds (spec "Many inputs"): the B training inputs,
+// then the T held-out ones, stacked as head.hpp's Model takes them.
+struct TaskData {
+  std::vector<double> x, y;          // (B + T) n x d_model, (B + T) n x d_out
+  std::vector<double> teacher;       // --task teacher: the teacher's weights (weights_size)
+  std::vector<double> teacher_maps;  // its maps on the measured inputs (M x H x |R| x n)
+};
+
+// The task's inputs (spec "Tasks over many inputs"), from numpy default_rng(--task-seed): each
+// input drawn whole (X, then Y where the task draws one) before the next, the training inputs
+// first. Token tasks: t = g.integers(0, V, size=n), X_i = [one_hot_V(t_i), one_hot_n(i)], the
+// target Y_i = X_{M*(i)} on the loss rows (V = 0: X = I_n, one input, no draw). random: X =
+// g.normal(size=(n, d_model)), then Y = g.normal(size=(n, d_out)). teacher: the teacher's
+// weights first, drawn as a seed's start at --teacher-scale, then each X = g.normal(size=(n,
+// d_model)) and Y the teacher's output on it (evaluate_inputs, every row).
+TaskData make_task(const RunContext& ctx, const Shape& s, const head::Model& m) {
+  TaskData t;
+  const int d = s.d_out(), count = s.inputs + s.test_inputs;
+  const std::size_t per_x = static_cast<std::size_t>(s.n) * s.d_model,
+                    per_y = static_cast<std::size_t>(s.n) * d;
+  t.x.assign(per_x * count, 0.0);
+  t.y.assign(per_y * count, 0.0);
   numpy_rng::Pcg64 g(ctx.get<std::uint64_t>("--task-seed"));
-  for (double& v : x) v = numpy_rng::normal(g);
-  for (double& v : y) v = numpy_rng::normal(g);
+  if (s.token()) {
+    const std::vector<int> keys = known_keys(s);
+    for (int b = 0; b < count; ++b) {
+      double* x = t.x.data() + b * per_x;
+      double* y = t.y.data() + b * per_y;
+      for (int i = 0; i < s.n; ++i) {
+        if (s.vocab == 0) {
+          x[i * s.d_model + i] = 1.0;
+        } else {
+          x[i * s.d_model + numpy_rng::integer_below(g, static_cast<std::uint64_t>(s.vocab))] = 1.0;
+          x[i * s.d_model + s.vocab + i] = 1.0;
+        }
+      }
+      for (int i = s.r0; i < s.n; ++i)
+        std::copy_n(x + keys[i - s.r0] * s.d_model, s.d_model, y + i * d);
+    }
+    return t;
+  }
+  if (s.task == Task::random) {
+    for (int b = 0; b < count; ++b) {
+      for (std::size_t e = 0; e < per_x; ++e) t.x[b * per_x + e] = numpy_rng::normal(g);
+      for (std::size_t e = 0; e < per_y; ++e) t.y[b * per_y + e] = numpy_rng::normal(g);
+    }
+    return t;
+  }
+  // The teacher.
+  head::Model teacher = m;
+  teacher.nudge = false;
+  t.teacher.assign(head::weights_size(m), 0.0);
+  auto store = [&t](std::int64_t at, double v) { t.teacher[at] = v; };
+  head::draw_weights(teacher, g, teacher_scale(ctx, s), store);
+  for (double& v : t.x) v = numpy_rng::normal(g);
+  const std::int64_t size = head::evaluation_size(m, count);
+  std::vector<double> out(size);
+  head::evaluate_seeds_cpu(m, t.teacher.data(), 0, 1, t.x.data(), t.y.data(), count, out.data());
+  const std::int64_t maps = static_cast<std::int64_t>(count) * s.heads * s.map_size();
+  std::copy_n(out.data() + 1 + maps, per_y * count, t.y.data());  // R = every row
+  const std::int64_t one = static_cast<std::int64_t>(s.heads) * s.map_size();
+  t.teacher_maps.assign(out.data() + 1 + s.measured_from() * one,
+                        out.data() + 1 + (s.measured_from() + s.measured()) * one);
+  return t;
+}
+
+// The known map the measures take (KnownMap, map_measures.hpp): M*'s keys for the token tasks,
+// the teacher's head-averaged maps on the measured inputs for teacher.
+KnownMap known_map(const RunContext& ctx, const Shape& s, const TaskData& t,
+                   const SeedResults& shape) {
+  KnownMap k;
+  k.keys = known_keys(s);
+  if (s.task == Task::teacher) {
+    std::vector<double> buffer;
+    const double* p = shape.mean_over_heads(t.teacher_maps.data(), buffer);
+    k.maps.assign(p, p + shape.map_size());
+    k.found_below = ctx.get<double>("--found-below");
+  }
+  return k;
 }
 
 // Figures -----------------------------------------------------------------------------------
@@ -493,8 +631,16 @@ int jsd_bin(double v) {
   return std::clamp(static_cast<int>(v / std::log(2.0) * kJsdBins), 0, kJsdBins - 1);
 }
 
-// One configuration's sweep: the request, its chunks, the first pass's summaries (one per
-// cover), the second pass's measures.
+// One configuration's sweep: the request, its inputs, its chunks, the first pass's summaries
+// (one per cover), the second pass's measures.
+//
+// A chunk's seeds are trained (the backend: their final losses and weights), then measured
+// from their final weights on the measured inputs (head::evaluate_seeds_cpu: maps, outputs,
+// the loss on them), and at their starting weights (the maps before training); with --nudge
+// each is trained a second time from W_Q[0][0] one ulp up and measured again. What a chunk
+// keeps for the second pass (keep mode) is its training results and nudge JSDs, from which the
+// measurement is repeated (and a state read from a file is checked: its summaries must be the
+// ones they give).
 struct Sweep {
   Sweep(const RunContext& c, const Config& config, const Shape& shape)
       : ctx(c), cfg(config), s(shape) {}
@@ -503,18 +649,22 @@ struct Sweep {
   const Config& cfg;
   const Shape s;
   head::Model m;
-  std::vector<double> x, y;  // the task
+  TaskData data;  // the inputs, once for every seed
   SeedResults shape;
+  PerSeedRecord record;  // what --per-seed writes of a seed
+  KnownMap known;
+  bool nudge = false;
   std::string label;  // the chunk jobs' label
   const SeedSet* seeds = nullptr;
   std::uint64_t count = 0, per_chunk = 0, chunks = 0;
   std::uint64_t batch = 1;   // chunks per backend call
   std::uint64_t budget = 0;  // values kept per quantity for exact quantiles
-  bool keep = false;         // the first pass keeps every seed's results for the second
+  bool keep = false;         // the first pass keeps every seed's training results
   std::string per_seed_file;
   std::unique_ptr<PerSeedMaps> per_seed;
   std::optional<MapSummary> summary[2];  // kCovers' order
-  std::vector<double> kept;              // keep: every seed's results, in order
+  std::vector<double> kept;              // keep: every seed's training result, in order
+  std::vector<double> kept_nudge;        // keep with --nudge: every seed's nudge JSD
   std::vector<double> mean_map[2];
   // The second pass's result.
   std::optional<QuantileSketch> to_mean[2];
@@ -528,21 +678,104 @@ struct Sweep {
     return std::min(per_chunk, count - first_of(chunk));
   }
   double work_of(std::uint64_t chunk) const {
-    return static_cast<double>(count_of(chunk)) * m.steps;
+    return static_cast<double>(count_of(chunk)) * m.steps * (nudge ? 2 : 1);
   }
   MapSummary empty(int k, std::uint64_t values) const {
-    return MapSummary(shape, values, ctx.get<double>("--converged-below"), kCovers[k],
-                      known_keys(s));
+    return MapSummary(shape, values, ctx.get<double>("--converged-below"), kCovers[k], known);
+  }
+  std::int64_t trained_size() const { return head::result_size(m); }
+  // The measured inputs: the held-out ones, or the training ones when there are none.
+  const double* measured_x() const {
+    return data.x.data() + static_cast<std::size_t>(s.measured_from()) * s.n * s.d_model;
+  }
+  const double* measured_y() const {
+    return data.y.data() + static_cast<std::size_t>(s.measured_from()) * s.n * s.d_out();
   }
 
-  // Trains chunks [first, first + n) in one backend call: their results, in seed order.
-  std::vector<double> train(std::uint64_t first, std::uint64_t n, const Monitor& monitor) const {
+  // Trains chunks [first, first + n) in one backend call (nudged: the --nudge runs): their
+  // training results (head::result_size each), in seed order.
+  std::vector<double> train(std::uint64_t first, std::uint64_t n, const Monitor& monitor,
+                            bool nudged = false) const {
     const std::uint64_t a = first_of(first), b = first_of(first + n - 1) + count_of(first + n - 1);
     std::vector<std::uint64_t> chunk_seeds(b - a);
     for (std::uint64_t i = a; i < b; ++i) chunk_seeds[i - a] = seeds->at(i);
-    std::vector<double> out((b - a) * shape.size());
-    ctx.backend.train_heads(m, chunk_seeds.data(), static_cast<std::int64_t>(b - a), out.data(),
+    std::vector<double> out((b - a) * trained_size());
+    head::Model mm = m;
+    mm.nudge = nudged;
+    ctx.backend.train_heads(mm, chunk_seeds.data(), static_cast<std::int64_t>(b - a), out.data(),
                             monitor);
+    return out;
+  }
+
+  // The measured results (SeedResults, shape.size() each) of `count` seeds' training results.
+  std::vector<double> evaluate(const double* trained, std::uint64_t seeds_n,
+                               const Monitor& monitor) const {
+    const std::int64_t size = shape.size(), eval = head::evaluation_size(m, s.measured());
+    std::vector<double> e(seeds_n * eval), out(seeds_n * size);
+    head::evaluate_seeds_cpu(m, trained + 2, trained_size(), static_cast<std::int64_t>(seeds_n),
+                             measured_x(), measured_y(), s.measured(), e.data(), nullptr, monitor);
+    for (std::uint64_t i = 0; i < seeds_n; ++i) {
+      out[i * size] = trained[i * trained_size()];
+      out[i * size + 1] = trained[i * trained_size() + 1];
+      std::copy_n(e.data() + i * eval, eval, out.data() + i * size + 2);
+    }
+    return out;
+  }
+
+  // The maps at the starting weights of seeds [a, a + n) (of the set), in the results' layout,
+  // n x inputs x H x |R| x n values.
+  std::vector<double> start_maps(std::uint64_t a, std::uint64_t n, const Monitor& monitor) const {
+    const std::int64_t w = head::weights_size(m), eval = head::evaluation_size(m, s.measured());
+    const std::int64_t maps = static_cast<std::int64_t>(s.heads) * shape.map_size();
+    std::vector<double> weights(n * w), e(n * eval), out(n * maps);
+    for (std::uint64_t i = 0; i < n; ++i) head::start_weights(m, seeds->at(a + i), &weights[i * w]);
+    head::evaluate_seeds_cpu(m, weights.data(), w, static_cast<std::int64_t>(n), measured_x(),
+                             measured_y(), s.measured(), e.data(), nullptr, monitor);
+    for (std::uint64_t i = 0; i < n; ++i)
+      std::copy_n(e.data() + i * eval + 1, maps, out.data() + i * maps);
+    return out;
+  }
+
+  // --nudge: each seed's JSD between the head-averaged maps of its two runs' measured results
+  // (`results` the first run's, `again` the second's, from W_Q[0][0] one ulp up), seeds_n of
+  // each: NaN where either run is not finite.
+  std::vector<double> nudge_jsd(const double* results, const double* again,
+                                std::uint64_t seeds_n) const {
+    std::vector<double> out(seeds_n), ba, bb;
+    for (std::uint64_t i = 0; i < seeds_n; ++i) {
+      const double* r = results + i * shape.size();
+      const double* q = again + i * shape.size();
+      out[i] = shape.finite(r) && shape.finite(q)
+                   ? map_jsd(shape.mean_over_heads(shape.maps(r), ba),
+                             shape.mean_over_heads(shape.maps(q), bb), shape.map_rows(), s.n)
+                   : NAN;
+    }
+    return out;
+  }
+
+  // The first pass's summaries of chunk i alone (kCovers' order): of its seeds' measured
+  // results, their maps at the start and (nudges not nullptr) their nudge JSDs. What compute
+  // gives, and what a kept state's training results must give again.
+  std::vector<MapSummary> part_summaries(std::uint64_t i, const double* results,
+                                         const double* nudges, const Monitor& monitor) const {
+    const std::vector<double> starts = start_maps(first_of(i), count_of(i), monitor);
+    std::vector<MapSummary> out;
+    for (int k = 0; k < 2; ++k) {
+      out.push_back(empty(k, per_chunk));
+      out.back().add(results, static_cast<std::int64_t>(count_of(i)), {starts.data(), nudges});
+    }
+    return out;
+  }
+
+  // The --per-seed records of `seeds_n` seeds from their training results, measured results
+  // and nudge JSDs (nullptr: none).
+  std::vector<double> records(const double* trained, const double* results, const double* nudges,
+                              std::uint64_t seeds_n) const {
+    std::vector<double> out(seeds_n * record.size());
+    for (std::uint64_t i = 0; i < seeds_n; ++i)
+      record.make(results + i * shape.size(), trained + i * trained_size() + 2,
+                  nudges ? nudges[i] : NAN, ctx.get<double>("--converged-below"), known,
+                  out.data() + i * record.size());
     return out;
   }
 
@@ -568,38 +801,64 @@ void Sweep::first_pass(std::uint64_t batch) {
   const MapSummary whole[2] = {empty(0, budget), empty(1, budget)};
   const MapSummary part[2] = {empty(0, per_chunk), empty(1, per_chunk)};
   for (int k = 0; k < 2; ++k) summary[k].emplace(whole[k]);
+  const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
   const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
-    const std::vector<double> out = train(first, n, signal_monitor());
+    const Monitor& monitor = signal_monitor();
+    const std::vector<double> trained = train(first, n, monitor);
+    const std::vector<double> nudged =
+        nudge ? train(first, n, monitor, true) : std::vector<double>{};
     std::vector<ChunkState> states;
-    const double* r = out.data();
+    std::uint64_t at = 0;  // the chunk's first seed in this call
     for (std::uint64_t i = first; i < first + n; ++i) {
+      const std::uint64_t c = count_of(i);
+      const std::vector<double> results = evaluate(trained.data() + at * tsize, c, monitor);
+      std::vector<double> nudges;
+      if (nudge)
+        nudges =
+            nudge_jsd(results.data(), evaluate(nudged.data() + at * tsize, c, monitor).data(), c);
+      const std::vector<MapSummary> parts =
+          part_summaries(i, results.data(), nudge ? nudges.data() : nullptr, monitor);
       ChunkState state;
-      for (int k = 0; k < 2; ++k) {
-        MapSummary c = part[k];
-        c.add(r, static_cast<std::int64_t>(count_of(i)));
-        state[cover_name(kCovers[k])] = c.to_state();
+      for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = parts[k].to_state();
+      if (keep) {
+        state["results"] = exact_vector(
+            std::vector<double>(trained.begin() + at * tsize, trained.begin() + (at + c) * tsize));
+        if (nudge) state["nudge"] = exact_vector(nudges);
       }
-      if (keep) state["results"] = exact_vector(std::vector<double>(r, r + count_of(i) * size));
       states.push_back(std::move(state));
-      r += count_of(i) * size;
+      at += c;
     }
     return states;
   };
-  // The kept results of `seeds` seeds in a state (keep mode), appended to out; from a file
-  // (checked), each seed's results checked against their domains (SeedResults::check).
+  // The kept training results of seeds [first_seed, first_seed + seeds_n) in a state (keep
+  // mode), appended to out, and with --nudge their nudge JSDs to nudges; from a file (checked),
+  // each seed's training result checked against its domains (check_training_result) and each
+  // nudge JSD against a JSD's (or NaN).
   const auto read_results = [&](const ChunkState& state, std::uint64_t first_seed,
-                                std::uint64_t seeds, std::vector<double>& out, bool checked) {
+                                std::uint64_t seeds_n, std::vector<double>& out,
+                                std::vector<double>& nudges, bool checked) {
     if (!state.contains("results") || !state.at("results").is_string())
       throw std::invalid_argument("no results of its seeds");
     const std::size_t before = out.size();
     append_exact_vector(state.at("results").get<std::string>(), out);
-    if (out.size() - before != seeds * size)
+    if (out.size() - before != seeds_n * tsize)
       throw std::invalid_argument("results of the wrong length");
-    for (std::uint64_t k = 0; checked && k < seeds; ++k) {
+    const std::size_t had = nudges.size();
+    if (nudge) {
+      if (!state.contains("nudge") || !state.at("nudge").is_string())
+        throw std::invalid_argument("no nudge JSDs of its seeds");
+      append_exact_vector(state.at("nudge").get<std::string>(), nudges);
+      if (nudges.size() - had != seeds_n)
+        throw std::invalid_argument("nudge JSDs of the wrong length");
+    } else if (state.contains("nudge")) {
+      throw std::invalid_argument("nudge JSDs without --nudge");
+    }
+    for (std::uint64_t k = 0; checked && k < seeds_n; ++k) {
       if ((k & 1023) == 0) stop_point();
       try {
-        shape.check(out.data() + before + k * size);
+        check_training_result(out.data() + before + k * tsize, head::weights_size(m));
+        if (nudge && !std::isnan(nudges[had + k])) kJsdQuantity.domain.check(nudges[had + k]);
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("kept results of seed " +
                                     std::to_string(this->seeds->at(first_seed + k)) + ": " +
@@ -608,15 +867,16 @@ void Sweep::first_pass(std::uint64_t batch) {
     }
   };
   const auto read_summaries = [&](const MapSummary(&like)[2], const ChunkState& state,
-                                  std::int64_t seeds) {
+                                  std::int64_t seeds_n) {
     std::vector<MapSummary> out;
     for (int k = 0; k < 2; ++k) {
       const char* name = cover_name(kCovers[k]);
       if (!state.is_object() || !state.contains(name))
         throw std::invalid_argument(std::string("no summary of the ") + name + " seeds");
-      out.push_back(like[k].from_state(state.at(name), seeds));
+      out.push_back(like[k].from_state(state.at(name), seeds_n));
     }
-    if (out[0].converged != out[1].converged || out[0].diverged != out[1].diverged)
+    if (out[0].converged != out[1].converged || out[0].diverged != out[1].diverged ||
+        out[0].generalized != out[1].generalized)
       throw std::invalid_argument("summaries whose counts disagree");
     // The converged seeds are finite seeds: their losses among the finite seeds' losses.
     const QuantileSketch &lc = out[0].loss, &lf = out[1].loss;
@@ -625,57 +885,52 @@ void Sweep::first_pass(std::uint64_t batch) {
           "converged seeds' losses outside the range of the finite seeds' losses");
     return out;
   };
-  // The summaries a chunk's (or the folded chunks') kept results give, as the fold makes them:
-  // a file's state must hold exactly these.
-  const auto summaries_of = [&](const MapSummary(&like)[2], const std::vector<double>& results,
-                                std::uint64_t chunks_folded) {
-    std::vector<nlohmann::json> out;
-    for (int k = 0; k < 2; ++k) {
-      MapSummary whole = like[k];
-      for (std::uint64_t c = 0; c < chunks_folded; ++c) {
-        stop_point();
-        MapSummary one = part[k];
-        one.add(results.data() + first_of(c) * size, static_cast<std::int64_t>(count_of(c)));
-        whole.merge(one);
-      }
-      out.push_back(whole.to_state());
-    }
-    return out;
+  // Chunk i's summaries made again from its kept training results and nudge JSDs (measured
+  // again): a file's state must hold exactly these. A nudge JSD where the first run is not
+  // finite (it has no map) is refused too.
+  const auto summaries_of_kept = [&](std::uint64_t i, const double* trained, const double* nudges) {
+    stop_point();
+    const Monitor& monitor = signal_monitor();
+    const std::vector<double> results = evaluate(trained, count_of(i), monitor);
+    for (std::uint64_t k = 0; nudges != nullptr && k < count_of(i); ++k)
+      if (!shape.finite(results.data() + k * size) && !std::isnan(nudges[k]))
+        throw std::invalid_argument("kept results of seed " +
+                                    std::to_string(seeds->at(first_of(i) + k)) +
+                                    ": a nudge JSD of a run that is not finite");
+    return part_summaries(i, results.data(), nudges, monitor);
   };
-  const auto same_summaries = [&](const ChunkState& state,
-                                  const std::vector<nlohmann::json>& made) {
+  const auto same_summaries = [&](const ChunkState& state, const MapSummary* made) {
     for (int k = 0; k < 2; ++k)
-      if (state.at(cover_name(kCovers[k])) != made[k])
+      if (state.at(cover_name(kCovers[k])) != made[k].to_state())
         throw std::invalid_argument(std::string("a summary of the ") + cover_name(kCovers[k]) +
                                     " seeds that is not the one its kept results give");
   };
   const auto read = [&](std::uint64_t i, const ChunkState& state, bool checked) {
     std::vector<MapSummary> c = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
-    std::vector<double> results;
-    if (keep) read_results(state, first_of(i), count_of(i), results, checked);
-    return std::make_pair(std::move(c), std::move(results));
+    std::vector<double> results, nudges;
+    if (keep) read_results(state, first_of(i), count_of(i), results, nudges, checked);
+    return std::make_tuple(std::move(c), std::move(results), std::move(nudges));
   };
   j.check = [&](std::uint64_t i, const ChunkState& state) {
-    const auto [c, results] = read(i, state, true);
+    const auto [c, results, nudges] = read(i, state, true);
     if (!keep) return;
-    // The chunk's summaries, made again from its results: the summaries of the chunk alone.
-    std::vector<nlohmann::json> made;
-    for (int k = 0; k < 2; ++k) {
-      MapSummary one = part[k];
-      one.add(results.data(), static_cast<std::int64_t>(count_of(i)));
-      made.push_back(one.to_state());
-    }
-    same_summaries(state, made);
+    const std::vector<MapSummary> made =
+        summaries_of_kept(i, results.data(), nudge ? nudges.data() : nullptr);
+    same_summaries(state, made.data());
   };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    auto [c, results] = read(i, state, false);
+    auto [c, results, nudges] = read(i, state, false);
     for (int k = 0; k < 2; ++k) summary[k]->merge(c[k]);
     kept.insert(kept.end(), results.begin(), results.end());
+    kept_nudge.insert(kept_nudge.end(), nudges.begin(), nudges.end());
   };
   j.save = [&] {
     ChunkState state;
     for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = summary[k]->to_state();
-    if (keep) state["results"] = exact_vector(kept);
+    if (keep) {
+      state["results"] = exact_vector(kept);
+      if (nudge) state["nudge"] = exact_vector(kept_nudge);
+    }
     return state;
   };
   j.load = [&](const ChunkState& state, std::uint64_t next) {
@@ -683,10 +938,17 @@ void Sweep::first_pass(std::uint64_t batch) {
     std::vector<MapSummary> c = read_summaries(whole, state, folded);
     for (int k = 0; k < 2; ++k) summary[k].emplace(c[k]);
     kept.clear();
-    if (keep) {
-      read_results(state, 0, static_cast<std::uint64_t>(folded), kept, true);
-      same_summaries(state, summaries_of(whole, kept, next));
+    kept_nudge.clear();
+    if (!keep) return;
+    read_results(state, 0, static_cast<std::uint64_t>(folded), kept, kept_nudge, true);
+    // The folded chunks' summaries, made again from the kept results as the fold makes them.
+    MapSummary made[2] = {whole[0], whole[1]};
+    for (std::uint64_t i = 0; i < next; ++i) {
+      const std::vector<MapSummary> one = summaries_of_kept(
+          i, kept.data() + first_of(i) * tsize, nudge ? kept_nudge.data() + first_of(i) : nullptr);
+      for (int k = 0; k < 2; ++k) made[k].merge(one[k]);
     }
+    same_summaries(state, made);
   };
   const auto start = std::chrono::steady_clock::now();
   const bool folded = run_chunks(ctx.opt, j);
@@ -695,8 +957,8 @@ void Sweep::first_pass(std::uint64_t batch) {
     for (int k = 0; k < 2; ++k) mean_map[k] = summary[k]->mean_map();
 }
 
-// Each seed's JSD to the mean maps: from the kept results, or by training the seeds again (the
-// same bits: a seed trains alone from its own start).
+// Each seed's JSD to the mean maps: measured again from the kept training results, or by
+// training the seeds again (the same bits: a seed trains alone from its own start).
 void Sweep::second_pass(std::uint64_t batch) {
   for (int k = 0; k < 2; ++k) to_mean[k].emplace(kJsdQuantity, budget);
   spdlog::debug("attention-sweep: measuring each seed's JSD to the mean map ({})",
@@ -705,13 +967,20 @@ void Sweep::second_pass(std::uint64_t batch) {
   const auto converged_mean = [&]() -> std::vector<double> {
     return summary[0] && summary[0]->covered > 0 ? mean_map[0] : std::vector<double>{};
   };
-  if (keep) {  // measure() takes the per-seed results from `kept`
+  const bool records_wanted = !per_seed_file.empty();
+  if (keep) {  // measured again from the kept training results
     const std::vector<double> cm = converged_mean();
+    const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
     for (std::uint64_t i = 0; i < chunks; ++i) {
       stop_point();
-      measure(i, SeedMeasures::of(*summary[0], cm, mean_map[1],
-                                  kept.data() + first_of(i) * shape.size(),
-                                  static_cast<std::int64_t>(count_of(i)), false));
+      const double* trained = kept.data() + first_of(i) * tsize;
+      const std::vector<double> results = evaluate(trained, count_of(i), signal_monitor());
+      SeedMeasures sm = SeedMeasures::of(*summary[0], cm, mean_map[1], results.data(),
+                                         static_cast<std::int64_t>(count_of(i)));
+      if (per_seed)
+        sm.records = records(trained, results.data(),
+                             nudge ? kept_nudge.data() + first_of(i) : nullptr, count_of(i));
+      measure(i, sm);
     }
     return;
   }
@@ -720,35 +989,66 @@ void Sweep::second_pass(std::uint64_t batch) {
   const std::vector<double> cm = shared.at("converged").get<std::vector<double>>();
   mean_map[1] = shared.at("finite").get<std::vector<double>>();
   const MapSummary covers = empty(0, 0);  // which seeds converged, on every rank
-  const bool results_wanted = !per_seed_file.empty();
   ChunkJob j = job(label + "-second-pass", batch);
   j.second_pass = true;
   j.compute = [&](std::uint64_t first, std::uint64_t n) {
-    const std::vector<double> out = train(first, n, signal_monitor());
+    const Monitor& monitor = signal_monitor();
+    const std::vector<double> trained = train(first, n, monitor);
+    const std::uint64_t seeds_n = trained.size() / trained_size();
+    const std::vector<double> results = evaluate(trained.data(), seeds_n, monitor);
+    const std::vector<double> nudges =
+        records_wanted && nudge
+            ? nudge_jsd(results.data(),
+                        evaluate(train(first, n, monitor, true).data(), seeds_n, monitor).data(),
+                        seeds_n)
+            : std::vector<double>{};
     std::vector<ChunkState> states;
-    const double* r = out.data();
+    std::uint64_t at = 0;
     for (std::uint64_t i = first; i < first + n; ++i) {
-      states.push_back(SeedMeasures::of(covers, cm, mean_map[1], r,
-                                        static_cast<std::int64_t>(count_of(i)), results_wanted)
-                           .to_state());
-      r += count_of(i) * shape.size();
+      const std::uint64_t c = count_of(i);
+      SeedMeasures sm =
+          SeedMeasures::of(covers, cm, mean_map[1], results.data() + at * shape.size(),
+                           static_cast<std::int64_t>(c));
+      if (records_wanted)
+        sm.records =
+            records(trained.data() + at * trained_size(), results.data() + at * shape.size(),
+                    nudge ? nudges.data() + at : nullptr, c);
+      states.push_back(sm.to_state());
+      at += c;
     }
     return states;
   };
   const double threshold = ctx.get<double>("--converged-below");
   j.check = [&](std::uint64_t i, const ChunkState& state) {
     const auto n = static_cast<std::int64_t>(count_of(i));
-    const SeedMeasures m = SeedMeasures::from_state(state, shape, n, results_wanted, threshold);
-    if (!results_wanted) return;
-    // Its seeds' results give its measures: the JSDs to the mean maps, made again.
-    const SeedMeasures made = SeedMeasures::of(covers, cm, mean_map[1], m.results.data(), n, false);
-    if (exact_vector(made.jsd) != exact_vector(m.jsd) ||
-        exact_vector(made.jsd_converged) != exact_vector(m.jsd_converged))
+    const SeedMeasures sm =
+        SeedMeasures::from_state(state, n, records_wanted ? &record : nullptr, threshold);
+    if (!records_wanted) return;
+    // Its seeds' records give its measures: each seed measured again from its record's final
+    // weights (its maps, outputs, test loss, flags and known-map measures, the record made
+    // again) and the JSDs to the mean maps.
+    const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
+    const std::int64_t rsize = record.size();
+    std::vector<double> trained(count_of(i) * tsize), nudges(count_of(i));
+    for (std::uint64_t k = 0; k < count_of(i); ++k) {
+      const double* r = sm.records.data() + k * rsize;
+      trained[k * tsize] = r[0];
+      trained[k * tsize + 1] = r[1];
+      std::copy_n(r + PerSeedRecord::kHead, record.weights(), trained.data() + k * tsize + 2);
+      nudges[k] = r[6];
+    }
+    const std::vector<double> results = evaluate(trained.data(), count_of(i), signal_monitor());
+    if (exact_vector(records(trained.data(), results.data(), nudge ? nudges.data() : nullptr,
+                             count_of(i))) != exact_vector(sm.records))
+      throw std::invalid_argument("records that are not those of their seeds' final weights");
+    const SeedMeasures made = SeedMeasures::of(covers, cm, mean_map[1], results.data(), n);
+    if (exact_vector(made.jsd) != exact_vector(sm.jsd) ||
+        exact_vector(made.jsd_converged) != exact_vector(sm.jsd_converged))
       throw std::invalid_argument("JSDs to the mean map that are not those of its seeds' results");
   };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    measure(i, SeedMeasures::from_state(state, shape, static_cast<std::int64_t>(count_of(i)),
-                                        results_wanted, threshold));
+    measure(i, SeedMeasures::from_state(state, static_cast<std::int64_t>(count_of(i)),
+                                        records_wanted ? &record : nullptr, threshold));
   };
   j.save = [&] {
     return ChunkState{{"to_mean", to_mean[1]->to_state()},
@@ -820,11 +1120,7 @@ void Sweep::measure(std::uint64_t chunk, const SeedMeasures& sm) {
       }
     }
     if (std::isfinite(sm.jsd_converged[k])) to_mean[0]->push(sm.jsd_converged[k]);
-    if (per_seed) {
-      const double* r = sm.results.empty() ? kept.data() + (first + k) * shape.size()
-                                           : sm.results.data() + k * shape.size();
-      per_seed->add(seeds->at(first + k), r, v);
-    }
+    if (per_seed) per_seed->add(seeds->at(first + k), sm.records.data() + k * record.size(), v);
   }
   measured += sm.jsd.size();
 }
@@ -837,54 +1133,75 @@ void Sweep::table(Table& t, bool grid) {
     if (grid) cells.insert(cells.begin(), Cell(cfg.name));
     t.add_row(std::move(cells));
   };
+  // A distribution's row: moments, extremes, quantiles, and the median's distribution-free 95%
+  // interval (order statistics x_(l), x_(n-l+1): type-7 quantiles at (l-1)/(n-1) and
+  // (n-l)/(n-1), exact when the values are kept, within the binned bound otherwise).
   auto distribution = [&](const std::string& name, const char* over, QuantileSketch q) {
     stop_point();
     if (q.count() == 0) {
       add({name, std::string(over), std::int64_t{0}, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-           Cell{}});
+           Cell{}, Cell{}, Cell{}});
       return;
     }
     const QuantileSketch::Mode mode = q.mode();
-    const auto qs = q.quantiles(kProbs, ctx.backend);
-    auto at = [&](int k) { return qs ? Cell((*qs)[k]) : Cell(); };
+    std::vector<double> probs = kProbs;
+    const std::int64_t n = q.count(), l = median_interval_rank(n);
+    if (l > 0) {
+      probs.push_back(static_cast<double>(l - 1) / static_cast<double>(n - 1));
+      probs.push_back(static_cast<double>(n - l) / static_cast<double>(n - 1));
+    }
+    const auto qs = q.quantiles(probs, ctx.backend);
+    auto at = [&](std::size_t k) { return qs && k < qs->size() ? Cell((*qs)[k]) : Cell(); };
     const char* how = mode == QuantileSketch::Mode::exact    ? "exact"
                       : mode == QuantileSketch::Mode::binned ? "binned"
                                                              : "";
     if (mode == QuantileSketch::Mode::binned) binned.push_back(name);
     add({name, std::string(over), q.count(), q.moments().mean, q.moments().stddev(), q.min(), at(0),
-         at(1), at(2), at(3), at(4), q.max(), how[0] ? Cell(std::string(how)) : Cell{}});
+         at(1), at(2), at(3), at(4), q.max(), how[0] ? Cell(std::string(how)) : Cell{}, at(5),
+         at(6)});
   };
   auto scalar = [&](const std::string& name, const char* over, std::int64_t k, double value) {
     add({name, std::string(over), k, value, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{},
-         Cell{}, Cell{}});
+         Cell{}, Cell{}, Cell{}, Cell{}});
+  };
+  // A fraction k / n with its 95% Wilson interval.
+  auto fraction = [&](const std::string& name, const char* over, std::int64_t k, std::int64_t n) {
+    const auto [lo, hi] = wilson_interval(k, n);
+    add({name, std::string(over), n, n > 0 ? static_cast<double>(k) / static_cast<double>(n) : NAN,
+         Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, Cell{}, lo, hi});
   };
   const MapSummary& all = *summary[1];
+  const std::int64_t n_all = static_cast<std::int64_t>(count);
   const double n_seeds = static_cast<double>(count);
-  scalar("converged (fraction)", "all", static_cast<std::int64_t>(count),
-         static_cast<double>(all.converged) / n_seeds);
-  scalar("diverged (fraction)", "all", static_cast<std::int64_t>(count),
-         static_cast<double>(all.diverged) / n_seeds);
+  fraction("converged (fraction)", "all", all.converged, n_all);
+  if (s.test_inputs > 0) fraction("generalized (fraction)", "all", all.generalized, n_all);
+  fraction("diverged (fraction)", "all", all.diverged, n_all);
   double pair_means[2] = {NAN, NAN};
   for (int k = 0; k < 2; ++k) {
     const MapSummary& su = *summary[k];
     const char* over = cover_name(kCovers[k]);
     const std::int64_t used = su.covered;
     distribution("final loss", over, su.loss);
+    if (s.test_inputs > 0) distribution("test loss", over, su.test_loss);
     if (su.known_map()) {
-      scalar("found the known map (fraction)", over, used,
-             used > 0 ? static_cast<double>(su.found) / static_cast<double>(used) : NAN);
+      fraction("found the known map (fraction)", over, su.found, used);
       distribution("JSD to the known map", over, su.known_jsd);
     }
     distribution("JSD to the mean map", over, *to_mean[k]);
     distribution("JSD between pairs of seeds", over, su.pair_jsd);
+    distribution("JSD between pairs at the start", over, su.pair_start);
     if (s.heads > 1) distribution("JSD between pairs (heads matched)", over, su.pair_heads);
     distribution("output distance between pairs", over, su.pair_out);
     double agree = 0;
-    for (int row = 0; row < s.rows(); ++row)
+    for (int row = 0; row < shape.map_rows(); ++row)
       agree += static_cast<double>(
           *std::max_element(su.argmax.begin() + row * s.n, su.argmax.begin() + (row + 1) * s.n));
     scalar("argmax agreement", over, used,
-           used > 0 ? agree / s.rows() / static_cast<double>(used) : NAN);
+           used > 0 ? agree / shape.map_rows() / static_cast<double>(used) : NAN);
+    if (nudge) {
+      distribution("JSD after a nudge (one ulp of W_Q)", over, su.nudge_jsd);
+      fraction("rounding-sensitive (fraction)", over, su.sensitive, su.nudged);
+    }
     pair_means[k] = su.pair_jsd.count() > 0 ? su.pair_jsd.moments().mean : NAN;
   }
   // The map's entries over the converged seeds, or over the finite ones when none converged.
@@ -905,6 +1222,14 @@ void Sweep::table(Table& t, bool grid) {
                       (all.converged == 0 ? "empty" : "thin") + "; the rows over all " +
                       std::to_string(finite) + " finite seeds are beside them");
   }
+  // A seed equal to the task seed, at the teacher's init scale, starts at the teacher (spec).
+  const std::uint64_t task_seed = ctx.get<std::uint64_t>("--task-seed");
+  const bool has_task_seed = seeds->is_range ? seeds->first <= task_seed && task_seed < seeds->end
+                                             : std::find(seeds->list.begin(), seeds->list.end(),
+                                                         task_seed) != seeds->list.end();
+  if (s.task == Task::teacher && has_task_seed && m.init_scale == teacher_scale(ctx, s))
+    t.notes.push_back(prefix + "seed " + std::to_string(task_seed) +
+                      " is the task seed at the teacher's scale: it starts at the teacher");
   if (s.task == Task::reverse && m.causal)
     t.notes.push_back(prefix +
                       "--task reverse with --causal: queries i < (n-1)/2 cannot see their known "
@@ -929,6 +1254,9 @@ void Sweep::table(Table& t, bool grid) {
                             {"pair_jsd_converged", pair_means[0]},
                             {"pair_jsd_finite", pair_means[1]}};
     if (summary[1]->known_map()) point["found"] = static_cast<double>(summary[1]->found) / n_seeds;
+    if (s.test_inputs > 0) point["generalized"] = static_cast<double>(all.generalized) / n_seeds;
+    point["pair_jsd_start_finite"] =
+        summary[1]->pair_start.count() > 0 ? summary[1]->pair_start.moments().mean : NAN;
     for (auto& [flag, text] : cfg.text) point[flag.substr(2)] = text;
     t.extra["grid"].push_back(point);
     return;
@@ -957,39 +1285,70 @@ std::vector<Table> run(const RunContext& ctx) {
   const bool grid = configs.size() > 1;
   const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
   const std::string per_seed_file = ctx.get<std::string>("--per-seed");
-  if (!per_seed_file.empty() && PerSeedMaps::files(per_seed_file).size() > 1 &&
+  if (!per_seed_file.empty() && PerSeedMaps::files(per_seed_file, PerSeedRecord{}).size() > 1 &&
       std::filesystem::path(per_seed_file).filename().string().size() <= 4)
     throw std::invalid_argument("--per-seed " + per_seed_file +
                                 ": a file name before the extension, e.g. maps.npy");
   if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
     throw std::invalid_argument(
         "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
+  const bool nudge = ctx.get<std::string>("--nudge") == "on";
 
   // Every configuration checked and sized before any work.
   std::vector<std::unique_ptr<Sweep>> sweeps;
   double memory_needed = 0, flops = 0;
   const double memory = memory_available();
+  const auto too_much = [&](double bytes, const std::string& what) {
+    if (bytes > 0.8 * memory)
+      throw std::invalid_argument("--seeds " + seeds.text() + ": the sweep needs about " +
+                                  human_bytes(bytes) + " of memory (" + what + "), " +
+                                  human_bytes(memory) +
+                                  " available; use fewer inputs, words or configurations, a "
+                                  "smaller --quantile-budget or --map-memory");
+  };
   for (std::size_t k = 0; k < configs.size(); ++k) {
     auto w = std::make_unique<Sweep>(ctx, configs[k], check_shape(ctx, configs[k]));
     const Shape& s = w->s;
+    const std::string where = configs[k].name.empty() ? "" : " (" + configs[k].name + ")";
+    if (ctx.get<std::int64_t>("--map-inputs") > s.measured())
+      throw std::invalid_argument("--map-inputs " + ctx.settings.text("--map-inputs") +
+                                  ": there are " + std::to_string(s.measured()) +
+                                  " measured inputs" + where);
     w->label = grid ? "attention-sweep-" + std::to_string(k) : "attention-sweep";
     w->seeds = &seeds;
     w->count = seeds.size();
     w->per_seed_file = per_seed_file;
-    make_task(ctx, s, w->x, w->y);
+    w->nudge = nudge;
     w->m = model_of(ctx, configs[k], s);
-    w->m.x = w->x.data();
-    w->m.y = w->y.data();
-    w->shape = SeedResults{s.rows(), s.n, s.d_out(), s.heads};
+    w->shape = SeedResults{s.rows(), s.n, s.d_out(), s.heads, s.measured()};
+    // The inputs, the measures' state and a call's arrays, sized before any is made.
+    const double data_bytes = 8.0 * (s.inputs + s.test_inputs) * s.n * (s.d_model + s.d_out());
+    const double entry_bytes = 4 * 400.0 * w->shape.map_size() * (s.heads + 1);
+    too_much(data_bytes + entry_bytes, "the inputs and the mean maps" + where);
+    w->data = make_task(ctx, s, w->m);
+    w->m.x = w->data.x.data();
+    w->m.y = w->data.y.data();
+    w->known = known_map(ctx, s, w->data, w->shape);
+    w->record.results = w->shape;
+    w->record.map_inputs = static_cast<int>(ctx.get<std::int64_t>("--map-inputs"));
+    w->record.inputs_axis = s.many();
+    w->record.nudge = nudge;
+    w->record.known = !w->known.empty();
+    w->record.d_model = s.d_model;
+    w->record.d_k = s.d_k;
+    w->record.d_v = s.d_v;
+    w->record.w_o = s.train_output;
     w->per_chunk = seeds_per_chunk(w->m);
     w->chunks = (w->count + w->per_chunk - 1) / w->per_chunk;
     // Values kept per quantity: the budget shared by the table's quantities (per cover: the
-    // loss, the JSDs, the distance, each map entry that keeps quantiles) and configurations.
-    const int quantities = 2 * (6 + (s.map_size() <= kMaxEntrySketches ? s.map_size() : 0));
+    // losses, the JSDs, the distance, each map entry that keeps quantiles) and configurations.
+    const int entry_sketches = s.map_size() <= kMaxEntrySketches ? s.map_size() : 0;
+    const int quantities = 2 * (9 + entry_sketches);
     w->budget = ctx.get<std::uint64_t>("--quantile-budget") /
                 static_cast<std::uint64_t>(quantities) / configs.size();
-    const double result_bytes = 8.0 * w->shape.size();
-    w->keep = static_cast<double>(w->count) * result_bytes <=
+    // Kept for the second pass (keep mode): each seed's training result (and nudge JSD).
+    const double kept_bytes = 8.0 * (w->trained_size() + (nudge ? 1 : 0));
+    w->keep = static_cast<double>(w->count) * kept_bytes <=
               static_cast<double>(ctx.get<std::uint64_t>("--map-memory"));
     if (w->chunks > kMaxChunks)
       throw std::invalid_argument("--seeds " + seeds.text() + ": " + std::to_string(w->chunks) +
@@ -1000,28 +1359,29 @@ std::vector<Table> run(const RunContext& ctx) {
     const std::uint64_t call = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
     w->batch = std::max<std::uint64_t>(1, call / w->per_chunk);
+    // A call's arrays per seed: training results, measured results (twice with --nudge), the
+    // start's maps, the evaluation's output, and the per-seed records; the workspaces.
+    const double per_seed_call =
+        8.0 * (w->trained_size() * (nudge ? 2 : 1) + w->shape.size() * (nudge ? 4 : 2) +
+               static_cast<double>(s.heads) * w->shape.map_size() * 2 + w->record.size());
     const double call_bytes =
-        static_cast<double>(std::min(call, w->count)) * result_bytes * 3 +
-        64.0 * 8 * head::layout(w->m).total * std::max(1, ctx.backend.threads());
-    // What stays until the table: the summaries (and the kept results, one configuration at
-    // a time).
-    memory_needed =
-        std::max(memory_needed,
-                 call_bytes + (w->keep ? static_cast<double>(w->count) * result_bytes * 3 : 0));
+        static_cast<double>(std::min(call, w->count)) * per_seed_call * 1.5 +
+        64.0 * 8 * (head::layout(w->m).total + head::layout(head::one_input(w->m)).total) *
+            std::max(1, ctx.backend.threads());
+    // What stays until the table: the inputs, the summaries (and the kept results, one
+    // configuration at a time).
+    memory_needed = std::max(
+        memory_needed, call_bytes + (w->keep ? static_cast<double>(w->count) * kept_bytes * 3 : 0));
     memory_needed += static_cast<double>(quantities) * 8 * static_cast<double>(w->budget) +
-                     static_cast<double>(s.map_size()) * 800;
+                     entry_bytes + data_bytes;
+    too_much(memory_needed, "the inputs, the measures and a call's arrays" + where);
     flops += static_cast<double>(w->count) * w->m.steps * head_sizing::flops_per_seed_step(w->m) *
-             (w->keep ? 1 : 2);
+             (w->keep ? 1 : 2) * (nudge ? 2 : 1);
     sweeps.push_back(std::move(w));
   }
   if (grid && !per_seed_file.empty())
     throw std::invalid_argument("--per-seed with a grid of " + std::to_string(configs.size()) +
                                 " configurations: run one configuration per file");
-  if (memory_needed > 0.8 * memory)
-    throw std::invalid_argument("--seeds " + seeds.text() + ": the sweep needs about " +
-                                human_bytes(memory_needed) + " of memory, " + human_bytes(memory) +
-                                " available; use fewer words or configurations, a smaller "
-                                "--quantile-budget or --map-memory");
   if (grid)
     spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
                  configs.size(), flops);
@@ -1031,7 +1391,7 @@ std::vector<Table> run(const RunContext& ctx) {
       spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
                    per_seed_file);
     // The disk for --per-seed, before any work.
-    const double need = PerSeedMaps::bytes(per_seed_file, w.shape, w.count);
+    const double need = PerSeedMaps::bytes(per_seed_file, w.record, w.count);
     std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
     if (dir.empty()) dir = ".";
     std::error_code ec;
@@ -1042,8 +1402,8 @@ std::vector<Table> run(const RunContext& ctx) {
                                   human_bytes(static_cast<double>(space.available)) +
                                   " free on that disk; use fewer seeds or leave out --per-seed");
     if (reports_results(ctx.opt))
-      w.per_seed = std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.shape, w.s.r0,
-                                                 w.count, ctx.get<double>("--converged-below"));
+      w.per_seed =
+          std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.record, w.s.r0, w.count);
   }
 
   for (auto& w : sweeps) {
@@ -1059,6 +1419,8 @@ std::vector<Table> run(const RunContext& ctx) {
     if (!w->keep || reports_results(ctx.opt)) w->second_pass(w->batch);
     w->kept.clear();
     w->kept.shrink_to_fit();
+    w->kept_nudge.clear();
+    w->kept_nudge.shrink_to_fit();
   }
   if (!reports_results(ctx.opt)) return {};
   if (sweeps[0]->per_seed) sweeps[0]->per_seed->commit();
@@ -1079,7 +1441,9 @@ std::vector<Table> run(const RunContext& ctx) {
                                       {"p75", "%.4g"},
                                       {"p95", "%.4g"},
                                       {"max", "%.4g"},
-                                      {"quantiles"}})
+                                      {"quantiles"},
+                                      {"ci95_low", "%.4g"},
+                                      {"ci95_high", "%.4g"}})
     t.columns.push_back(c);
   if (grid) t.extra["grid"] = nlohmann::json::array();
   for (auto& w : sweeps) w->table(t, grid);
@@ -1087,9 +1451,11 @@ std::vector<Table> run(const RunContext& ctx) {
   const Shape& s = w0.s;
   double seed_steps = 0, train_seconds = 0, useful = 0;
   for (const auto& w : sweeps) {
-    seed_steps += static_cast<double>(w->count) * w->m.steps;
+    // Every seed's steps, twice with --nudge (its second run).
+    seed_steps += static_cast<double>(w->count) * w->m.steps * (w->nudge ? 2 : 1);
     train_seconds += w->train_seconds;
-    useful += static_cast<double>(w->count) * w->m.steps * head::flops_per_step(w->m);
+    useful += static_cast<double>(w->count) * w->m.steps * (w->nudge ? 2 : 1) *
+              head::flops_per_step(w->m);
   }
   char line[240];
   std::snprintf(line, sizeof line,
@@ -1101,7 +1467,7 @@ std::vector<Table> run(const RunContext& ctx) {
     t.notes.insert(t.notes.begin(), line);
   const std::vector<std::string> general = {
       "over: converged = final loss < " + ctx.settings.text("--converged-below") +
-          " and not diverged; finite = loss and map finite; diverged = not finite, or a final "
+          " and not diverged; finite = losses and maps finite; diverged = not finite, or a final "
           "loss above 10 times the starting loss",
       "JSD in nats (0: same map, ln 2 = 0.693: maps that share nothing), the mean over the loss "
       "rows R = queries " +
@@ -1112,10 +1478,39 @@ std::vector<Table> run(const RunContext& ctx) {
       "pairs: seeds in the order given, (1st, 2nd), (3rd, 4th), ..., both covered; output "
       "distance: RMS over R of |F_a - F_b|"};
   t.notes.insert(t.notes.begin() + (t.notes.empty() ? 0 : 1), general.begin(), general.end());
-  if (s.one_hot())
+  if (s.many())
+    t.notes.push_back(
+        "inputs: each seed trains on --inputs " + std::to_string(s.inputs) +
+        (grid ? " (per configuration)" : "") + " inputs (loss and gradient their mean); " +
+        (s.test_inputs > 0
+             ? "the map measures, outputs and test loss are taken on " +
+                   std::to_string(s.test_inputs) + " held-out inputs; generalized = test loss < " +
+                   ctx.settings.text("--converged-below") + " and not diverged"
+             : std::string("the map measures are taken on the training inputs")) +
+        "; a JSD or distance between two maps is the mean over those inputs and the loss rows; "
+        "P[i][j]: the first measured input's map");
+  if (s.token())
     t.notes.push_back(
         "known map (--task " + ctx.get<std::string>("--task") +
-        "): found = every loss row's argmax (of the head-averaged map) at the known key");
+        "): found = every loss row's argmax (of the head-averaged map) at the known key" +
+        (s.many() ? ", on every measured input" : ""));
+  if (s.task == Task::teacher)
+    t.notes.push_back(
+        "known map (--task teacher): the teacher's head-averaged maps on the "
+        "measured inputs; found = mean JSD to them below --found-below " +
+        ctx.settings.text("--found-below"));
+  t.notes.push_back(
+      "ci95: for a fraction its 95% Wilson score interval; for a distribution the median's "
+      "distribution-free 95% interval (order statistics of the binomial; none below 6 seeds)");
+  t.notes.push_back(
+      "JSD between pairs at the start: the same pairs' maps at their starting weights, the null "
+      "the trained JSD is read against");
+  if (nudge)
+    t.notes.push_back(
+        "--nudge: every seed trained again from W_Q[0][0] one ulp up; rounding-sensitive = the "
+        "two runs' maps more than 1e-06 nats apart (JSD) or the second not finite: where many "
+        "are, a single seed's map is not defined more precisely than rounding allows, and only "
+        "the distributions over seeds are reproducible");
   if (!w0.keep)
     t.notes.push_back(
         "JSD to the mean map: every seed trained a second time once the mean map was known (the "
@@ -1174,7 +1569,16 @@ std::vector<Table> run(const RunContext& ctx) {
     }
     t.run["configurations"] = list;
   }
-  if (!s.one_hot()) t.run["task_seed"] = ctx.get<std::uint64_t>("--task-seed");
+  if (!s.token() || s.vocab > 0) t.run["task_seed"] = ctx.get<std::uint64_t>("--task-seed");
+  t.run["inputs"] = s.inputs;
+  t.run["test_inputs"] = s.test_inputs;
+  t.run["measured_inputs"] = s.measured();
+  if (s.vocab > 0) t.run["vocab"] = s.vocab;
+  if (s.task == Task::teacher) {
+    t.run["teacher_scale"] = teacher_scale(ctx, s);
+    t.run["found_below"] = ctx.get<double>("--found-below");
+  }
+  t.run["nudge"] = nudge;
   return {t};
 }
 }  // namespace
@@ -1189,11 +1593,32 @@ const Experiment& attention_sweep_experiment() {
             std::vector<Param> p = {
                 param::choice(
                     "--task", "lesson",
-                    "lesson (X = I_n, the last word outputs the first), previous (each word "
-                    "outputs the one before), reverse (word i outputs word n-1-i) or random "
-                    "(X, Y from numpy default_rng(--task-seed))",
-                    {"lesson", "previous", "reverse", "random"}),
-                param::u64("--task-seed", "0", "Seed of the random task's X and Y"),
+                    "lesson (the last word outputs the first), previous (each word outputs the "
+                    "one before), reverse (word i outputs word n-1-i): words X = I_n, or tokens "
+                    "and positions with --vocab; random (X, Y normals) or teacher (Y a planted "
+                    "head's output on normal X), from numpy default_rng(--task-seed)",
+                    {"lesson", "previous", "reverse", "random", "teacher"}),
+                param::u64("--task-seed", "0",
+                           "Seed of the task's inputs: numpy default_rng(N) draws them (and the "
+                           "teacher)"),
+                test_inputs_param(),
+                param::integer("--vocab", "0",
+                               "Vocabulary V of the token tasks: each input a sequence of "
+                               "numpy integers(0, V), X_i = [one_hot_V(t_i), one_hot_n(i)], "
+                               "d_model = V + n; 0: X = I_n, one input",
+                               0, kMaxSize),
+                auto_real("--teacher-scale",
+                          "--task teacher: the teacher's weights, numpy normals times X; auto: "
+                          "1/sqrt(d_model)",
+                          0, 1e6),
+                param::real("--found-below", "1e-3",
+                            "--task teacher: a seed found the teacher's map when its maps' mean "
+                            "JSD to it is below X nats",
+                            0, 1, true),
+                param::integer("--map-inputs", "1",
+                               "--per-seed: the maps and outputs of the first K measured inputs", 1,
+                               kMaxInputs),
+                nudge_param(),
                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
                 param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
                 param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
@@ -1216,7 +1641,8 @@ const Experiment& attention_sweep_experiment() {
                 param::output_file(
                     "--per-seed",
                     "Also write every seed's results: FILE.csv (a row each) or FILE.npy (the maps "
-                    "as an array (seeds, rows, n), beside FILE.seeds/.loss/.jsd/.out.npy)",
+                    "on the first --map-inputs measured inputs as an array, beside "
+                    "FILE.seeds/.loss/.test_loss/.converged/.../.out/.w_q/.w_k/.w_v(/.w_o).npy)",
                     {".csv", ".npy"}),
                 param::count_up_to("--quantile-budget", "4194304",
                                    "Values kept for exact quantiles, shared by the table's "

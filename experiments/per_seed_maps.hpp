@@ -1,18 +1,34 @@
 // per_seed_maps.hpp: attention-sweep's --per-seed FILE, written seed by seed in the order given
 // as the chunks are folded, never held whole (a sweep may have more seeds than memory holds).
 //
-// FILE.csv: one row per seed: seed, loss (final), start_loss, converged (0/1), diverged (0/1),
-// jsd_to_mean (to the finite seeds' mean map), then the map P on the loss rows as p_i_j (i the
-// query, j the key), or with H > 1 heads every head's as p_h_i_j.
+// What is written of a seed is its record (PerSeedRecord): its losses, flags, final weights,
+// and its maps and outputs on the first K = --map-inputs measured inputs (the held-out inputs,
+// or the training inputs when there are none). In a configuration of many inputs (--inputs
+// above 1 or held-out inputs) the maps and outputs have an inputs axis; with one input they
+// are those of version 2.
+//
+// FILE.csv: one row per seed: seed, loss (final, on the training inputs), start_loss,
+// test_loss (on the measured inputs), converged, generalized, diverged (each 0/1),
+// jsd_to_mean (to the finite seeds' mean maps), with --nudge nudge_jsd, for a task with a known
+// map jsd_to_known (the mean over the measured inputs and loss rows) and found (0/1), then the
+// maps P on the
+// loss rows as p_i_j (i the query, j the key), with H > 1 heads every head's as p_h_i_j; with an
+// inputs axis each measured input's as p_in{b}_i_j (p_in{b}_h_i_j).
 // FILE.npy: arrays numpy reads in one line (np.load(FILE, mmap_mode="r") while far larger than
-// memory), each float64 little-endian, C order, over the seeds in the order given:
-//   STEM.npy        the maps P on the loss rows, shape (seeds, |R|, n); (seeds, H, |R|, n) with
-//                   H > 1 heads
-//   STEM.seeds.npy  the seeds, uint64, shape (seeds,)
-//   STEM.loss.npy   the final loss, shape (seeds,)
-//   STEM.jsd.npy    each head-averaged map's JSD to the finite seeds' mean map (NaN for a seed
-//                   that is not finite), shape (seeds,)
-//   STEM.out.npy    the outputs on the loss rows, shape (seeds, |R|, d_out)
+// memory), C order, over the seeds in the order given (float64 little-endian unless said):
+//   STEM.npy            the maps P on the loss rows, (seeds, [K,] [H,] |R|, n) (K: the inputs
+//                       axis, H: with H > 1 heads)
+//   STEM.seeds.npy      the seeds, uint64, (seeds,)
+//   STEM.loss.npy       the final loss, (seeds,); STEM.start_loss.npy, STEM.test_loss.npy too
+//   STEM.converged.npy  bool, (seeds,); STEM.generalized.npy and STEM.diverged.npy too
+//   STEM.jsd.npy        each head-averaged map's JSD to the finite seeds' mean map (NaN for a
+//                       seed that is not finite), (seeds,)
+//   STEM.nudge_jsd.npy  (--nudge) the JSD between the seed's two runs' maps, (seeds,)
+//   STEM.jsd_to_known.npy, STEM.found.npy (bool): a task with a known map, (seeds,)
+//   STEM.out.npy        the outputs on the loss rows, (seeds, [K,] |R|, d_out)
+//   STEM.w_q.npy        the final W_Q, (seeds, d_model, d_k); STEM.w_k.npy (seeds, d_model,
+//                       d_k), STEM.w_v.npy (seeds, d_model, d_v), with --train qkvo
+//                       STEM.w_o.npy (seeds, d_v, d_model)
 // (STEM: FILE without .npy). Every file is an AtomicFile (host/output.hpp): written under a
 // temporary name and renamed into place when the sweep ends, refused when it exists (without
 // --force) before any work.
@@ -28,30 +44,71 @@
 
 namespace attn {
 
+// The layout of a seed's record: [loss, start_loss, test_loss, converged, generalized,
+// diverged, nudge_jsd (NaN without --nudge), jsd_to_known, found (NaN, 0: no known map), W_Q,
+// W_K, W_V, W_O (qkvo), the maps of the first map_inputs measured inputs (map_inputs x H x |R|
+// x n), their outputs (map_inputs x |R| x d_out)].
+struct PerSeedRecord {
+  SeedResults results;       // the measured shape (results.inputs: every measured input)
+  int map_inputs = 1;        // K
+  bool inputs_axis = false;  // many inputs: the maps and outputs carry an inputs axis
+  bool nudge = false;
+  bool known = false;  // the task has a known map
+  int d_model = 2, d_k = 2, d_v = 2;
+  bool w_o = false;
+  static constexpr int kHead = 9;             // values before the weights
+  std::int64_t weight_size(int which) const;  // 0 W_Q, 1 W_K, 2 W_V, 3 W_O (0 without)
+  std::int64_t weights() const {
+    return weight_size(0) + weight_size(1) + weight_size(2) + weight_size(3);
+  }
+  std::int64_t maps() const {
+    return static_cast<std::int64_t>(map_inputs) * results.heads * results.input_map();
+  }
+  std::int64_t outputs() const {
+    return static_cast<std::int64_t>(map_inputs) * results.rows * results.d_out;
+  }
+  std::int64_t size() const { return kHead + weights() + maps() + outputs(); }
+  // Seed's record into out (size() values): from its measured results r (results.size()), its
+  // training result's weights (weights() values), its nudge JSD (NaN: none), at the threshold,
+  // and the measures against the known map (when known is not empty).
+  void make(const double* r, const double* weights, double nudge_jsd, double converged_below,
+            const KnownMap& known_map, double* out) const;
+  // What a record can be (a second pass's chunk state holds the records of its seeds, and
+  // SeedMeasures::from_state checks each): the losses in kSeedLoss's domain; the flags 0 or 1,
+  // converged (generalized) exactly when not diverged and the loss (test loss) below
+  // converged_below, diverged where a loss is not finite or the final loss blew up; the nudge
+  // JSD NaN without --nudge, else a JSD or NaN; the JSD to the known map NaN without one, else a
+  // JSD (NaN only for a diverged seed), and found 0 without one, 1 only with a JSD; the final
+  // weights any finite value (kFinalWeight; non-finite only with a final loss that is not); the
+  // maps of each input and head rows of weights summing to 1 (check_map_rows), finite unless
+  // the seed diverged; the outputs any value. Throws std::invalid_argument naming the value.
+  void check(const double* record, double converged_below) const;
+};
+
 class PerSeedMaps {
  public:
-  // The files FILE names (one for .csv, five for .npy).
-  static std::vector<std::string> files(const std::string& path);
+  // The files FILE names (one for .csv, the arrays' for .npy).
+  static std::vector<std::string> files(const std::string& path, const PerSeedRecord& record);
   // Their bytes for `count` seeds (the CSV: at most).
-  static double bytes(const std::string& path, const SeedResults& shape, std::uint64_t count);
+  static double bytes(const std::string& path, const PerSeedRecord& record, std::uint64_t count);
 
   // r0: the first loss row (names the CSV's columns). Throws std::runtime_error when a file may
   // not be written (AtomicFile).
-  PerSeedMaps(const std::string& path, bool force, const SeedResults& shape, int r0,
-              std::uint64_t count, double converged_below);
+  PerSeedMaps(const std::string& path, bool force, const PerSeedRecord& record, int r0,
+              std::uint64_t count);
 
-  // The next seed: its results (shape.size() values) and JSD to the mean map.
-  void add(std::uint64_t seed, const double* results, double jsd_to_mean);
+  // The next seed: its record (record.size() values) and JSD to the mean map.
+  void add(std::uint64_t seed, const double* record, double jsd_to_mean);
   // Writes what is buffered and renames every file into place; throws std::logic_error when
   // fewer or more seeds than announced were added.
   void commit();
 
  private:
   void flush(bool all);
-  SeedResults shape_;
-  double converged_below_;
+  PerSeedRecord record_;
   std::uint64_t count_, added_ = 0;
   bool npy_;
+  std::vector<std::string> names_;  // the .npy arrays' names (the files' order)
   std::vector<std::unique_ptr<AtomicFile>> files_;
   std::vector<std::string> buffers_;
 };

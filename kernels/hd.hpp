@@ -38,6 +38,11 @@ namespace attn {
 // exp in the argument's own precision, on host and device.
 ATTN_HD inline float exp_t(float x) { return expf(x); }
 ATTN_HD inline double exp_t(double x) { return exp(x); }
+// a * b + c rounded once (a fused multiply-add), on host and device; lanes.hpp overloads it for
+// lane packs. The builds never fuse on their own (-ffp-contract=off, nvcc -fmad=false), so a
+// formula fuses exactly where it calls fma_t. On a host CPU without FMA the C library computes
+// it (slowly, exactly).
+ATTN_HD inline double fma_t(double a, double b, double c) { return fma(a, b, c); }
 // a >= b ? x : y (and a > b ? x : y), for scalars; lanes.hpp overloads them for lane packs.
 template <class T>
 ATTN_HD ATTN_INLINE T pick_ge(T a, T b, T x, T y) {

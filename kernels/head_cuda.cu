@@ -85,10 +85,10 @@ void train_seeds_cuda(const Model& host_model, const std::uint64_t* seeds, std::
                       double* out, int steps_per_slice, const Monitor& monitor) {
   if (count <= 0) return;
   const std::size_t n = static_cast<std::size_t>(count);
-  const auto d_x = DeviceBuffer<double>::from_host(
-      host_model.x, static_cast<std::size_t>(host_model.n) * host_model.d_model);
-  const auto d_y = DeviceBuffer<double>::from_host(
-      host_model.y, static_cast<std::size_t>(host_model.n) * host_model.d_out());
+  // The inputs, stacked (head.hpp's Model): once per call, shared by every seed.
+  const std::size_t rows = static_cast<std::size_t>(host_model.inputs) * host_model.n;
+  const auto d_x = DeviceBuffer<double>::from_host(host_model.x, rows * host_model.d_model);
+  const auto d_y = DeviceBuffer<double>::from_host(host_model.y, rows * host_model.d_out());
   const auto d_seeds = DeviceBuffer<std::uint64_t>::from_host(seeds, n);
   DeviceBuffer<double> d_ws(n * static_cast<std::size_t>(layout(host_model).total));
   DeviceBuffer<double> d_out(n * static_cast<std::size_t>(result_size(host_model)));

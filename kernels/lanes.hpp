@@ -5,8 +5,8 @@
 // extension), so the compiler emits SIMD instructions for whatever the CPU has (AVX-512, AVX2,
 // SSE2). The templates in tiny_model.hpp take a pack where they take a scalar; each lane then
 // computes exactly what the scalar code computes: +, -, *, / are IEEE operations in either
-// form, nothing is fused, and exp gives the C library's exp bits in every lane, as numpy's
-// does, so the bits are the scalar (and GPU) bits.
+// form, nothing is fused but where fma_t says so (rounded once in either form), and exp gives the C
+// library's exp bits in every lane, as numpy's does, so the bits are the scalar (and GPU) bits.
 //
 // exp of a double pack: at cpu_level() v3 and v4 (cpu_clones.hpp) the CPU has FMA and AVX2,
 // so glibc's exp is __exp_fma (its ifunc wants both), and exp_t calls exp_fma.cpp's vector copy
@@ -113,6 +113,15 @@ ATTN_INLINE PackD pick_gt(PackD a, PackD b, PackD x, PackD y) {
                      high_half(a) > high_half(b) ? high_half(x) : high_half(y));
 }
 static_assert(kPackLanes == 8, "low_half/high_half take lanes 0-3 and 4-7");
+
+// a * b + c rounded once, lane by lane: each lane is fma_t of its doubles (hd.hpp). Inlined into
+// a copy compiled for x86-64-v3 or v4 (cpu_clones.hpp) GCC emits FMA instructions; at the
+// baseline each lane is the C library's fma.
+ATTN_INLINE PackD fma_t(PackD a, PackD b, PackD c) {
+  PackD r;
+  for (int l = 0; l < kPackLanes; ++l) r[l] = __builtin_fma(a[l], b[l], c[l]);
+  return r;
+}
 
 // sqrt lane by lane: correctly rounded, so each lane is the GPU's sqrt of that value.
 ATTN_INLINE PackD sqrt_t(PackD x) {

@@ -75,7 +75,9 @@ class SeedSequence {
   std::uint32_t pool_[4];
 };
 
-// PCG64: state <- state * mult + inc (mod 2^128); output XSL-RR of the new state.
+// PCG64: state <- state * mult + inc (mod 2^128); output XSL-RR of the new state. next_uint32
+// halves a 64-bit output as numpy's pcg64_next32 does: the low half first, the high half kept
+// for the next call (the generator's has_uint32/uinteger, which 64-bit draws leave alone).
 class Pcg64 {
  public:
   ATTN_HD explicit Pcg64(std::uint64_t seed) {
@@ -93,6 +95,17 @@ class Pcg64 {
   ATTN_HD std::uint64_t next_uint64() {
     step();
     return output(state_);
+  }
+
+  ATTN_HD std::uint32_t next_uint32() {
+    if (has_uint32_) {
+      has_uint32_ = false;
+      return uinteger_;
+    }
+    const std::uint64_t next = next_uint64();
+    has_uint32_ = true;
+    uinteger_ = static_cast<std::uint32_t>(next >> 32);
+    return static_cast<std::uint32_t>(next);
   }
 
   // XSL-RR: the word drawn by the step that leaves the generator at state s.
@@ -135,13 +148,16 @@ class Pcg64 {
   ATTN_HD void set_state(u128 s) { state_ = s; }
 
   friend ATTN_HD bool operator==(const Pcg64& a, const Pcg64& b) {
-    return a.state_ == b.state_ && a.inc_ == b.inc_;
+    return a.state_ == b.state_ && a.inc_ == b.inc_ && a.has_uint32_ == b.has_uint32_ &&
+           (!a.has_uint32_ || a.uinteger_ == b.uinteger_);
   }
 
  private:
   ATTN_HD void step() { state_ = state_ * kMultiplier + inc_; }
   u128 state_;
   u128 inc_;
+  bool has_uint32_ = false;
+  std::uint32_t uinteger_ = 0;
 };
 
 // The ziggurat's first step on the 64-bit word r: sets x, and returns true when x is the
@@ -212,6 +228,31 @@ ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
   double x;
   if (ziggurat_first(g.next_uint64(), idx, rabs, x)) return x;
   return standard_normal_rare(g, idx, rabs, x);
+}
+
+// Generator.integers(0, high) for 1 <= high <= 2^32, one value of integers(0, high, size=n)
+// (numpy's default dtype int64, whose bounded draws for a range that fits 32 bits take 32-bit
+// words: random_bounded_uint64_fill, numpy/random/src/distributions/distributions.c):
+// high = 1 draws nothing and gives 0; high = 2^32 is one next_uint32; otherwise Lemire's
+// method (buffered_bounded_lemire_uint32): m = u * high for u = next_uint32, rejected while
+// its low 32 bits are below 2^32 mod high, and the value is m's high 32 bits. Checked against
+// numpy's draws in tests/test_numpy_random.cpp (golden file and live numpy).
+template <class BitGenerator>
+ATTN_HD std::int64_t integer_below(BitGenerator& g, std::uint64_t high) {
+  if (high <= 1) return 0;
+  if (high == (std::uint64_t{1} << 32)) return g.next_uint32();
+  const std::uint32_t rng = static_cast<std::uint32_t>(high - 1);
+  const std::uint32_t excl = rng + 1;
+  std::uint64_t m = static_cast<std::uint64_t>(g.next_uint32()) * excl;
+  std::uint32_t leftover = static_cast<std::uint32_t>(m);
+  if (leftover < excl) {
+    const std::uint32_t threshold = (0xffffffffu - rng) % excl;
+    while (leftover < threshold) {
+      m = static_cast<std::uint64_t>(g.next_uint32()) * excl;
+      leftover = static_cast<std::uint32_t>(m);
+    }
+  }
+  return static_cast<std::int64_t>(m >> 32);
 }
 
 // Generator.normal(loc, scale): loc + scale * standard_normal, as numpy computes it.

@@ -223,17 +223,21 @@ inline double training_f32_allowance(double cpu_f32, double cpu_f64) {
 }
 
 // ---- General head (head.hpp) -----------------------------------------------------------------
-// One seed per thread against the CPU's lane packs: the same arithmetic in the same order
-// except exp (CUDA's vs glibc's, each within an ulp or two), so every result (loss, map, outputs)
-// agrees as numpy's allclose does, |gpu - cpu| <= 1e-12 + 1e-8 |cpu|, after 3000 steps of the
-// lesson's task and 300 of random ones (at the peers' stable lr 0.01 and init 0.25). The
-// absolute floor is for final losses near 1e-27, where one ulp of a device exp is a large
-// relative difference. Slicing a training across launches changes no arithmetic: slices and
-// one whole launch agree bit for bit (tolerance 0).
+// One seed per thread against the CPU's lane packs: the same arithmetic in the same order (the
+// same fused multiply-adds) except exp (CUDA's vs glibc's, each within an ulp or two), so every
+// training result (final loss, start loss, final weights) agrees as numpy's allclose does,
+// |gpu - cpu| <= 1e-12 + 1e-8 |cpu|, after 3000 steps of the lesson's task and 300 of random
+// ones (at the peers' stable lr 0.01 and init 0.25), on one input or many (the mean over inputs;
+// from a loss row r0 > 0 the sums over the stacked inputs' rows of R). The absolute floor is for
+// final losses near 1e-27, where one ulp of a device exp is a large relative difference.
+// Slicing a training across launches changes no arithmetic: slices and one whole launch agree
+// bit for bit (tolerance 0).
 struct HeadCase {
   const char* name;
   int n, d_model, d_k, d_v;
-  int r0;  // > 0: the lesson's task (x = I, y = e_0 on the last row); 0: random x, y ~ N(0, 1)
+  // The loss rows from r0; with one input and r0 > 0 the lesson's task (x = I, y = e_0 on the
+  // last row), else random x, y ~ N(0, 1) for every input.
+  int r0;
   int steps;
   bool train_values;
   head::Schedule schedule;
@@ -245,6 +249,9 @@ struct HeadCase {
   double scale_factor = 1;
   bool train_output = false;
   head::Optimizer optimizer = head::Optimizer::sgd;
+  // Version 3 (spec "Many inputs"): the training inputs.
+  int inputs = 1;
+  bool lesson() const { return r0 > 0 && inputs == 1; }
 };
 
 inline const std::vector<HeadCase>& head_cases() {
@@ -261,6 +268,12 @@ inline const std::vector<HeadCase>& head_cases() {
        3001, 2, true, head::Scale::factor, 0.5, true, head::Optimizer::adam},
       {"random-adam-simultaneous", 5, 7, 3, 4, 0, 300, true, Schedule::simultaneous, 3001, 1, false,
        head::Scale::sqrt, 1, false, head::Optimizer::adam},
+      {"random-4-inputs-8x16", 8, 16, 16, 16, 0, 300, true, Schedule::sequential, 3001, 1, false,
+       head::Scale::sqrt, 1, false, head::Optimizer::sgd, 4},
+      {"random-3-inputs-rows-from-1-adam-qkvo-causal", 6, 8, 4, 6, 1, 300, true,
+       Schedule::sequential, 3001, 2, true, head::Scale::sqrt, 1, true, head::Optimizer::adam, 3},
+      {"random-5-inputs-rows-from-2-simultaneous", 5, 7, 3, 4, 2, 300, true, Schedule::simultaneous,
+       3001, 1, false, head::Scale::none, 1, false, head::Optimizer::sgd, 5},
   };
   return cases;
 }
@@ -283,7 +296,8 @@ inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
   m.scale_factor = c.scale_factor;
   m.train_output = c.train_output;
   m.optimizer = c.optimizer;
-  if (c.r0 == 0) {
+  m.inputs = c.inputs;
+  if (!c.lesson()) {
     m.lr = 0.01;
     m.init_scale = 0.25;
   }
@@ -292,13 +306,14 @@ inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
   return m;
 }
 
-// The case's task: x (n, d_model), y (n, d_out: d_v, or d_model with W_O); normals come from
-// `normal` (random cases only).
+// The case's task: x (inputs n, d_model), y (inputs n, d_out: d_v, or d_model with W_O), the
+// inputs stacked; normals come from `normal` (random cases only).
 template <class Normal>
 void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y, Normal normal) {
-  x.assign(static_cast<std::size_t>(c.n) * c.d_model, 0.0);
-  y.assign(static_cast<std::size_t>(c.n) * (c.train_output ? c.d_model : c.d_v), 0.0);
-  if (c.r0 > 0) {  // the lesson's task
+  const std::size_t rows = static_cast<std::size_t>(c.inputs) * c.n;
+  x.assign(rows * c.d_model, 0.0);
+  y.assign(rows * (c.train_output ? c.d_model : c.d_v), 0.0);
+  if (c.lesson()) {  // the lesson's task
     for (int i = 0; i < c.n; ++i) x[static_cast<std::size_t>(i) * c.d_model + i] = 1;
     y[static_cast<std::size_t>(c.n - 1) * c.d_v] = 1;
     return;

@@ -20,6 +20,7 @@
 
 #include "experiments/attention_sweep.hpp"
 #include "experiments/map_measures.hpp"
+#include "experiments/per_seed_maps.hpp"
 #include "helpers.hpp"
 #include "table_helpers.hpp"
 
@@ -201,7 +202,7 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task random --words 3 --d-model 4 --d-v 3 --train qk", "--d-v must equal --d-model"},
       {"--task lesson --words 1 --d-model 1 --d-k 1", "--words 2 or more"},
       {"--task lesson --words 3 --d-model 2", "--d-model must equal --words"},
-      {"--task lesson --words 3 --d-model 3 --d-v 2", "must equal --words"},
+      {"--task lesson --words 3 --d-model 3 --d-v 2", "the output width (--d-v) must equal"},
       {"--task previous --words 1 --d-model 1 --d-k 1", "--words 2 or more"},
       {"--task reverse --words 4 --d-model 4 --d-v 3", "the output width (--d-v) must equal"},
       {"--task random --words 3 --d-model 4 --d-k 4 --d-v 6 --heads 4", "--heads 4 must divide"},
@@ -232,6 +233,31 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--words 0", "--words"},
       {"--steps 5 --seeds 0:9007199254740992", "more than the 2^28"},
       {"--lr nan", "--lr"},
+      // Many inputs (version 3).
+      {"--inputs 0", "--inputs"},
+      {"--inputs 1048577", "--inputs"},
+      {"--task random --inputs 2,0", "--inputs"},
+      {"--test-inputs -1", "--test-inputs"},
+      {"--test-inputs 1048577", "--test-inputs"},
+      {"--test-inputs some", "--test-inputs"},
+      {"--task previous --words 4 --d-model 4 --inputs 4", "every input would be X = I_n"},
+      {"--task lesson --words 4 --d-model 4 --test-inputs 2", "a held-out input would be X = I_n"},
+      {"--task previous --words 4 --d-model 7 --vocab 2",
+       "--d-model must be the vocabulary plus the positions, 6"},
+      {"--task reverse --words 3 --d-model 5 --vocab 2 --d-v 4", "must equal --d-model"},
+      {"--task random --vocab 3", "--vocab: --task random draws its inputs as normals"},
+      {"--task teacher --vocab 3", "--vocab: --task teacher"},
+      {"--vocab 1025", "--vocab"},
+      {"--task lesson --teacher-scale 0.5", "--teacher-scale: it applies to --task teacher"},
+      {"--task random --found-below 0.1", "--found-below: it applies to --task teacher"},
+      {"--task teacher --teacher-scale 0", "--teacher-scale"},
+      {"--task teacher --found-below 2", "--found-below"},
+      {"--task random --inputs 4 --map-inputs 65", "--map-inputs 65: there are 64 measured"},
+      {"--task random --map-inputs 2", "--map-inputs 2: there are 1 measured"},
+      {"--map-inputs 0", "--map-inputs"},
+      {"--nudge maybe", "--nudge"},
+      {"--task random --words 1024 --d-model 1024 --d-k 8 --inputs 1048576 --seeds 0:2",
+       "of memory (the inputs and the mean maps)"},
   };
   for (const auto& [args, says] : cases)
     test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
@@ -306,9 +332,18 @@ TEST(AttentionSweep, BinnedQuantilesAreWithinTheirBounds) {
                                                                 : std::ldexp(std::fabs(x), -15);
       EXPECT_LE(std::fabs(x - y), bound * (1 + 1e-12)) << "column " << c;
     }
+    for (std::size_t c = 13; c < 15; ++c) {  // the median's interval: two order statistics
+      ASSERT_FALSE(a[r][c].empty()) << "column " << c;
+      const double x = std::stod(a[r][c]), y = std::stod(b[r][c]);
+      const double bound = q.rfind("P[", 0) == 0                ? std::ldexp(1.0, -15)
+                           : q.find("JSD") != std::string::npos ? std::log(2.0) / (1 << 17)
+                                                                : std::ldexp(std::fabs(x), -15);
+      EXPECT_LE(std::fabs(x - y), bound * (1 + 1e-12)) << "column " << c;
+    }
   }
-  // Over the finite seeds (none converged): loss, JSD to mean, pair JSD, distance, 9 entries.
-  EXPECT_EQ(binned_rows, 4 + 9);
+  // Over the finite seeds (none converged): loss, JSD to mean, pair JSD trained and at the
+  // start, distance, 9 entries.
+  EXPECT_EQ(binned_rows, 5 + 9);
 }
 
 // --per-seed FILE.npy: the maps as one array (seeds, |R|, n) numpy maps without reading, and
@@ -480,39 +515,60 @@ TEST(AttentionSweep, OutputDistanceOfHugeOutputsIsFinite) {
   EXPECT_TRUE(std::isnan(rms_distance(bad.data(), d.data(), 3, 2)));
 }
 
-// The version-2 training against tools/variability_reference.py, numpy float64 written from the
-// spec alone: every seed's final and starting loss and every head's map, at 1e-9 relative (loss)
-// and absolute (weights), on random configurations of every task, 1 to 3 heads, causal or not,
-// the three scales, qk, qkv and qkvo, SGD and Adam, both schedules.
+// The training and measurement against tools/variability_reference.py, numpy float64 written
+// from the spec alone: every seed's final, starting and test loss, every head's map on every
+// measured input, and the measures against the known map, at 1e-9 relative (losses) and
+// absolute (weights, JSD), on random configurations: every task, one input (version 2's) or
+// many (token tasks with a vocabulary, random and teacher inputs, held-out or not), 1 to 3
+// heads, causal or not, the three scales, qk, qkv and qkvo, SGD and Adam, both schedules.
 TEST(AttentionSweep, EqualsTheNumpyReferenceOnRandomConfigurations) {
   if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
   std::mt19937_64 rng(2026);
-  const std::vector<std::string> tasks = {"lesson", "previous", "reverse", "random"};
-  for (int trial = 0; trial < 16; ++trial) {
+  const std::vector<std::string> tasks = {"lesson", "previous", "reverse", "random", "teacher"};
+  for (int trial = 0; trial < 20; ++trial) {
     TempDir dir;
-    const std::string task = tasks[trial % 4];
+    const std::string task = tasks[trial % 5];
+    const bool token = task != "random" && task != "teacher";
     const int heads = 1 + static_cast<int>(rng() % 3);
     const int n = 2 + static_cast<int>(rng() % 4);
-    const bool one_hot = task != "random";
     const std::string train = trial % 3 == 0 ? "qk" : trial % 3 == 1 ? "qkv" : "qkvo";
-    const int d_model = one_hot ? n : 2 + static_cast<int>(rng() % 4);
-    // The output width must be n for the one-hot tasks; W_V = I needs d_v = d_model (qk).
+    // Many inputs on every trial from the sixth on, alternately held out or not; a token task's
+    // then have a vocabulary.
+    const bool many = trial >= 5;
+    const int inputs = many ? 1 + static_cast<int>(rng() % 4) : 1;
+    const int test_inputs = many && trial % 2 == 0 ? 1 + static_cast<int>(rng() % 3) : 0;
+    const int vocab = token && many ? 1 + static_cast<int>(rng() % 4) : 0;
+    const int d_model = token ? vocab + n : 2 + static_cast<int>(rng() % 4);
+    // The output width must be d_model for the token tasks; W_V = I needs d_v = d_model (qk).
     int d_v = heads * (1 + static_cast<int>(rng() % 3));
-    if (train == "qk" || (one_hot && train != "qkvo")) d_v = d_model;
+    if (train == "qk" || (token && train != "qkvo")) d_v = d_model;
     const int use_heads = d_v % heads == 0 ? heads : 1;
     const int d_k = use_heads * (1 + static_cast<int>(rng() % 3));
     const std::string scale = trial % 5 == 0 ? "none" : trial % 5 == 1 ? "0.6" : "sqrt";
     const std::string optimizer = trial % 2 ? "adam" : "sgd";
     const std::string causal = trial % 4 < 2 ? "on" : "off";
     const std::string schedule = trial % 7 == 3 ? "simultaneous" : "sequential";
-    const std::string lr = optimizer == "adam" ? "0.05" : "0.1";
-    const std::string common =
-        "--task " + task + " --task-seed " + std::to_string(trial) + " --words " +
-        std::to_string(n) + " --d-model " + std::to_string(d_model) + " --d-k " +
-        std::to_string(d_k) + " --d-v " + std::to_string(d_v) + " --heads " +
-        std::to_string(use_heads) + " --causal " + causal + " --scale " + scale + " --train " +
-        train + " --optimizer " + optimizer + " --schedule " + schedule + " --steps 25 --lr " + lr +
-        " --init-scale 0.7 --seeds 3:7";
+    const std::string lr = optimizer == "adam" ? "0.05" : token ? "0.1" : "0.02";
+    const int measured = test_inputs > 0 ? test_inputs : inputs;
+    // The teacher at the default scale (auto) or a given one; a student of seed 4, the task
+    // seed, at the teacher's init scale starts at the teacher (start loss 0, found).
+    std::string init_scale = "0.7", extra;
+    if (task == "teacher") {
+      extra = trial % 2 ? " --teacher-scale 0.45 --found-below 0.01" : "";
+      if (trial % 2) init_scale = "0.45";
+    }
+    std::string common = "--task " + task + " --task-seed " +
+                         std::to_string(task == "teacher" ? 4 : trial) + " --words " +
+                         std::to_string(n) + " --d-model " + std::to_string(d_model) + " --d-k " +
+                         std::to_string(d_k) + " --d-v " + std::to_string(d_v) + " --heads " +
+                         std::to_string(use_heads) + " --causal " + causal + " --scale " + scale +
+                         " --train " + train + " --optimizer " + optimizer + " --schedule " +
+                         schedule + " --steps 25 --lr " + lr + " --init-scale " + init_scale +
+                         " --seeds 3:7 --map-inputs " + std::to_string(measured) + extra;
+    if (many)
+      common += " --inputs " + std::to_string(inputs) + " --test-inputs " +
+                std::to_string(test_inputs) +
+                (vocab > 0 ? " --vocab " + std::to_string(vocab) : "");
     SCOPED_TRACE(common);
     const auto r = test::run_demo("--table attention-sweep -q " + common + " --per-seed " +
                                   dir.file("demo.csv"));
@@ -535,12 +591,338 @@ TEST(AttentionSweep, EqualsTheNumpyReferenceOnRandomConfigurations) {
         ++compared;
       }
     }
-    EXPECT_EQ(compared, 4 * (3 + use_heads *
-                                     (one_hot && task == "lesson" ? 1
-                                      : task == "previous"        ? n - 1
-                                                                  : n) *
-                                     n));
+    for (double v : mine.at("loss")) EXPECT_TRUE(std::isfinite(v)) << "a run that diverged";
+    const int rows = task == "lesson" ? 1 : task == "previous" ? n - 1 : n;
+    const bool known = task != "random";
+    EXPECT_EQ(compared, 4 * (4 + (known ? 2 : 0) + measured * use_heads * rows * n));
+    if (task == "teacher" && trial % 2) {  // seed 4 starts at the teacher
+      EXPECT_EQ(mine.at("start_loss")[1], 0.0);
+      EXPECT_EQ(mine.at("seed")[1], 4.0);
+    }
   }
+}
+
+// The one-input head with fused multiply-add products against the version-2 head (separately
+// rounded multiplies and adds) on ten configurations (tests/data/head_v2, made by the version-2
+// binary: tools/make_head_v2_fixture.sh), 32 seeds, 10 steps each: every map entry within
+// 1e-12 (absolute: a probability), the final and starting losses' roots (the residual norms)
+// within 1e-12 of the starting residual norm (a loss near 0 is rounding noise squared, so its
+// relative change says nothing). The numeric gradient divides the loss's rounding by 2h = 2e-5,
+// so its runs move 1e5 times further: 1e-7 there. Short runs: longer ones amplify each step's
+// rounding difference through the training's own dynamics (tools/make_head_v2_fixture.sh).
+TEST(AttentionSweep, OneInputEqualsTheVersion2Head) {
+  const std::string dir = std::string(ATTN_TEST_DATA) + "/head_v2/";
+  int configurations = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".args") continue;
+    ++configurations;
+    const std::string name = entry.path().stem().string();
+    const std::string args = test::lines_of(test::read_file(entry.path().string()))[0];
+    SCOPED_TRACE(name + ": " + args);
+    TempDir tmp;
+    const auto r =
+        test::run_demo("--table attention-sweep -q " + args + " --per-seed " + tmp.file("new.csv"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto old = test::read_csv(dir + name + ".csv").columns();
+    const auto now = test::read_csv(tmp.file("new.csv")).columns();
+    const double tol = args.find("--grad numeric") != std::string::npos ? 1e-7 : 1e-12;
+    ASSERT_EQ(old.at("seed").size(), 32u);
+    ASSERT_EQ(now.at("seed"), old.at("seed"));
+    int maps = 0;
+    for (std::size_t i = 0; i < old.at("seed").size(); ++i) {
+      const double scale = std::sqrt(old.at("start_loss")[i]);
+      for (const char* loss : {"loss", "start_loss"})
+        EXPECT_LE(std::fabs(std::sqrt(now.at(loss)[i]) - std::sqrt(old.at(loss)[i])), tol * scale)
+            << loss << " seed " << i;
+      for (const auto& [column, values] : old)
+        if (column.rfind("p_", 0) == 0) {
+          ASSERT_TRUE(now.count(column)) << column;
+          EXPECT_LE(std::fabs(now.at(column)[i] - values[i]), tol) << column << " seed " << i;
+          ++maps;
+        }
+    }
+    EXPECT_GT(maps, 32);
+  }
+  EXPECT_EQ(configurations, 10);
+}
+
+// The 95% Wilson score interval against Newcombe's worked examples (Statistics in Medicine 17,
+// 857-872, 1998, Table I, method 3): 81/263, 15/148, 0/20, 1/29 (four decimals), and its
+// closed form at k = 0 (upper z² / (n + z²)).
+TEST(AttentionSweepStatistics, WilsonIntervalsAreNewcombes) {
+  const struct {
+    std::int64_t k, n;
+    double lo, hi;
+  } cases[] = {{81, 263, 0.2553, 0.3662},
+               {15, 148, 0.0624, 0.1605},
+               {0, 20, 0.0, 0.1611},
+               {1, 29, 0.0061, 0.1718}};
+  for (const auto& c : cases) {
+    const auto [lo, hi] = wilson_interval(c.k, c.n);
+    EXPECT_NEAR(lo, c.lo, 5e-5) << c.k << "/" << c.n;
+    EXPECT_NEAR(hi, c.hi, 5e-5) << c.k << "/" << c.n;
+  }
+  const double z2 = 1.959963984540054 * 1.959963984540054;
+  EXPECT_EQ(wilson_interval(0, 10).first, 0.0);
+  EXPECT_NEAR(wilson_interval(0, 10).second, z2 / (10 + z2), 1e-15);
+  EXPECT_NEAR(wilson_interval(10, 10).first, 10 / (10 + z2), 1e-15);
+  EXPECT_TRUE(std::isnan(wilson_interval(0, 0).first));
+}
+
+// The median's distribution-free interval: the rank l against exact binomial sums (128-bit
+// integers: P(B <= l - 1) <= 0.025 exactly when 40 Σ_{k<l} C(n, k) <= 2^n) for n up to 100, the
+// textbook ranks (n = 10: x_(2) to x_(9); n = 100: x_(40) to x_(61)), none below 6, and near
+// n/2 - 0.98 √n for large n.
+TEST(AttentionSweepStatistics, MedianIntervalRanksAreTheBinomials) {
+  for (std::int64_t n = 1; n <= 100; ++n) {
+    unsigned __int128 c = 1, below = 0;  // C(n, k), Σ_{k' < k} C(n, k')
+    const unsigned __int128 all = static_cast<unsigned __int128>(1) << n;
+    std::int64_t want = 0;
+    for (std::int64_t k = 0; k <= n / 2; ++k) {
+      below += c;  // now Σ_{k' <= k}
+      if (40 * below > all) break;
+      want = k + 1;
+      c = c * static_cast<unsigned __int128>(n - k) / static_cast<unsigned __int128>(k + 1);
+    }
+    EXPECT_EQ(median_interval_rank(n), want) << "n " << n;
+  }
+  EXPECT_EQ(median_interval_rank(5), 0);
+  EXPECT_EQ(median_interval_rank(6), 1);
+  EXPECT_EQ(median_interval_rank(10), 2);
+  EXPECT_EQ(median_interval_rank(100), 40);
+  for (const std::int64_t n : {10000, 1000000, 100000000}) {
+    const double approx = n / 2.0 - 0.98 * std::sqrt(static_cast<double>(n));
+    EXPECT_NEAR(static_cast<double>(median_interval_rank(n)), approx, 2.0) << n;
+  }
+}
+
+// Many inputs (spec "Version 3"): the measures over the measured inputs against the per-seed
+// rows (every measured input's maps, --map-inputs all of them), recomputed from the spec's
+// formulas: JSD to the mean maps and between pairs (the mean over the inputs and loss rows),
+// argmax agreement over every input's rows, the generalized fraction and its Wilson interval,
+// the test loss median and its interval's order statistics.
+TEST(AttentionSweep, ManyInputMeasuresAgreeWithThePerSeedRows) {
+  TempDir dir;
+  const std::string rows = dir.file("rows.csv");
+  const int n = 3, seeds = 40, measured = 4;
+  const Table t = test::run_table("attention-sweep", {{"--task", "teacher"},
+                                                      {"--words", std::to_string(n)},
+                                                      {"--d-model", "4"},
+                                                      {"--d-k", "2"},
+                                                      {"--inputs", "3"},
+                                                      {"--test-inputs", "4"},
+                                                      {"--map-inputs", "4"},
+                                                      {"--seeds", "10:50"},
+                                                      {"--steps", "300"},
+                                                      {"--lr", "0.05"},
+                                                      {"--converged-below", "0.25"},
+                                                      {"--per-seed", rows}});
+  const auto c = test::read_csv(rows).columns();
+  ASSERT_EQ(c.at("seed").size(), static_cast<std::size_t>(seeds));
+  const int map = measured * n * n;
+  std::vector<std::vector<double>> maps(seeds, std::vector<double>(map));
+  std::vector<double> mean(map, 0.0);
+  for (int s = 0; s < seeds; ++s)
+    for (int e = 0; e < map; ++e) {
+      const int b = e / (n * n), i = e / n % n, j = e % n;
+      maps[s][e] =
+          c.at("p_in" + std::to_string(b) + "_" + std::to_string(i) + "_" + std::to_string(j))[s];
+      mean[e] += maps[s][e] / seeds;
+    }
+  const auto map_jsd = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    double sum = 0;
+    for (int r = 0; r < measured * n; ++r)
+      sum += jsd_reference({a.begin() + r * n, a.begin() + (r + 1) * n},
+                           {b.begin() + r * n, b.begin() + (r + 1) * n});
+    return sum / (measured * n);
+  };
+  double to_mean = 0, pairs = 0;
+  int generalized = 0;
+  for (int s = 0; s < seeds; ++s) {
+    EXPECT_NEAR(c.at("jsd_to_mean")[s], map_jsd(maps[s], mean), 1e-12);
+    to_mean += map_jsd(maps[s], mean) / seeds;
+    generalized += c.at("generalized")[s] != 0;
+    EXPECT_EQ(c.at("generalized")[s] != 0, c.at("test_loss")[s] < 0.25 && c.at("diverged")[s] == 0);
+  }
+  for (int s = 0; s + 1 < seeds; s += 2) pairs += map_jsd(maps[s], maps[s + 1]) / (seeds / 2);
+  EXPECT_NEAR(cell(t, "JSD to the mean map", "mean", "finite"), to_mean, 1e-12);
+  EXPECT_NEAR(cell(t, "JSD between pairs of seeds", "mean", "finite"), pairs, 1e-12);
+  double agree = 0;
+  for (int r = 0; r < measured * n; ++r) {
+    std::vector<int> counts(n, 0);
+    for (int s = 0; s < seeds; ++s) {
+      int best = 0;
+      for (int j = 1; j < n; ++j)
+        if (maps[s][r * n + j] > maps[s][r * n + best]) best = j;
+      counts[best]++;
+    }
+    agree += static_cast<double>(*std::max_element(counts.begin(), counts.end())) / seeds /
+             (measured * n);
+  }
+  EXPECT_NEAR(cell(t, "argmax agreement", "mean", "finite"), agree, 1e-12);
+  ASSERT_GT(generalized, 0);
+  ASSERT_LT(generalized, seeds);
+  EXPECT_EQ(cell(t, "generalized (fraction)", "mean", "all"), generalized / double(seeds));
+  const auto [lo, hi] = wilson_interval(generalized, seeds);
+  EXPECT_EQ(cell(t, "generalized (fraction)", "ci95_low", "all"), lo);
+  EXPECT_EQ(cell(t, "generalized (fraction)", "ci95_high", "all"), hi);
+  // The test loss over the finite seeds: its median, and the median's interval the order
+  // statistics x_(l), x_(n-l+1) of the sorted per-seed test losses (l = 14 of 40).
+  std::vector<double> test_loss = c.at("test_loss");
+  std::sort(test_loss.begin(), test_loss.end());
+  ASSERT_EQ(median_interval_rank(seeds), 14);
+  EXPECT_EQ(cell(t, "test loss", "p50", "finite"), (test_loss[19] + test_loss[20]) / 2);
+  EXPECT_EQ(cell(t, "test loss", "ci95_low", "finite"), test_loss[13]);
+  EXPECT_EQ(cell(t, "test loss", "ci95_high", "finite"), test_loss[seeds - 14]);
+  EXPECT_EQ(t.run["measured_inputs"], measured);
+}
+
+// "JSD between pairs at the start" is the pairs' JSD at their starting weights: a training that
+// cannot move its weights (a learning rate of 1e-300 rounds every step away) ends where it
+// started, and the two rows are equal; trained for real, the start's row is unchanged.
+TEST(AttentionSweep, PairJsdAtTheStartIsTheUntrainedPairs) {
+  const Table still = test::run_table("attention-sweep", {{"--task", "random"},
+                                                          {"--words", "4"},
+                                                          {"--d-model", "5"},
+                                                          {"--d-k", "3"},
+                                                          {"--inputs", "2"},
+                                                          {"--seeds", "0:20"},
+                                                          {"--steps", "3"},
+                                                          {"--lr", "1e-300"}});
+  const double start = cell(still, "JSD between pairs at the start", "mean", "finite");
+  EXPECT_GT(start, 1e-4);
+  EXPECT_EQ(cell(still, "JSD between pairs of seeds", "mean", "finite"), start);
+  const Table moved = test::run_table("attention-sweep", {{"--task", "random"},
+                                                          {"--words", "4"},
+                                                          {"--d-model", "5"},
+                                                          {"--d-k", "3"},
+                                                          {"--inputs", "2"},
+                                                          {"--seeds", "0:20"},
+                                                          {"--steps", "200"},
+                                                          {"--lr", "0.05"}});
+  EXPECT_EQ(cell(moved, "JSD between pairs at the start", "mean", "finite"), start);
+  EXPECT_NE(cell(moved, "JSD between pairs of seeds", "mean", "finite"), start);
+}
+
+// --nudge: the lesson's training contracts (every seed settles where its nudged twin settles),
+// the random task at n = 8, d = 16 over 300 steps is chaotic (most seeds' maps end far from
+// their twins'); the table's fraction counts the per-seed JSDs above 1e-6 nats.
+TEST(AttentionSweep, NudgeTellsChaoticTrainingsFromContractingOnes) {
+  TempDir dir;
+  const Table lesson = test::run_table(
+      "attention-sweep", {{"--task", "lesson"}, {"--seeds", "0:40"}, {"--nudge", "on"}});
+  EXPECT_EQ(cell(lesson, "rounding-sensitive (fraction)", "mean", "finite"), 0.0);
+  EXPECT_LT(cell(lesson, "JSD after a nudge (one ulp of W_Q)", "max", "finite"), 1e-20);
+  const std::string rows = dir.file("rows.csv");
+  const Table chaos = test::run_table("attention-sweep", {{"--task", "random"},
+                                                          {"--words", "8"},
+                                                          {"--d-model", "16"},
+                                                          {"--d-k", "16"},
+                                                          {"--steps", "300"},
+                                                          {"--seeds", "0:32"},
+                                                          {"--nudge", "on"},
+                                                          {"--per-seed", rows}});
+  const auto c = test::read_csv(rows).columns();
+  int sensitive = 0, finite = 0;
+  for (std::size_t s = 0; s < c.at("seed").size(); ++s) {
+    if (c.at("diverged")[s] != 0 && !std::isfinite(c.at("loss")[s])) continue;
+    ++finite;
+    sensitive += !(c.at("nudge_jsd")[s] <= 1e-6);
+  }
+  EXPECT_GT(sensitive, finite / 2);
+  EXPECT_EQ(cell(chaos, "rounding-sensitive (fraction)", "mean", "finite"),
+            static_cast<double>(sensitive) / finite);
+  EXPECT_EQ(cell(chaos, "rounding-sensitive (fraction)", "seeds", "finite"), finite);
+  EXPECT_EQ(chaos.run["nudge"], true);
+}
+
+// The per-seed weights (FILE.w_q.npy and siblings) recompute, in numpy from the spec, the
+// measured maps, outputs and test loss the sweep wrote: the held-out inputs regenerated from
+// the task seed (training inputs first, then held-out, X then Y each), two heads, W_O.
+TEST(AttentionSweep, ExportedWeightsGiveTheMeasuredMapsInNumpy) {
+  if (!test::have_numpy()) GTEST_SKIP() << "python3-numpy not installed";
+  TempDir dir;
+  const auto r = test::run_demo(
+      "--table attention-sweep -q --task random --task-seed 5 --words 4 --d-model 5 --d-k 4 "
+      "--d-v 6 --heads 2 --train qkvo --inputs 3 --test-inputs 2 --map-inputs 2 --seeds 0:12 "
+      "--steps 50 --lr 0.02 --per-seed " +
+      dir.file("s.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = test::run_python(
+      "import numpy as np\n"
+      "d = '" +
+      dir.file("") +
+      "'\n"
+      "L = lambda k: np.load(d + 's.' + k + '.npy')\n"
+      "P, O = np.load(d + 's.npy'), L('out')\n"
+      "wq, wk, wv, wo = L('w_q'), L('w_k'), L('w_v'), L('w_o')\n"
+      "g = np.random.default_rng(5)\n"
+      "data = [(g.normal(size=(4, 5)), g.normal(size=(4, 5))) for _ in range(5)][3:]\n"
+      "ok = P.shape == (12, 2, 2, 4, 4) and O.shape == (12, 2, 4, 5) and wq.shape == (12, 5, 4)\n"
+      "ok = ok and wv.shape == (12, 5, 6) and wo.shape == (12, 6, 5)\n"
+      "worst = 0\n"
+      "for s in range(12):\n"
+      "    loss = 0\n"
+      "    for b, (X, Y) in enumerate(data):\n"
+      "        Q, K, V = X @ wq[s], X @ wk[s], X @ wv[s]\n"
+      "        Ob = np.zeros((4, 6))\n"
+      "        for h in range(2):\n"
+      "            S = Q[:, 2*h:2*h+2] @ K[:, 2*h:2*h+2].T / np.sqrt(2)\n"
+      "            e = np.exp(S - S.max(axis=1, keepdims=True)); p = e / e.sum(axis=1, "
+      "keepdims=True)\n"
+      "            worst = max(worst, abs(p - P[s, b, h]).max())\n"
+      "            Ob[:, 3*h:3*h+3] = p @ V[:, 3*h:3*h+3]\n"
+      "        F = Ob @ wo[s]\n"
+      "        worst = max(worst, abs(F - O[s, b]).max() / max(1, abs(F).max()))\n"
+      "        loss += ((F - Y) ** 2).sum() / 2\n"
+      "    worst = max(worst, abs(loss - L('test_loss')[s]) / loss)\n"
+      "print('ok' if ok and worst < 1e-12 else 'mismatch %g' % worst)\n");
+  EXPECT_EQ(out, "ok\n");
+}
+
+// The JSD of rows holding the smallest subnormal weight (a softmax whose scores ran ~745 apart):
+// finite, and what the definition gives (p ln(2p / (p + q)) / 2 for each entry; here 0 to
+// within the subnormal), where halving p + q first would divide by 0.
+TEST(AttentionSweep, JsdOfSubnormalWeightsIsFinite) {
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  const std::vector<double> p = {1.0, tiny}, q = {1.0, 0.0}, r = {tiny, 1.0};
+  EXPECT_TRUE(std::isfinite(jsd(p.data(), q.data(), 2)));
+  EXPECT_LE(jsd(p.data(), q.data(), 2), 1e-300);
+  EXPECT_NEAR(jsd(r.data(), q.data(), 2), std::log(2.0), 1e-15);
+  const std::vector<double> a = {0.25, 0.75}, b = {0.5, 0.5};  // ordinary rows: the formula
+  const double m0 = 0.375, m1 = 0.625;
+  EXPECT_NEAR(jsd(a.data(), b.data(), 2),
+              0.5 * (0.25 * std::log(0.25 / m0) + 0.75 * std::log(0.75 / m1)) +
+                  0.5 * (0.5 * std::log(0.5 / m0) + 0.5 * std::log(0.5 / m1)),
+              1e-16);
+}
+
+// --task teacher: the seed equal to the task seed, at the teacher's scale (auto: 1/sqrt(d_model)),
+// starts at the teacher (spec): start loss 0, the teacher's maps (found, JSD 0), and the table
+// says so; at another scale it does not.
+TEST(AttentionSweep, TheTaskSeedAtTheTeachersScaleStartsAtTheTeacher) {
+  TempDir dir;
+  const std::map<std::string, std::string> common = {
+      {"--task", "teacher"}, {"--task-seed", "2"}, {"--words", "4"},   {"--d-model", "4"},
+      {"--d-k", "4"},        {"--inputs", "3"},    {"--seeds", "0:4"}, {"--steps", "5"}};
+  auto args = common;
+  args["--init-scale"] = "0.5";
+  args["--per-seed"] = dir.file("rows.csv");
+  const Table t = test::run_table("attention-sweep", args);
+  const auto c = test::read_csv(dir.file("rows.csv")).columns();
+  EXPECT_EQ(c.at("start_loss")[2], 0.0);
+  EXPECT_EQ(c.at("loss")[2], 0.0);
+  EXPECT_EQ(c.at("found")[2], 1.0);
+  EXPECT_EQ(c.at("jsd_to_known")[2], 0.0);
+  for (int s : {0, 1, 3}) EXPECT_GT(c.at("start_loss")[s], 0.0);
+  const auto said = [](const Table& table) {
+    return std::any_of(table.notes.begin(), table.notes.end(), [](const std::string& n) {
+      return n.find("seed 2 is the task seed at the teacher's scale") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(said(t));
+  EXPECT_EQ(t.run["teacher_scale"], 0.5);
+  EXPECT_FALSE(said(test::run_table("attention-sweep", common)));  // init scale auto: 0.25
 }
 
 // min_assignment against every permutation, on random cost matrices of 1 to 6 heads.
@@ -697,13 +1079,14 @@ TEST(AttentionSweep, AGridBlockEqualsThatConfigurationAlone) {
   const std::string args =
       "--table attention-sweep -q --format csv --task random --words 3 --d-model 4 --seeds 0:40 "
       "--steps 30";
-  const auto grid = test::run_demo(args + " --d-k 2,4 --scale sqrt,none --optimizer sgd,adam");
-  const auto one = test::run_demo(args + " --d-k 4 --scale none --optimizer adam");
+  const auto grid =
+      test::run_demo(args + " --d-k 2,4 --scale sqrt,none --optimizer sgd,adam --inputs 1,3");
+  const auto one = test::run_demo(args + " --d-k 4 --scale none --optimizer adam --inputs 3");
   ASSERT_EQ(grid.exit_code, 0) << grid.err;
   ASSERT_EQ(one.exit_code, 0) << one.err;
   std::vector<std::string> block;
   for (const std::string& line : test::split(grid.out, '\n'))
-    if (line.rfind("d_k=4 scale=none optimizer=adam,", 0) == 0)
+    if (line.rfind("d_k=4 scale=none optimizer=adam inputs=3,", 0) == 0)
       block.push_back(line.substr(line.find(',') + 1));
   std::vector<std::string> alone;
   for (const std::string& line : test::split(one.out, '\n'))
@@ -724,6 +1107,81 @@ TEST(AttentionSweep, CausalAloneIsOn) {
   EXPECT_TRUE(causal("--causal --task lesson"));
   EXPECT_FALSE(causal("--causal off"));
   EXPECT_FALSE(causal(""));
+}
+
+// `--nudge` alone means on, wherever it stands on the line; `--nudge off` and none mean off.
+TEST(AttentionSweep, NudgeAloneIsOn) {
+  const auto nudge = [](const std::string& args) {
+    const auto r =
+        test::run_demo("--table attention-sweep --format json -q --steps 2 --seeds 0:2 " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["tables"][0]["run"]["nudge"].get<bool>();
+  };
+  EXPECT_TRUE(nudge("--nudge"));
+  EXPECT_TRUE(nudge("--nudge --task lesson"));
+  EXPECT_FALSE(nudge("--nudge off"));
+  EXPECT_FALSE(nudge(""));
+}
+
+// A second pass's per-seed records (experiments/per_seed_maps.hpp) read back as a chunk's state
+// (SeedMeasures::from_state, as every state is folded): one seed of one input's 2 x 2 head
+// with --nudge and a known map, each value of the record edited beyond what it can be, each
+// refused naming the value.
+TEST(SeedMeasuresState, RecordsOutsideTheirDomainsAreRefused) {
+  PerSeedRecord record;
+  record.results = SeedResults{1, 2, 2, 1, 1};  // |R| 1, n 2, d_out 2, one head, one input
+  record.nudge = true;
+  record.known = true;
+  ASSERT_EQ(record.size(), 9 + 12 + 2 + 2);
+  // loss, start loss, test loss, converged, generalized, diverged, nudge JSD, JSD to the known
+  // map, found; W_Q, W_K, W_V; the map row; the outputs.
+  const std::vector<double> good = {1e-5, 0.5, 2e-5, 1,    1,   0,   1e-9, 0.01, 0,
+                                    0.1,  -2,  3,    0.25, 1,   2,   3,    4,    -1,
+                                    -2,   -3,  -4,   0.3,  0.7, 0.5, -0.5};
+  const double below = 1e-3;
+  const auto state = [&](const std::vector<double>& r) {
+    SeedMeasures m;
+    m.loss = {1e-5};
+    m.jsd = {0.02};
+    m.jsd_converged = {0.01};
+    m.records = r;
+    return m.to_state();
+  };
+  const SeedMeasures read = SeedMeasures::from_state(state(good), 1, &record, below);
+  EXPECT_EQ(read.records, good);
+  const auto refused = [&](std::vector<std::pair<int, double>> edits, const std::string& says,
+                           const PerSeedRecord& as) {
+    std::vector<double> r = good;
+    for (const auto& [k, v] : edits) r[k] = v;
+    try {
+      SeedMeasures::from_state(state(r), 1, &as, below);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  };
+  refused({{1, -1}}, "seed 0 of the chunk: a loss of -1, outside [0, inf)", record);
+  refused({{2, -1}}, "a loss of -1, outside [0, inf)", record);
+  refused({{3, 0.5}}, "a flag 'converged' of 0.5, not 0 or 1", record);
+  refused({{8, 2}}, "a flag 'found' of 2, not 0 or 1", record);
+  refused({{3, 0}}, "a seed marked not converged with a loss of 1e-05", record);
+  refused({{2, 0.5}}, "a seed marked generalized with a test loss of 0.5", record);
+  refused({{1, 1e-7}},
+          "a seed not marked diverged with a final loss of 1e-05, a start loss of 1e-07", record);
+  refused({{6, 5}}, "a JSD of 5, outside [0, 0.693147]", record);
+  refused({{7, 0.9}}, "a JSD of 0.9, outside [0, 0.693147]", record);
+  refused({{7, NAN}, {8, 1}}, "a seed that found the known map without a JSD to it", record);
+  refused({{7, NAN}}, "a seed not marked diverged without a JSD to the known map", record);
+  refused({{9, INFINITY}}, "a final weight of inf", record);
+  refused({{22, 0.9}}, "weights sum to 1.2, not 1", record);
+  refused({{21, 5}, {22, -4}}, "a weight of the map of 5, outside [0, 1]", record);
+  refused({{0, 2e-5}}, "records whose loss is not the seed's loss", record);
+  PerSeedRecord plain = record;
+  plain.nudge = false;
+  plain.known = false;
+  refused({{7, NAN}}, "a nudge JSD without --nudge", plain);
+  refused({{6, NAN}}, "a known map's measures without one", plain);
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 // test_head.cpp (test_kernels): the general head's math (kernels/head.hpp), on the CPU.
 // - The analytic gradient (softmax Jacobian) against central differences, on random shapes
 //   n <= 16, d <= 32, at 1e-6 relative; one training step (both schedules) against the same.
+// - Many inputs: the loss and the gradient are the mean of the inputs' (against each input
+//   alone), the analytic gradient against central differences.
 // - The CPU's training honours a stop within a step, and watching it changes no bit; its lane
-//   packs give the bits of one seed trained in plain doubles.
+//   packs give the bits of one seed trained in plain doubles, one input or many.
+// - The measurement (evaluate_inputs, evaluate_seeds_cpu) from the final weights: the
+//   training's own loss and maps on the training inputs, bit for bit; a replaced map's output.
 // The table built on it, `demo --table attention-sweep`, is test_attention_sweep.cpp's.
 #include <gtest/gtest.h>
 
@@ -82,6 +86,21 @@ std::vector<double> numeric_gradient(Case& c, double h) {
   return g;
 }
 
+// The case with `inputs` inputs: X and Y drawn again for all of them (stacked rows).
+void with_inputs(Case& c, std::mt19937_64& rng, int inputs) {
+  std::normal_distribution<double> normal;
+  c.m.inputs = inputs;
+  c.x.resize(static_cast<std::size_t>(inputs) * c.m.n * c.m.d_model);
+  c.y.resize(static_cast<std::size_t>(inputs) * c.m.n * c.m.d_out());
+  for (double& v : c.x) v = normal(rng);
+  for (double& v : c.y) v = normal(rng);
+  c.m.x = c.x.data();
+  c.m.y = c.y.data();
+  const std::vector<double> weights(c.ws.begin(), c.ws.begin() + head::layout(c.m).q);
+  c.ws.assign(head::layout(c.m).total, 0.0);
+  std::copy(weights.begin(), weights.end(), c.ws.begin());
+}
+
 // The version-2 options on a case (spec "Version 2"), varied with the trial: 1 to 3 heads (the
 // widths made multiples of it), causal or not, the three scales, --train qkvo (W_O, and targets
 // d_model wide) on some trials; X, Y and the weights drawn again for the new shapes.
@@ -111,9 +130,10 @@ void vary(Case& c, std::mt19937_64& rng, int trial) {
 }
 
 std::string describe(const head::Model& m) {
-  return "n " + std::to_string(m.n) + " d_model " + std::to_string(m.d_model) + " d_k " +
-         std::to_string(m.d_k) + " d_v " + std::to_string(m.d_v) + " r0 " + std::to_string(m.r0) +
-         " heads " + std::to_string(m.heads) + (m.causal ? " causal" : "") + " scale " +
+  return "inputs " + std::to_string(m.inputs) + " n " + std::to_string(m.n) + " d_model " +
+         std::to_string(m.d_model) + " d_k " + std::to_string(m.d_k) + " d_v " +
+         std::to_string(m.d_v) + " r0 " + std::to_string(m.r0) + " heads " +
+         std::to_string(m.heads) + (m.causal ? " causal" : "") + " scale " +
          std::to_string(static_cast<int>(m.scale)) + (m.train_output ? " qkvo" : "");
 }
 
@@ -159,6 +179,51 @@ TEST(HeadGradient, AnalyticMatchesCentralDifferencesWithHeadsMasksAndOutputProje
           for (int j = i + 1; j < c.m.n; ++j)
             ASSERT_EQ(c.ws[l.p + (h * c.m.n + i) * c.m.n + j], 0.0) << describe(c.m);
     }
+  }
+}
+
+// Many inputs (spec "Version 3"): the analytic gradient against central differences of the
+// mean loss, with heads, masks, the scales and W_O.
+TEST(HeadGradient, AnalyticMatchesCentralDifferencesOverManyInputs) {
+  std::mt19937_64 rng(22);
+  for (int trial = 0; trial < 24; ++trial) {
+    Case c = random_case(rng);
+    vary(c, rng, trial);
+    with_inputs(c, rng, 2 + trial % 4);
+    const std::vector<double> numeric = numeric_gradient(c, 1e-5);
+    EXPECT_LT(rel_norm(analytic_gradient(c), numeric), 1e-6) << describe(c.m);
+  }
+}
+
+// The loss and gradient over B inputs are the mean of each input's alone (one-input models on
+// the same weights): the mean's 1/B in the loss and in dF, the sums over the stacked rows.
+TEST(HeadGradient, ManyInputsGiveTheMeanOfEachInputsLossAndGradient) {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 16; ++trial) {
+    Case c = random_case(rng);
+    vary(c, rng, trial);
+    const int inputs = 2 + trial % 5;
+    with_inputs(c, rng, inputs);
+    const head::Layout l = head::layout(c.m);
+    std::vector<double> ws = c.ws;
+    const double loss = head::loss<double>(c.m, l, ws.data());
+    const std::vector<double> gradient = analytic_gradient(c);
+    double mean_loss = 0;
+    std::vector<double> mean_gradient(gradient.size(), 0.0);
+    for (int b = 0; b < inputs; ++b) {
+      Case one = c;
+      one.m.inputs = 1;
+      one.m.x = c.x.data() + static_cast<std::size_t>(b) * c.m.n * c.m.d_model;
+      one.m.y = c.y.data() + static_cast<std::size_t>(b) * c.m.n * c.m.d_out();
+      one.ws.assign(head::layout(one.m).total, 0.0);
+      std::copy(c.ws.begin(), c.ws.begin() + l.q, one.ws.begin());
+      std::vector<double> w1 = one.ws;
+      mean_loss += head::loss<double>(one.m, head::layout(one.m), w1.data()) / inputs;
+      const std::vector<double> g = analytic_gradient(one);
+      for (std::size_t e = 0; e < g.size(); ++e) mean_gradient[e] += g[e] / inputs;
+    }
+    EXPECT_NEAR(loss, mean_loss, 1e-13 * mean_loss) << describe(c.m);
+    EXPECT_LT(rel_norm(gradient, mean_gradient), 1e-13) << describe(c.m);
   }
 }
 
@@ -301,7 +366,8 @@ TEST(HeadTraining, CpuStopsWithinAStepWhenTheMonitorSaysSo) {
 // every result bit for bit, on random shapes (d_k a power of two or not, loss rows from 0 or
 // later, tails of every block size), both schedules, --train qk, both gradients, and an X with
 // zeros and signed weights (products of −0); from trial 20 on also heads, causal masks, the three
-// scales, W_O and Adam. 11 seeds: a full lane group and a short one.
+// scales, W_O and Adam; from trial 8 on many inputs every other trial. 11 seeds: a full lane
+// group and a short one.
 TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
   std::mt19937_64 rng(13);
   for (int trial = 0; trial < 64; ++trial) {
@@ -334,9 +400,12 @@ TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
       c.m.optimizer = trial % 3 == 2 ? head::Optimizer::adam : head::Optimizer::sgd;
       c.m.lr = c.m.optimizer == head::Optimizer::adam ? 0.01 : 0.05;
     }
+    // Many inputs (version 3) from trial 8 on, every other trial: the stacked products, and
+    // with loss rows from r0 > 0 the Xᵀ and Oᵀ chains carried from input to input.
+    c.m.inputs = trial >= 8 && trial % 2 == 0 ? 2 + trial % 5 : 1;
     std::normal_distribution<double> normal;
-    c.x.resize(c.m.n * c.m.d_model);
-    c.y.resize(c.m.n * c.m.d_out());
+    c.x.resize(static_cast<std::size_t>(c.m.inputs) * c.m.n * c.m.d_model);
+    c.y.resize(static_cast<std::size_t>(c.m.inputs) * c.m.n * c.m.d_out());
     for (double& v : c.x) v = trial % 6 == 5 ? (rng() % 3 == 0 ? 1.0 : 0.0) : normal(rng);
     for (double& v : c.y) v = normal(rng);
     c.m.x = c.x.data();
@@ -446,6 +515,136 @@ TEST(HeadTraining, LargeHeadStopsWithinAStepAndWatchingChangesNothing) {
   head::train_seeds_cpu(c.m, seeds.data(), 2, watched.data(), never);
   EXPECT_EQ(silent, watched);
   EXPECT_GT(never.asked.load(), 2 * 96);
+}
+
+// The measurement from the final weights (evaluate_inputs, evaluate_seeds_cpu). On the training
+// inputs it gives the training's own loss and, for each input, the maps and outputs the
+// training's workspace holds, bit for bit; the CPU's lane packs give what each seed alone gives
+// in doubles; maps given to replace the computed ones are what the outputs are computed from.
+TEST(HeadEvaluation, FinalWeightsOnTheTrainingInputsGiveTheTrainingsOwnNumbers) {
+  std::mt19937_64 rng(41);
+  for (int trial = 0; trial < 12; ++trial) {
+    Case c = random_case(rng);
+    vary(c, rng, trial);
+    c.m.n = std::min(c.m.n, 6);
+    c.m.r0 = std::min(c.m.r0, c.m.n - 1);
+    c.m.steps = 5;
+    c.m.lr = 0.002;
+    c.m.init_scale = 0.5;
+    c.m.optimizer = trial % 3 == 0 ? head::Optimizer::adam : head::Optimizer::sgd;
+    with_inputs(c, rng, 1 + trial % 4);
+    SCOPED_TRACE(describe(c.m));
+    const head::Model& m = c.m;
+    const std::int64_t count = 9, size = head::result_size(m);
+    std::vector<std::uint64_t> seeds(count);
+    for (std::int64_t i = 0; i < count; ++i) seeds[i] = 3 + 5 * i;
+    std::vector<double> trained(count * size);
+    head::train_seeds_cpu(m, seeds.data(), count, trained.data());
+    const int inputs = m.inputs;
+    const std::int64_t eval = head::evaluation_size(m, inputs);
+    std::vector<double> measured(count * eval);
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, measured.data());
+    const int rows = m.rows(), n = m.n, d = m.d_out();
+    const std::int64_t maps = static_cast<std::int64_t>(inputs) * m.heads * rows * n;
+    for (std::int64_t i = 0; i < count; ++i) {
+      // The training in doubles, its workspace after the last step.
+      const head::Layout l = head::layout(m);
+      std::vector<double> ws(l.total);
+      auto store = [&ws](std::int64_t at, double v) { ws[at] = v; };
+      head::initial_weights(m, seeds[i], store);
+      head::train<double>(m, ws.data());
+      const double* e = measured.data() + i * eval;
+      EXPECT_EQ(std::memcmp(&e[0], &trained[i * size], 8), 0) << "loss, seed " << seeds[i];
+      for (int b = 0; b < inputs; ++b)
+        for (int h = 0; h < m.heads; ++h)
+          for (int r = 0; r < rows; ++r)
+            for (int j = 0; j < n; ++j)
+              ASSERT_EQ(std::memcmp(&e[1 + ((b * m.heads + h) * rows + r) * n + j],
+                                    &ws[head::map_at(m, l.p, b, h) + (m.r0 + r) * n + j], 8),
+                        0);
+      for (int b = 0; b < inputs; ++b)
+        for (int r = 0; r < rows; ++r)
+          for (int k = 0; k < d; ++k)
+            ASSERT_EQ(
+                std::memcmp(&e[1 + maps + (b * rows + r) * d + k],
+                            &ws[l.f + (static_cast<std::int64_t>(b) * n + m.r0 + r) * d + k], 8),
+                0);
+      // evaluate_inputs in doubles on this seed alone: the packs' bits.
+      std::vector<double> one(head::layout(head::one_input(m)).total);
+      std::copy(trained.begin() + i * size + 2, trained.begin() + (i + 1) * size, one.begin());
+      head::KeepMaps keep;
+      auto nothing = [](const head::Model&, const head::Layout&, double*, int) {};
+      const double loss =
+          head::evaluate_inputs<double>(m, one.data(), m.x, m.y, inputs, keep, nothing);
+      EXPECT_EQ(std::memcmp(&loss, &e[0], 8), 0);
+    }
+    // Replacing every map by the computed one changes nothing; by the uniform map over the
+    // visible keys gives each output row the mean of the visible value rows (times W_O).
+    std::vector<double> again(count * eval);
+    std::vector<double> same(count * maps);
+    for (std::int64_t i = 0; i < count; ++i)
+      std::copy(measured.begin() + i * eval + 1, measured.begin() + i * eval + 1 + maps,
+                same.begin() + i * maps);
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, again.data(),
+                             same.data());
+    EXPECT_EQ(std::memcmp(again.data(), measured.data(), 8 * again.size()), 0);
+    for (double v : measured) ASSERT_TRUE(std::isfinite(v)) << "a case that diverged";
+    std::vector<double> uniform(count * maps);
+    for (std::int64_t i = 0; i < count; ++i)
+      for (int b = 0; b < inputs; ++b)
+        for (int h = 0; h < m.heads; ++h)
+          for (int r = 0; r < rows; ++r) {
+            const int k = m.last_key(m.r0 + r) + 1;
+            for (int j = 0; j < n; ++j)
+              uniform[i * maps + ((b * m.heads + h) * rows + r) * n + j] = j < k ? 1.0 / k : 0.0;
+          }
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, again.data(),
+                             uniform.data());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const double* w = trained.data() + i * size + 2;
+      const head::Layout l = head::layout(m);
+      for (int b = 0; b < inputs; ++b)
+        for (int r = 0; r < rows; ++r) {
+          const int k = m.last_key(m.r0 + r) + 1;
+          std::vector<double> o(m.d_v, 0.0);  // mean of V's visible rows: X W_V averaged
+          for (int j = 0; j < k; ++j)
+            for (int t = 0; t < m.d_v; ++t)
+              for (int a = 0; a < m.d_model; ++a)
+                o[t] += m.x[(static_cast<std::int64_t>(b) * n + j) * m.d_model + a] *
+                        w[l.wv + a * m.d_v + t] / k;
+          for (int col = 0; col < d; ++col) {
+            double want = 0;
+            if (m.train_output)
+              for (int t = 0; t < m.d_v; ++t) want += o[t] * w[l.wo + t * m.d_model + col];
+            else
+              want = o[col];
+            EXPECT_NEAR(again[i * eval + 1 + maps + (b * rows + r) * d + col], want,
+                        1e-12 * (1 + std::fabs(want)));
+          }
+        }
+    }
+  }
+}
+
+// --nudge's second run starts from W_Q[0][0] one ulp up (towards +inf), every other weight the
+// same draw.
+TEST(HeadStart, NudgeMovesTheFirstQueryWeightOneUlpUp) {
+  head::Model m;
+  m.n = 3;
+  m.d_model = 4;
+  m.d_k = 2;
+  m.d_v = 3;
+  m.train_output = true;
+  for (std::uint64_t seed : {0ull, 7ull, 123456789ull}) {
+    std::vector<double> plain(head::weights_size(m)), nudged(plain.size());
+    head::start_weights(m, seed, plain.data());
+    m.nudge = true;
+    head::start_weights(m, seed, nudged.data());
+    m.nudge = false;
+    EXPECT_EQ(nudged[0], std::nextafter(plain[0], INFINITY));
+    EXPECT_GT(nudged[0], plain[0]);
+    for (std::size_t e = 1; e < plain.size(); ++e) EXPECT_EQ(nudged[e], plain[e]) << e;
+  }
 }
 
 }  // namespace

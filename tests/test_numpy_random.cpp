@@ -1,16 +1,18 @@
 // test_numpy_random.cpp: numpy_random.hpp against numpy's own draws.
 //
-// Two independent sources: the golden file tests/data/numpy_default_rng.json (numpy 1.24.2, see
-// tests/data/README.md) and, when Debian's python3-numpy is installed, fresh draws made at test
-// time (those tests skip otherwise). The ziggurat tables (ziggurat_tables.inc) are numpy's exact
-// tables, and the ziggurat follows numpy's code step for step, so every comparison of a double is
-// exact (EXPECT_EQ on doubles, no tolerance): one differing bit is a failure.
+// Two independent sources: the golden files tests/data/numpy_default_rng.json and
+// numpy_integers.json (numpy 1.24.2, see tests/data/README.md) and, when Debian's python3-numpy is
+// installed, fresh draws made at test time (those tests skip otherwise). The ziggurat tables
+// (ziggurat_tables.inc) are numpy's exact tables, and the ziggurat follows numpy's code step for
+// step, so every comparison of a double is exact (EXPECT_EQ on doubles, no tolerance): one
+// differing bit is a failure.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -330,6 +332,108 @@ TEST(NumpyNormal, LocScaleAndMixedCallsMatchFreshNumpy) {
   for (int k = 0; k < 7; ++k, ++i) EXPECT_EQ(g.next_double(), parse_double(t[i]));
   for (int k = 0; k < 20; ++k, ++i) EXPECT_EQ(numpy_rng::standard_normal(g), parse_double(t[i]));
   for (int k = 0; k < 9; ++k, ++i) EXPECT_EQ(numpy_rng::normal(g, -1.0, 4.0), parse_double(t[i]));
+}
+
+// ---- Generator.integers(0, high, size=n) ----------------------------------------------------
+
+// One call of a case: integers(0, high, size=n), or normal(size=n).
+struct Call {
+  bool integers;
+  std::uint64_t high;
+  int n;
+};
+
+// The values numpy_random.hpp gives for the calls on one generator, as text: each integer in
+// decimal, each normal as the double's exact value (compared exactly below).
+std::vector<std::vector<double>> draw_calls(std::uint64_t seed, const std::vector<Call>& calls) {
+  Pcg64 g(seed);
+  std::vector<std::vector<double>> out;
+  for (const Call& c : calls) {
+    std::vector<double> v;
+    for (int k = 0; k < c.n; ++k)
+      v.push_back(c.integers ? static_cast<double>(numpy_rng::integer_below(g, c.high))
+                             : numpy_rng::normal(g));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The golden cases: every value, odd sizes whose last word's high half the next call takes,
+// high = 1 (no draw), 2^32 (a word a value), ranges with frequent rejections, normals between.
+TEST(NumpyIntegers, MatchGoldenDraws) {
+  const nlohmann::json j = test::test_data("numpy_integers.json");
+  ASSERT_GE(j.at("cases").size(), 50u);
+  int values = 0, carried = 0;
+  for (const auto& c : j.at("cases")) {
+    std::vector<Call> calls;
+    for (const auto& call : c.at("calls"))
+      calls.push_back(call[0] == "integers" ? Call{true, call[1].get<std::uint64_t>(), call[2]}
+                                            : Call{false, 0, call[1]});
+    const std::uint64_t seed = parse_u64(c.at("seed").get<std::string>());
+    const auto got = draw_calls(seed, calls);
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const auto& want = c.at("results")[k];
+      ASSERT_EQ(want.size(), got[k].size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        const double expected = calls[k].integers ? static_cast<double>(want[i].get<std::int64_t>())
+                                                  : parse_double(want[i].get<std::string>());
+        EXPECT_EQ(got[k][i], expected) << "seed " << seed << " call " << k << " value " << i;
+        ++values;
+      }
+      // An odd number of 32-bit words (2^32: one a value) leaves a kept half to a later call.
+      carried += calls[k].integers && calls[k].high == (1ull << 32) && calls[k].n % 2 == 1 &&
+                 k + 1 < calls.size();
+    }
+  }
+  EXPECT_GT(values, 500);
+  EXPECT_GT(carried, 0) << "no case leaves a kept half word to a later call";
+}
+
+// Fresh numpy: random seeds, highs and sizes, integer and normal calls interleaved.
+TEST(NumpyIntegers, MatchFreshNumpy) {
+  REQUIRE_NUMPY();
+  std::mt19937_64 rng(42);
+  const std::uint64_t highs[] = {1,          2,
+                                 3,          4,
+                                 6,          9,
+                                 17,         31,
+                                 100,        1022,
+                                 1u << 20,   (1ull << 31) + 1,
+                                 3ull << 30, (1ull << 32) - 1,
+                                 1ull << 32};
+  std::string program = "import numpy as np\n";
+  std::vector<std::pair<std::uint64_t, std::vector<Call>>> cases;
+  for (int k = 0; k < 40; ++k) {
+    const std::uint64_t seed = k % 2 ? rng() : rng() % 1000;
+    std::vector<Call> calls;
+    const int count = 1 + static_cast<int>(rng() % 8);
+    program += "g = np.random.default_rng(" + std::to_string(seed) + ")\n";
+    for (int c = 0; c < count; ++c) {
+      const int n = 1 + static_cast<int>(rng() % 11);
+      if (rng() % 4 == 0) {
+        calls.push_back({false, 0, n});
+        program += "print(*[float(v).hex() for v in g.normal(size=" + std::to_string(n) + ")])\n";
+      } else {
+        const std::uint64_t high = highs[rng() % std::size(highs)];
+        calls.push_back({true, high, n});
+        program +=
+            "print(*g.integers(0, " + std::to_string(high) + ", size=" + std::to_string(n) + "))\n";
+      }
+    }
+    cases.emplace_back(seed, calls);
+  }
+  const auto t = tokens(test::run_python(program));
+  std::size_t at = 0;
+  for (const auto& [seed, calls] : cases) {
+    const auto got = draw_calls(seed, calls);
+    for (const auto& values : got)
+      for (double v : values) {
+        ASSERT_LT(at, t.size());
+        EXPECT_EQ(v, parse_double(t[at])) << "seed " << seed << " token " << at;
+        ++at;
+      }
+  }
+  EXPECT_EQ(at, t.size());
 }
 
 // ---- The tables themselves ------------------------------------------------------------------
