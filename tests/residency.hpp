@@ -59,6 +59,7 @@ struct Design {
   int warps;           // resident warps per multiprocessor it needs; 0: not a bulk kernel
   bool stack;          // may keep a stack frame (local arrays indexed at run time)
   const char* why;
+  long spill_bytes = 0;  // the spill stores and loads (bytes) its design accepts
 };
 
 inline const std::vector<Design>& designs() {
@@ -81,7 +82,9 @@ inline const std::vector<Design>& designs() {
        "as the double kernel, in FP32"},
       {"attn::head::train_kernel", "train_kernel", 128, 8, true,
        "one seed per thread, every operand in global memory, 255 registers a thread: 8 warps; "
-       "a 32-byte stack frame"},
+       "a stack frame, and with many inputs the fused products' accumulators spill (a bounded "
+       "few hundred bytes: this design's limit, which a warp per seed removes)",
+       256},
       {"attn::saturation::fill_kernel", "fill_kernel", 256, 32, false,
        "Philox then stores of q and k: memory-bound, 32 warps"},
       {"attn::saturation::stats_kernel", "stats_kernel", 256, 32, false,

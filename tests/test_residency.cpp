@@ -2,7 +2,8 @@
 // needed). Reads ptxas's report of this build (CMakeLists.txt: -Xptxas=-v captured by
 // cmake/ptxas-report into build/<preset>/ptxas/), takes each kernel's registers, stack frame,
 // spills and shared memory, computes the warps an sm_90 multiprocessor holds at once
-// (residency.hpp) and checks them against the kernel's design: no spills, no stack frame where
+// (residency.hpp) and checks them against the kernel's design: no spills beyond what a design
+// accepts, no stack frame where
 // the design keeps its state in registers, at least the resident warps it needs; and that each
 // bulk call launches at least as many threads as the device holds at once.
 #include <cxxabi.h>
@@ -144,9 +145,10 @@ TEST(Residency, EveryKernelMeetsItsDesign) {
                 res.limited_by);
     RecordProperty(std::string(d.kernel) + " registers", f.registers);
     RecordProperty(std::string(d.kernel) + " resident warps", res.warps);
-    EXPECT_EQ(f.spill_stores + f.spill_loads, 0)
+    EXPECT_LE(f.spill_stores + f.spill_loads, d.spill_bytes)
         << d.kernel << ": " << f.spill_stores << " bytes spill stores, " << f.spill_loads
-        << " bytes spill loads at " << f.registers << " registers";
+        << " bytes spill loads at " << f.registers << " registers; its design accepts "
+        << d.spill_bytes;
     if (!d.stack) {
       EXPECT_EQ(stack, 0) << d.kernel << " keeps a " << stack
                           << "-byte stack frame; its design keeps its state in registers";
