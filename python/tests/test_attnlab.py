@@ -5,6 +5,8 @@ bad arguments and files."""
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -395,3 +397,57 @@ def test_mask_refusals():
         attnlab.attention(np.ones((2, 3, 2)), w, w, w, lengths=np.array([1, 4]))
     with pytest.raises(ValueError, match="takes no mask"):
         attnlab.attention(x, w, w, w, mask=np.ones((3, 3), bool), device="cuda")
+
+
+# ---- version 3: many inputs ------------------------------------------------------------------
+
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "variability_reference.py")
+
+
+def _reference(args):
+    """tools/variability_reference.py's rows (numpy float64, the spec alone) as {column: array}."""
+    r = subprocess.run([sys.executable, REFERENCE, *args], capture_output=True, text=True,
+                       check=True)
+    lines = [l.split(",") for l in r.stdout.strip().splitlines()]
+    return {h: np.array([float(row[i]) for row in lines[1:]]) for i, h in enumerate(lines[0])}
+
+
+@pytest.mark.parametrize("task,extra", [
+    ("teacher", {}),
+    ("previous", {"vocab": 3}),
+])
+def test_many_inputs_per_seed_is_the_numpy_reference(task, extra):
+    common = dict(task=task, words=4, d_model=4, d_k=4, steps=25, lr=0.05, init_scale=0.5,
+                  inputs=3, test_inputs=2, map_inputs=2, **extra)
+    t = attnlab.sweep("attention", seeds="0:5", **common)
+    args = ["--seeds", "0:5"]
+    for k, v in common.items():
+        args += ["--" + k.replace("_", "-"), str(v)]
+    ref = _reference(args)
+    ps = t.per_seed
+    assert ps["seeds"].tolist() == list(range(5))
+    for name in ("loss", "start_loss", "test_loss", "jsd_to_known"):
+        assert name in ps, sorted(ps)
+        np.testing.assert_allclose(ps[name], ref[name], rtol=1e-9, atol=1e-12, err_msg=name)
+    # maps: (seeds, measured inputs, rows, n); the reference's p_in{b}_i_j columns
+    maps = ps["maps"]
+    assert maps.shape[:2] == (5, 2), maps.shape
+    rows = maps.shape[2]
+    first = 4 - rows  # the loss rows R = {r0, ..., n - 1}, the reference's row numbers
+    for b in range(2):
+        for i in range(rows):
+            for j in range(4):
+                np.testing.assert_allclose(maps[:, b, i, j], ref[f"p_in{b}_{first + i}_{j}"],
+                                           rtol=1e-9, atol=1e-12)
+    for name in ("converged", "generalized", "diverged", "w_q", "w_k", "w_v"):
+        assert name in ps, (name, sorted(ps))
+    assert ps["w_q"].shape == (5, 4, 4)
+
+
+def test_a_grid_over_inputs_gives_one_row_per_value():
+    t = attnlab.table("attention-sweep", task="teacher", words=4, d_model=4, d_k=4, steps=10,
+                      lr=0.05, seeds="0:4", inputs=[1, 2, 4], test_inputs=2)
+    grid = t.extra["grid"]
+    assert [p["inputs"] for p in grid] == ["1", "2", "4"], grid
+    for p in grid:
+        assert 0.0 <= p["generalized"] <= 1.0
