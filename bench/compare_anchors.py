@@ -5,7 +5,7 @@ instead (bench/anchors/, copied from the project's shared anchors), measured in 
 Each comparison runs the anchor and demo alternately, REPEATS times each, as whole processes
 (wall clock around the process), and reports medians and their ratio:
   lesson   demo --table all  vs  lesson_numpy.py dkstd 0 10000 2,64,512 + the five training runs
-  dk-std   demo --table dk-std --rng philox --dk 512 --samples N  vs  dkstd_numpy.py N 512
+  dk-std   demo --table dk-std --rng philox --d-k 512 --samples N  vs  dkstd_numpy.py N 512
            (normals per second; the anchor's own in-process rate is shown too)
   sweep    demo --table training-sweep --configs all-random --grad analytic --seeds 0:S
            vs  sweep_numpy.py S (model-steps per second; the anchor counts its training loop
@@ -159,7 +159,7 @@ def dkstd(demo, repeats, n, torch):
         return normals / t
 
     def ours():
-        t, _ = demo_timed([demo, "--table", "dk-std", "--rng", "philox", "--dk", "512",
+        t, _ = demo_timed([demo, "--table", "dk-std", "--rng", "philox", "--d-k", "512",
                            "--samples", str(n), "--device", "cpu", "-q", "--format", "csv"])
         return normals / t
 
@@ -180,7 +180,7 @@ def numpy_stream(demo, repeats, n):
 
     def run(threads):
         def f():
-            t, _ = demo_timed([demo, "--table", "dk-std", "--rng", "numpy", "--dk", "512",
+            t, _ = demo_timed([demo, "--table", "dk-std", "--rng", "numpy", "--d-k", "512",
                                "--samples", str(n), "--device", "cpu", "-q", "--format", "csv",
                                "--threads", str(threads)])
             return normals / t

@@ -9,7 +9,7 @@ set -euo pipefail
 demo=${1:-build/cpu/demo}
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 cases=(
-  "dk-std|--table dk-std --rng philox --dk 512 --samples 2e6|normals|2e9"
+  "dk-std|--table dk-std --rng philox --d-k 512 --samples 2e6|normals|2e9"
   "training-sweep|--table training-sweep --seeds 0:20000 --grad analytic|model-steps|1.2e8"
 )
 now() { date +%s.%N; }

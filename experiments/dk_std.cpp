@@ -188,7 +188,7 @@ std::string figure_script(const Table& t) {
 }
 
 std::vector<Table> run(const RunContext& ctx) {
-  const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
+  const auto& dks = ctx.get<std::vector<std::int64_t>>("--d-k");
   const std::uint64_t n = ctx.get<std::uint64_t>("--samples");
   const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
   if (n < 2)
@@ -289,7 +289,7 @@ const Experiment& dk_std_experiment() {
       .summary = "std of q.k grows like sqrt(d_k); scaling restores 1 (section 5)",
       .in_all = true,
       .runs = Runs::backend,
-      .params = {param::int_list("--dk", "2,64,512", "d_k values", 1, 1 << 16),
+      .params = {param::int_list("--d-k", "2,64,512", "d_k values", 1, 1 << 16),
                  param::count("--samples", "10000", "Samples per d_k, e.g. 10000 or 1e9"),
                  param::choice(
                      "--rng", "auto",
@@ -298,10 +298,11 @@ const Experiment& dk_std_experiment() {
                      {"auto", "numpy", "philox"}),
                  param::u64("--seed", "0", "Seed of the generator")},
       .figures = {{"dk-std", true, figure_script}},
-      .examples = {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy "
-                   "stream",
-                   "demo --table dk-std --dk 2,64,512 --samples 1e9 --rng philox   a GPU-sized run "
-                   "(the progress line says how long it will take here)"},
+      .examples =
+          {"demo --table dk-std                    the sqrt(d_k) table, the lesson's numpy "
+           "stream",
+           "demo --table dk-std --d-k 2,64,512 --samples 1e9 --rng philox   a GPU-sized run "
+           "(the progress line says how long it will take here)"},
       .run = run,
       .chunked = true};
   return e;

@@ -76,7 +76,7 @@ SaturationStats saturation_stats(const ChunkState& s, std::size_t at, std::uint6
 }
 
 std::vector<Table> run(const RunContext& ctx) {
-  const auto& dks = ctx.get<std::vector<std::int64_t>>("--dk");
+  const auto& dks = ctx.get<std::vector<std::int64_t>>("--d-k");
   const std::uint64_t rows = ctx.get<std::uint64_t>("--samples");
   const int keys = static_cast<int>(ctx.get<std::int64_t>("--keys"));
   const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
@@ -101,7 +101,7 @@ std::vector<Table> run(const RunContext& ctx) {
   constexpr std::uint64_t kMaxRowNormals = std::uint64_t{1} << 24;
   for (const std::int64_t d : dks)
     if (static_cast<std::uint64_t>(keys + 1) * static_cast<std::uint64_t>(d) > kMaxRowNormals)
-      throw std::invalid_argument("--keys " + std::to_string(keys) + " with --dk " +
+      throw std::invalid_argument("--keys " + std::to_string(keys) + " with --d-k " +
                                   std::to_string(d) + ": a row of (keys + 1) d_k = " +
                                   std::to_string(static_cast<std::uint64_t>(keys + 1) * d) +
                                   " normals; at most 2^24 (16777216)");
@@ -233,7 +233,7 @@ const Experiment& softmax_saturation_experiment() {
       .name = "softmax-saturation",
       .summary = "max weight, entropy, Jacobian norm vs d_k, scaled or not (beyond)",
       .runs = Runs::backend,
-      .params = {param::int_list("--dk", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1,
+      .params = {param::int_list("--d-k", "1,2,4,8,16,32,64,128,256,512,1024", "d_k values", 1,
                                  1 << 16),
                  param::count("--samples", "10000", "Rows (one query and its keys) per d_k"),
                  param::integer("--keys", "3", "Keys per row", 1, 65536),

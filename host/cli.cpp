@@ -256,10 +256,37 @@ std::vector<std::string> no_effect_notices(
   return notes;
 }
 
+// Old spellings of options, still read as the new one, with a warning naming the new one.
+constexpr std::pair<const char*, const char*> kDeprecatedSpellings[] = {
+    {"--dk", "--d-k"},  // dk-std and softmax-saturation, before every table spelled d_k alike
+};
+
+// argv with each deprecated spelling (alone or as --old=value) replaced by its new one, and a
+// warning for each one given.
+std::vector<std::string> current_spellings(int argc, char** argv,
+                                           std::vector<std::string>& warnings) {
+  std::vector<std::string> words(argv, argv + argc);
+  for (std::size_t i = 1; i < words.size(); ++i)
+    for (const auto& [old_name, new_name] : kDeprecatedSpellings) {
+      const std::string o = old_name;
+      if (words[i] == o || words[i].rfind(o + "=", 0) == 0) {
+        words[i] = new_name + words[i].substr(o.size());
+        warnings.push_back(o + " is deprecated: it is read as " + new_name + ", its name now");
+      }
+    }
+  return words;
+}
+
 }  // namespace
 
-Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all, bool speak) {
+Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment>& all,
+                       bool speak) {
   Cli cli;
+  std::vector<std::string> deprecated;
+  std::vector<std::string> words = current_spellings(argc, given_argv, deprecated);
+  std::vector<char*> word_ptrs;
+  for (std::string& w : words) word_ptrs.push_back(w.data());
+  char** argv = word_ptrs.data();
   // Where help and errors go: stdout and stderr, or nowhere (speak false).
   std::ostringstream unheard;
   std::ostream& out = speak ? std::cout : unheard;
@@ -435,6 +462,8 @@ Cli parse_command_line(int argc, char** argv, const std::vector<Experiment>& all
     return refuse(refusal);
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
+  cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
+  // The command line in current spellings: what a checkpoint, a part and the provenance hold.
   for (int i = 0; i < argc; ++i) {
     o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
     o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));

@@ -29,7 +29,7 @@ using Value = std::variant<double, std::int64_t, std::uint64_t, std::string,
                            std::vector<std::int64_t>, std::vector<std::string>, SeedSet>;
 
 struct Param {
-  std::string flag;          // "--dk"
+  std::string flag;          // "--d-k"
   std::string kind;          // what --help shows for the value: "LIST", "X", "N", "numpy|philox"
   std::string help;          // one line, without the default
   std::string default_text;  // parsed like user input; "" for an output file that is off

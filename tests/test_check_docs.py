@@ -88,7 +88,7 @@ class CheckDocs(unittest.TestCase):
             "[design](docs/DESIGN.md#layout), [back](#here), ![f](results/cpu/dk-std.png),\n"
             "`kernels/dkstd.hpp`, `dkstd.hpp`, `host/backend.{hpp,cpp}`, `kernels/*.cu`,\n"
             "prose kernels/dkstd.hpp, `DkStdNumpy.*`, `GpuCheck.Script`, `test_simt`,\n"
-            "`demo --table dk-std --dk 2,64 --samples 1e6 --rng philox`, `--d-k`, `-q`,\n"
+            "`demo --table dk-std --d-k 2,64 --samples 1e6 --rng philox`, `--d-k`, `-q`,\n"
             "`scripts/gpu-check --cpu-only`, `scripts/gpu-bundle --list`, `demo --help`.\n")
 
     def test_outputs_urls_placeholders_and_other_projects_pass(self):
@@ -96,7 +96,7 @@ class CheckDocs(unittest.TestCase):
             "`build/cpu/demo`, `results/<device>`, `OUT/NAME.part.json`, `x.csv`,\n"
             "`demo --table training-sweep --per-seed runs.csv --out results/new`,\n"
             "[site](https://example.org/a/b.md), https://example.org/c/d.md,\n"
-            "`dev/cuda/*.cu` (llm.c), `-ffp-contract=off`, `mpirun -np 2 demo --dk 2`.\n"
+            "`dev/cuda/*.cu` (llm.c), `-ffp-contract=off`, `mpirun -np 2 demo --d-k 2`.\n"
             "```python\nimport attnlab  # no_such_module.py\n```\n")
 
 

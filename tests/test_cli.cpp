@@ -37,32 +37,32 @@ const test::Refusal kBeforeWork = test::Refusal().before_any_work();
 // limit (2^28 chunks), a d_k beyond 2^16, a saturation row beyond 2^24 normals. (A philox run of
 // 10^15 samples at d_k 2^20 is refused before a chunk list of 12 GB is made.)
 TEST(CliRefuses, RequestsBeyondTheChunkDriversLimit) {
-  test::expect_refused("--table dk-std --rng philox --samples 1e15 --dk 65536 -q", 2, {"2^28"},
+  test::expect_refused("--table dk-std --rng philox --samples 1e15 --d-k 65536 -q", 2, {"2^28"},
                        kBeforeWork);
-  test::expect_refused("--table softmax-saturation --samples 1e15 --dk 1 -q", 2, {"2^28"},
+  test::expect_refused("--table softmax-saturation --samples 1e15 --d-k 1 -q", 2, {"2^28"},
                        kBeforeWork);
-  test::expect_refused("--table rnn-decay,softmax-saturation --keys 65536 --dk 1024 -q", 2,
+  test::expect_refused("--table rnn-decay,softmax-saturation --keys 65536 --d-k 1024 -q", 2,
                        {"(keys + 1) d_k"}, kBeforeWork);
-  test::expect_refused("--table dk-std --dk 65537", 2, {"--dk"});
+  test::expect_refused("--table dk-std --d-k 65537", 2, {"--d-k"});
   test::expect_refused("--table dk-std --samples 1 -q", 2, {"at least 2 samples"}, kBeforeWork);
-  test::expect_refused("--table softmax-saturation --dk 65537", 2, {"--dk"});
+  test::expect_refused("--table softmax-saturation --d-k 65537", 2, {"--d-k"});
 }
 
 TEST(CliRefuses, UnknownTable) { test::expect_refused("--table nosuch", 2, {"--table"}); }
 TEST(CliRefuses, UnknownTableInAList) {
   test::expect_refused("--table dk-std,nosuch", 2, {"--table"});
 }
-TEST(CliRefuses, DkZero) { test::expect_refused("--table dk-std --dk 0", 2, {"--dk"}); }
-TEST(CliRefuses, DkNegative) { test::expect_refused("--table dk-std --dk -3", 2, {"--dk"}); }
-TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --dk abc", 2, {"--dk"}); }
-TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --dk 2,,3", 2, {"--dk"}); }
+TEST(CliRefuses, DkZero) { test::expect_refused("--table dk-std --d-k 0", 2, {"--d-k"}); }
+TEST(CliRefuses, DkNegative) { test::expect_refused("--table dk-std --d-k -3", 2, {"--d-k"}); }
+TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --d-k abc", 2, {"--d-k"}); }
+TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --d-k 2,,3", 2, {"--d-k"}); }
 // A list's value given twice would make its row twice: refused, compared as values.
 TEST(CliRefuses, ListValuesGivenTwice) {
-  test::expect_refused("--table dk-std --dk 2,64,2", 2,
-                       {"--dk 2,64,2: 2 are one value given twice"});
-  test::expect_refused("--table dk-std --dk 2,02", 2,
-                       {"--dk 2,02: 2 and 02 are one value given twice"});
-  test::expect_refused("--table softmax-saturation --dk 8,008", 2, {"8 and 008"});
+  test::expect_refused("--table dk-std --d-k 2,64,2", 2,
+                       {"--d-k 2,64,2: 2 are one value given twice"});
+  test::expect_refused("--table dk-std --d-k 2,02", 2,
+                       {"--d-k 2,02: 2 and 02 are one value given twice"});
+  test::expect_refused("--table softmax-saturation --d-k 8,008", 2, {"8 and 008"});
   test::expect_refused("--table rnn-decay --n 1,2,1", 2, {"--n 1,2,1: 1 are one value"});
   test::expect_refused("--table knob --knob-steps 0,10,00", 2, {"0 and 00"});
   test::expect_refused("--table training-sweep --configs qk-random,qk-random", 2,
@@ -133,8 +133,8 @@ TEST(CliRefuses, UnknownConfig) {
 }
 
 TEST(CliRefuses, RefusalMessagesNameTheOptionAndValue) {
-  const ProcessResult r = run_demo("--table dk-std --dk 2,abc");
-  EXPECT_NE(r.err.find("--dk"), std::string::npos) << r.err;
+  const ProcessResult r = run_demo("--table dk-std --d-k 2,abc");
+  EXPECT_NE(r.err.find("--d-k"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("abc"), std::string::npos) << r.err;
   const ProcessResult t = run_demo("--table nosuch");
   EXPECT_NE(t.err.find("nosuch"), std::string::npos) << t.err;
@@ -245,7 +245,7 @@ TEST(CliCsv, DkStdDefault) {
 }
 
 TEST(CliCsv, DkStdChosenDk) {
-  const ProcessResult r = run_demo("--table dk-std --dk 2,8 --format csv -q");
+  const ProcessResult r = run_demo("--table dk-std --d-k 2,8 --format csv -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_pure_csv(r.out, 2);
   const auto lines = lines_of(r.out);
@@ -381,7 +381,7 @@ TEST(CliWarnings, UnusedOptionsAreNamed) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("x.csv")));
   EXPECT_EQ(r.out.rfind("d_k,samples,std,std_scaled", 0), 0u);
   // Options the tables do read draw no warning.
-  const auto ok = test::run_demo("--table dk-std --dk 2 --samples 100 --format csv -q");
+  const auto ok = test::run_demo("--table dk-std --d-k 2 --samples 100 --format csv -q");
   EXPECT_EQ(ok.err.find("no effect"), std::string::npos) << ok.err;
 }
 
@@ -400,7 +400,7 @@ TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
   const auto every = test::run_demo("--table knob --format csv --checkpoint-every 5");
   EXPECT_NE(every.err.find("--checkpoint-every has no effect"), std::string::npos) << every.err;
   const auto alone =
-      test::run_demo("--table dk-std --dk 2 --samples 100 --format csv --checkpoint-every 5");
+      test::run_demo("--table dk-std --d-k 2 --samples 100 --format csv --checkpoint-every 5");
   EXPECT_NE(alone.err.find("--checkpoint-every has no effect without --checkpoint"),
             std::string::npos)
       << alone.err;
@@ -415,7 +415,7 @@ TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
       2);
   EXPECT_EQ(r.err.rfind("demo: error:", 0), 0u) << r.err;
   // And a run that works still says where it runs, once.
-  const auto ok = test::run_demo("--table dk-std --dk 2 --samples 100 --format csv");
+  const auto ok = test::run_demo("--table dk-std --d-k 2 --samples 100 --format csv");
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   const std::size_t at = ok.err.find("running on the CPU");
   EXPECT_NE(at, std::string::npos) << ok.err;
@@ -469,7 +469,7 @@ TEST(CliHelp, ATablesHelpListsItsOwnOptions) {
   const auto r = test::run_demo("--table dk-std --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("demo --table dk-std: ", 0), 0u) << r.out;
-  EXPECT_NE(r.out.find("--dk"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--d-k"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--samples"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("--knob-steps"), std::string::npos) << "another table's option";
   EXPECT_LT(test::lines_of(r.out).size(), test::lines_of(test::run_demo("--help").out).size());
@@ -477,6 +477,34 @@ TEST(CliHelp, ATablesHelpListsItsOwnOptions) {
   const auto typo = test::run_demo("--table dkstd");
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("did you mean dk-std?"), std::string::npos) << typo.err;
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+// The old spelling --dk (dk-std, softmax-saturation) is read as --d-k, with a warning naming the
+// new one; the result and its recorded command are those of --d-k.
+TEST(CliDeprecated, DkIsReadAsDKWithAWarning) {
+  for (const char* table : {"dk-std", "softmax-saturation"}) {
+    SCOPED_TRACE(table);
+    const std::string rest = std::string(" --samples 400 --seed 3 --format json");
+    const ProcessResult old = run_demo(std::string("--table ") + table + " --dk 2,4" + rest);
+    const ProcessResult now = run_demo(std::string("--table ") + table + " --d-k 2,4" + rest);
+    const ProcessResult eq = run_demo(std::string("--table ") + table + " --dk=2,4" + rest);
+    ASSERT_EQ(old.exit_code, 0) << old.err;
+    ASSERT_EQ(now.exit_code, 0) << now.err;
+    ASSERT_EQ(eq.exit_code, 0) << eq.err;
+    EXPECT_NE(old.err.find("--dk is deprecated: it is read as --d-k"), std::string::npos)
+        << old.err;
+    EXPECT_NE(eq.err.find("--dk is deprecated"), std::string::npos) << eq.err;
+    EXPECT_EQ(now.err.find("deprecated"), std::string::npos) << now.err;
+    const auto a = nlohmann::json::parse(old.out), b = nlohmann::json::parse(now.out);
+    EXPECT_EQ(a["tables"], b["tables"]);
+    EXPECT_EQ(a["provenance"]["command_line"], b["provenance"]["command_line"]);
+  }
 }
 
 }  // namespace

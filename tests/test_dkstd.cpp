@@ -143,7 +143,7 @@ TEST(DkStdTable, ConfidenceIntervalCoversAbout95Percent) {
   for (int s = 0; s < runs; ++s) {
     const Table t = test::run_table("dk-std", {{"--rng", "philox"},
                                                {"--samples", "2000"},
-                                               {"--dk", "3"},
+                                               {"--d-k", "3"},
                                                {"--seed", std::to_string(1000 + s)}});
     const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
     const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
@@ -214,7 +214,7 @@ TEST(DkStdInterval, BelowTheThresholdItWouldNotCover) {
 TEST(DkStdInterval, NoneForFewSamplesWithANote) {
   for (const char* n : {"2", "3", "999"}) {
     const Table t =
-        test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", n}, {"--dk", "1"}});
+        test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", n}, {"--d-k", "1"}});
     ASSERT_EQ(t.rows.size(), 1u);
     EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_low")])) << n;
     EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[0][t.column("std_ci95_high")])) << n;
@@ -224,7 +224,7 @@ TEST(DkStdInterval, NoneForFewSamplesWithANote) {
     EXPECT_TRUE(noted) << n;
   }
   const Table t =
-      test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", "1000"}, {"--dk", "1"}});
+      test::run_table("dk-std", {{"--rng", "philox"}, {"--samples", "1000"}, {"--d-k", "1"}});
   const double lo = std::get<double>(t.rows[0][t.column("std_ci95_low")]);
   const double hi = std::get<double>(t.rows[0][t.column("std_ci95_high")]);
   EXPECT_GT(lo, 0);
@@ -516,7 +516,7 @@ TEST(DkStdTable, AutoPicksNumpyUpTo1e8Normals) {
   EXPECT_FALSE(dkstd_uses_numpy("auto", 1e8 + 2));
   EXPECT_TRUE(dkstd_uses_numpy("numpy", 1e12));
   EXPECT_FALSE(dkstd_uses_numpy("philox", 10));
-  const Table t = test::run_table("dk-std", {{"--samples", "1000"}, {"--dk", "4"}});
+  const Table t = test::run_table("dk-std", {{"--samples", "1000"}, {"--d-k", "4"}});
   EXPECT_EQ(std::get<std::string>(t.rows[0][t.column("rng")]), "numpy");
   EXPECT_NE(t.run["generator"].get<std::string>().find("numpy"), std::string::npos);
 }

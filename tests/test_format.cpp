@@ -539,7 +539,8 @@ TEST(HumanNumber, DemoTitlesAndNotes) {
       "--table training-sweep --seeds 0:8 --steps 3 --grad analytic --converged-below 1e-9 -q");
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
   EXPECT_NE(sweep.out.find("loss < 1e-09"), std::string::npos) << sweep.out;
-  const auto one_key = test::run_demo("--table softmax-saturation --keys 1 --dk 1 --samples 10 -q");
+  const auto one_key =
+      test::run_demo("--table softmax-saturation --keys 1 --d-k 1 --samples 10 -q");
   ASSERT_EQ(one_key.exit_code, 0) << one_key.err;
   EXPECT_NE(one_key.out.find("over 1 key,"), std::string::npos) << one_key.out;
   // The notice of a run without a GPU names its thread count ("1 thread", never "1 threads").

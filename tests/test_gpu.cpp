@@ -398,9 +398,9 @@ TEST(GpuTables, SmallRunsMatchTheCpu) {
   REQUIRE_GPU();
   const Backend cpu = Backend::select("cpu", 0), gpu = Backend::select("cuda", 0);
   const std::vector<std::pair<std::string, std::map<std::string, std::string>>> runs = {
-      {"dk-std", {{"--rng", "philox"}, {"--samples", "3000"}, {"--dk", "1,3,64"}}},
-      {"dk-std", {{"--samples", "1000"}, {"--dk", "4"}}},
-      {"softmax-saturation", {{"--dk", "1,64"}, {"--samples", "301"}}},
+      {"dk-std", {{"--rng", "philox"}, {"--samples", "3000"}, {"--d-k", "1,3,64"}}},
+      {"dk-std", {{"--samples", "1000"}, {"--d-k", "4"}}},
+      {"softmax-saturation", {{"--d-k", "1,64"}, {"--samples", "301"}}},
       {"training-sweep",
        {{"--configs", "all-random"}, {"--seeds", "0:131"}, {"--grad", "analytic"}}},
       {"attention-sweep", {{"--task", "lesson"}, {"--seeds", "0:131"}}},

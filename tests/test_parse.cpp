@@ -149,20 +149,20 @@ TEST(ParseReal, RejectsNonFiniteAndNonNumbers) {
 // ---- parse_int_list --------------------------------------------------------------------------
 
 TEST(ParseIntList, CommaList) {
-  EXPECT_EQ(parse_int_list("--dk", "2,64,512", 1, 1 << 20),
+  EXPECT_EQ(parse_int_list("--d-k", "2,64,512", 1, 1 << 20),
             (std::vector<std::int64_t>{2, 64, 512}));
-  EXPECT_EQ(parse_int_list("--dk", "7", 1, 1 << 20), (std::vector<std::int64_t>{7}));
+  EXPECT_EQ(parse_int_list("--d-k", "7", 1, 1 << 20), (std::vector<std::int64_t>{7}));
   EXPECT_EQ(parse_int_list("--n", "0,1,2,3", 0, 10), (std::vector<std::int64_t>{0, 1, 2, 3}));
 }
 
 TEST(ParseIntList, RejectsEmptyItemsAndBadValues) {
   for (const std::string bad : {"2,,3", "2,abc", "", ",2", "2,", "2,0", "2;3", "2, 3"}) {
     SCOPED_TRACE("'" + bad + "'");
-    const std::string msg = error_of([&] { parse_int_list("--dk", bad, 1, 1 << 20); });
+    const std::string msg = error_of([&] { parse_int_list("--d-k", bad, 1, 1 << 20); });
     EXPECT_NE(msg, "<no error>") << "accepted '" << bad << "'";
-    EXPECT_NE(msg.find("--dk"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--d-k"), std::string::npos) << msg;
   }
-  const std::string msg = error_of([] { parse_int_list("--dk", "2,abc", 1, 1 << 20); });
+  const std::string msg = error_of([] { parse_int_list("--d-k", "2,abc", 1, 1 << 20); });
   EXPECT_NE(msg.find("abc"), std::string::npos) << msg;
 }
 

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A run that takes many seconds on this machine.
-const char* kLongRun = "--table dk-std --rng philox --dk 4096 --samples 1e9";
+const char* kLongRun = "--table dk-std --rng philox --d-k 4096 --samples 1e9";
 
 TEST(LongRuns, CtrlCStopsCleanlyWithoutResults) {
   const fs::path dir = fs::temp_directory_path() / ("attn-sigint-" + std::to_string(getpid()));
@@ -42,7 +42,7 @@ TEST(LongRuns, ProgressOnATerminalOnly) {
   if (test::run_command("script -qec true /dev/null >/dev/null 2>&1").exit_code != 0)
     GTEST_SKIP() << "script(1) is missing or cannot open a pseudo-terminal here";
   const std::string args =
-      " --device cpu --threads 1 --table dk-std --rng philox --dk 512 --samples 4e6 --format csv";
+      " --device cpu --threads 1 --table dk-std --rng philox --d-k 512 --samples 4e6 --format csv";
   const auto tty =
       test::run_command("script -qec '" + std::string(ATTN_DEMO) + args + "' /dev/null");
   ASSERT_EQ(tty.exit_code, 0) << tty.err;

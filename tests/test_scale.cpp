@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 // The bulk tables, with a few chunks each (dk-std 5, saturation 13, the sweeps 6).
 const std::vector<std::string> kBulk = {
-    "--table dk-std --rng philox --dk 2,64,512 --samples 6e5",
+    "--table dk-std --rng philox --d-k 2,64,512 --samples 6e5",
     "--table softmax-saturation --samples 2000 --keys 3",
     "--table training-sweep --seeds 0:10000 --steps 200 --grad analytic",
     // attention-sweep, 6 chunks: its second pass from the kept results, and by training again.
@@ -99,7 +99,7 @@ TEST(Mpi, RankZeroAloneWritesAndProvenanceNamesTheRanks) {
 
 TEST(Mpi, NumpyStreamStaysOnRankZeroAndSaysSo) {
   if (!have_mpi()) GTEST_SKIP() << "built without MPI or no mpirun";
-  const std::string args = "--table dk-std --rng numpy --dk 2,64 --samples 1000 --format csv";
+  const std::string args = "--table dk-std --rng numpy --d-k 2,64 --samples 1000 --format csv";
   const auto one = test::run_demo(args + " -q");
   const auto many = test::run_command(mpirun(2) + args);
   ASSERT_EQ(many.exit_code, 0) << many.err;
@@ -255,7 +255,7 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
   // Killed with SIGKILL (ATTNLAB_TEST_KILL_AT_CALL: the process kills itself) at a random call
   // of its work, a checkpoint saved after every chunk; resumed, the bytes of one run.
   const std::string args =
-      "--table dk-std --rng philox --dk 512,1024 --samples 3e5 --threads 1 --format csv -q";
+      "--table dk-std --rng philox --d-k 512,1024 --samples 3e5 --threads 1 --format csv -q";
   const auto one = test::run_demo(args);
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const int calls = calls_of(args);
@@ -311,7 +311,7 @@ TEST(Checkpoint, KilledAtARandomMomentAndResumedGivesTheBytesOfOneRun) {
 
 TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
   const std::string args =
-      "--table dk-std --rng philox --dk 512,1024 --samples 1e6 --threads 1 --format csv";
+      "--table dk-std --rng philox --d-k 512,1024 --samples 1e6 --threads 1 --format csv";
   const fs::path ck = scratch("ck-int.json");
   const std::string one = test::run_demo(args + " -q").out;
   // Ctrl-C once the work started.
@@ -499,9 +499,9 @@ TEST(Mpi, InformationAndRefusalsArePrintedOnce) {
     }
   }
   const std::vector<std::string> refused = {
-      "--table dk-std --dk 0",
+      "--table dk-std --d-k 0",
       "--bogus",
-      "--table dk-std --dk 2,02",
+      "--table dk-std --d-k 2,02",
       "--table training-sweep --per-seed x.parquet",
       "merge " + scratch("no-parts").string(),
       "compare " + scratch("none-a.json").string() + " b.json",

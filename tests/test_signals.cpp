@@ -41,12 +41,12 @@ TEST(StopAudit, DkStdBothGenerators) {
   // The samplers are called in parts of at most 2^27 normals on the CPU
   // (Backend::dkstd_normals_per_call).
   constexpr double kPart = double(1 << 27);
-  expect_audited("--table dk-std --rng philox --dk 4096 --samples 1e9 --threads 1", "dk-std",
+  expect_audited("--table dk-std --rng philox --d-k 4096 --samples 1e9 --threads 1", "dk-std",
                  kPart);
   // The largest d_k: a chunk is fewer sampler chunks, each still cut into parts.
-  expect_audited("--table dk-std --rng philox --dk 65536 --samples 1e6 --threads 1", "dk-std",
+  expect_audited("--table dk-std --rng philox --d-k 65536 --samples 1e6 --threads 1", "dk-std",
                  kPart);
-  expect_audited("--table dk-std --rng numpy --dk 512 --samples 1e7", "dk-std", kPart);
+  expect_audited("--table dk-std --rng numpy --d-k 512 --samples 1e7", "dk-std", kPart);
 }
 TEST(StopAudit, TrainingSweepBothGradients) {
   // Its backend call has no stop check inside: the piece of work is a call, at most 2^14 seeds

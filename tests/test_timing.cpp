@@ -25,8 +25,8 @@ double seconds_since(Clock::time_point t0) {
 // Ctrl-C stops a run within a second, wherever it is: sent 0.8 s into the work.
 TEST(Timing, CtrlCStopsWithinASecond) {
   const char* runs[] = {
-      "--table dk-std --rng philox --dk 4096 --samples 1e9 --threads 1",
-      "--table dk-std --rng numpy --dk 512 --samples 1e7",
+      "--table dk-std --rng philox --d-k 4096 --samples 1e9 --threads 1",
+      "--table dk-std --rng numpy --d-k 512 --samples 1e7",
       "--table attention-sweep --task random --words 32 --d-model 64 --d-k 64 --seeds 0:1000",
       "--table training-sweep --seeds 0:100000",
       "--table softmax-saturation --samples 1e7",
@@ -58,7 +58,7 @@ TEST(Timing, EstimateWithinTheFirstSeconds) {
 TEST(Timing, RefusalsComeAtOnce) {
   for (const char* args : {"--table training-sweep --seeds 0:18446744073709551615",
                            "--table training --seeds 0:18446744073709551615",
-                           "--table dk-std --dk 1 --samples 1e30"}) {
+                           "--table dk-std --d-k 1 --samples 1e30"}) {
     const auto t0 = Clock::now();
     const auto r = test::run_demo(args);
     EXPECT_EQ(r.exit_code, 2) << args;
@@ -70,7 +70,7 @@ TEST(Timing, RefusalsComeAtOnce) {
 TEST(Timing, ProgressOffATerminalAtMostEveryTenSeconds) {
   const auto t0 = Clock::now();
   const auto r = test::run_demo(
-      "--device cpu --threads 1 --table dk-std --rng philox --dk 512 --samples 4e6 --format csv");
+      "--device cpu --threads 1 --table dk-std --rng philox --d-k 512 --samples 4e6 --format csv");
   const double took = seconds_since(t0);
   ASSERT_EQ(r.exit_code, 0);
   int lines = 0;
@@ -85,7 +85,7 @@ TEST(Timing, CheckpointEveryInterval) {
   Clock::time_point started;
   bool saved = false;
   test::signal_when_ready(
-      "--table dk-std --rng philox --dk 4096 --samples 1e9 --threads 1 -v "
+      "--table dk-std --rng philox --d-k 4096 --samples 1e9 --threads 1 -v "
       "--checkpoint-every 0.2 --checkpoint " +
           ck,
       "dk-std: started", SIGKILL, "", 120, [&] {

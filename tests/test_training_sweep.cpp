@@ -265,7 +265,7 @@ TEST(TrainingSweepSeeds, RepeatedSeedsRefused) {
 // (left out of the means), 0 for normal inputs.
 TEST(SaturationNonFinite, CountedInItsOwnColumn) {
   const auto r =
-      test::run_demo("--table softmax-saturation --dk 4,1024 --samples 200 --format json -q");
+      test::run_demo("--table softmax-saturation --d-k 4,1024 --samples 200 --format json -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto t = nlohmann::json::parse(r.out)["tables"][0];
   for (const auto& row : t["rows"]) {

@@ -28,6 +28,7 @@ import re as _re
 import shlex as _shlex
 import tempfile as _tempfile
 import threading as _threading
+import warnings as _warnings
 
 import numpy as _np
 
@@ -529,10 +530,21 @@ def _text(key, value, inner=False):
     raise ValueError(f"{key}: expected a number, a text or a list of them, got {_show(value)}")
 
 
+# Old keyword names, still read as the new one with a DeprecationWarning (as demo reads --dk as --d-k).
+_DEPRECATED_NAMES = {"dk": "d_k"}
+
+
 def _given(e, opts):
     params = {_py_name(p["flag"]): p for p in e["params"]}
     given = {}
     for key, value in opts.items():
+        if key in _DEPRECATED_NAMES and _DEPRECATED_NAMES[key] in params:
+            new = _DEPRECATED_NAMES[key]
+            if new in opts:
+                raise ValueError(f"{e['name']}: {key}= and {new}= name one option: give {new}=")
+            _warnings.warn(f"{key}= is deprecated: it is read as {new}=, its name now",
+                           DeprecationWarning, stacklevel=4)
+            key = new
         if key not in params:
             names = ", ".join(params) or "none"
             raise ValueError(f"{e['name']}: no option {key!r} (its options: {names})")

@@ -138,7 +138,7 @@ def same_table(a, b):
 
 def test_options_are_the_declarations():
     opts = attnlab.options("dk-std")
-    assert opts["dk"]["flag"] == "--dk" and opts["dk"]["default"] == "2,64,512"
+    assert opts["d_k"]["flag"] == "--d-k" and opts["d_k"]["default"] == "2,64,512"
     help_text = demo("--table", "dk-std", "--help").stdout
     for o in opts.values():  # every declared option is one demo shows, with its default
         assert o["flag"] in help_text and f"[{o['default']}]" in help_text
@@ -147,20 +147,20 @@ def test_options_are_the_declarations():
 
 
 def test_table_is_the_cli_bit_for_bit(tmp_path):
-    demo("--table", "dk-std", "--dk", "3,17", "--samples", "2000", "--seed", "5", "--out", tmp_path,
+    demo("--table", "dk-std", "--d-k", "3,17", "--samples", "2000", "--seed", "5", "--out", tmp_path,
          "--no-plots", "-q")
-    t = attnlab.dk_std(dk=[3, 17], samples=2000, seed=5)
+    t = attnlab.dk_std(d_k=[3, 17], samples=2000, seed=5)
     cli = attnlab.load(tmp_path / "dk-std.json")
     same_table(t, cli)
-    assert t.provenance["command_line"] == "demo --table dk-std --dk 3,17 --samples 2000 --seed 5"
+    assert t.provenance["command_line"] == "demo --table dk-std --d-k 3,17 --samples 2000 --seed 5"
     assert t.provenance["backend"] == cli.provenance["backend"]
     assert t["d_k"].tolist() == [3, 17]
     assert attnlab.load(tmp_path)["dk-std"].title == t.title  # a tables' --out folder
 
 
 def test_table_round_trips_through_json(tmp_path):
-    t = attnlab.table("softmax_saturation", dk="1,4", samples=300)
-    printed = demo("--table", "softmax-saturation", "--dk", "1,4", "--samples", "300", "--format",
+    t = attnlab.table("softmax_saturation", d_k="1,4", samples=300)
+    printed = demo("--table", "softmax-saturation", "--d-k", "1,4", "--samples", "300", "--format",
                    "json", "-q").stdout
     (tmp_path / "s.json").write_text(printed)
     same_table(t, attnlab.load(tmp_path / "s.json"))
@@ -451,3 +451,12 @@ def test_a_grid_over_inputs_gives_one_row_per_value():
     assert [p["inputs"] for p in grid] == ["1", "2", "4"], grid
     for p in grid:
         assert 0.0 <= p["generalized"] <= 1.0
+
+
+def test_dk_is_read_as_d_k_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match=r"dk= is deprecated: it is read as d_k="):
+        old = attnlab.dk_std(dk=[2, 4], samples=400, seed=3)
+    now = attnlab.dk_std(d_k=[2, 4], samples=400, seed=3)
+    assert old["std"].tolist() == now["std"].tolist()
+    with pytest.raises(ValueError, match="dk= and d_k= name one option"):
+        attnlab.dk_std(dk=[2], d_k=[2])

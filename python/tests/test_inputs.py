@@ -195,8 +195,8 @@ def test_out_arrays_are_written_in_place():
     (lambda: attnlab.table("dk-std", progress="yes"), "progress: expected True or False, got 'yes'"),
     (lambda: attnlab.table("dk-std", device=None), "device: expected one of auto, cpu, cuda, got 'None'"),
     (lambda: attnlab.dk_std(samples=True), "samples: expected a number, a text or a list, got True"),
-    (lambda: attnlab.dk_std(dk=[[2, 4]]), "dk: expected a number, a text or a list of them, got [2, 4]"),
-    (lambda: attnlab.dk_std(dk=np.ones((2, 2))), "dk: expected a list of values, got an array of shape (2, 2)"),
+    (lambda: attnlab.dk_std(d_k=[[2, 4]]), "d_k: expected a number, a text or a list of them, got [2, 4]"),
+    (lambda: attnlab.dk_std(d_k=np.ones((2, 2))), "d_k: expected a list of values, got an array of shape (2, 2)"),
     (lambda: attnlab.dk_std(samples={"a": 1}), "samples: expected a number, a text or a list of them"),
     (lambda: attnlab.sweep("attention", seeds="0:2", causal="on"),
      "causal: expected True or False (or a list of them), got 'on'"),
@@ -234,7 +234,7 @@ def test_threads_are_bounded_as_demo_bounds_them():
         attnlab.dk_std(samples=100, threads=limit + 1)
     assert one_line(e) == demo_error("--table", "dk-std", "--samples", "100", "--threads",
                                      limit + 1).replace("--threads", "threads", 1)
-    assert attnlab.dk_std(samples=100, dk=[2], threads=limit)["d_k"].tolist() == [2]
+    assert attnlab.dk_std(samples=100, d_k=[2], threads=limit)["d_k"].tolist() == [2]
 
 
 def test_the_namespace_is_the_public_surface():
