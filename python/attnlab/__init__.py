@@ -649,9 +649,12 @@ def sweep(kind="attention", **opts):
     ``--per-seed`` writes (``per_seed=PATH`` keeps them there, else a temporary folder holds
     them), each array or column under its name:
 
-    - attention, PATH.npy: maps (seeds, rows, n) (seeds, heads, rows, n with heads > 1), each
-      seed's attention map on the loss rows, and each PATH.NAME.npy beside it under NAME
-      (seeds, loss, jsd to the mean map, out (seeds, rows, d_v));
+    - attention, PATH.npy: maps (seeds, rows, n) (seeds, heads, rows, n with heads > 1; with
+      many inputs an axis of the measured inputs after the seeds), each seed's attention map on
+      the loss rows, and each PATH.NAME.npy beside it under NAME: seeds, loss, start_loss,
+      test_loss, converged, generalized, diverged, jsd (to the mean map), nudge_jsd (with
+      nudge), jsd_to_known and found (tasks with a known map), out (the outputs on the loss
+      rows), w_q, w_k, w_v (and w_o with train="qkvo"): the final weights;
     - a CSV (training; attention with PATH.csv): one array per column (config, seed,
       weight_on_apple, out_x, out_y, loss for training).
 
@@ -678,7 +681,8 @@ def sweep(kind="attention", **opts):
 
 
 def _per_seed_files(path):
-    """The files --per-seed PATH writes: PATH, and for .npy the arrays beside it."""
+    """The files --per-seed PATH can write: PATH, and for .npy every array that may lie beside it
+    (which of them a run writes depends on its request)."""
     return _core.per_seed_files(path) if path.lower().endswith(".npy") else [path]
 
 
@@ -687,7 +691,7 @@ def _read_per_seed(path):
         return _read_csv(path)
     stem = path[:-4]
     return {("maps" if f == path else f[len(stem) + 1:-4]): _read_npy(f)
-            for f in _per_seed_files(path)}
+            for f in _per_seed_files(path) if f == path or _os.path.lexists(f)}
 
 
 # ---- reading demo's files -------------------------------------------------------------------

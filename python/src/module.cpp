@@ -559,7 +559,17 @@ NB_MODULE(_core, m) {
         "given"_a);
   m.def("attention_bytes", &attention_bytes, "batch"_a, "n"_a, "d_model"_a, "d_k"_a, "d_v"_a,
         "per_entry"_a, "heads"_a, "word"_a, "masked"_a, "need_weights"_a, "given"_a);
-  m.def("per_seed_files", &PerSeedMaps::files, "path"_a);
+  // Every file --per-seed PATH can write, each optional array's included (which of them a run
+  // writes depends on its request): the Python layer refuses a run where any of them exists,
+  // and reads back those the run wrote.
+  m.def(
+      "per_seed_files",
+      [](const std::string& path) {
+        PerSeedRecord every;
+        every.nudge = every.known = every.w_o = true;
+        return PerSeedMaps::files(path, every);
+      },
+      "path"_a);
   m.def("read_bytes", &read_bytes, "path"_a);
   m.def("read_npy", &read_npy, "path"_a);
   m.def("read_json", &read_json, "path"_a);

@@ -413,12 +413,12 @@ def _reference(args):
 
 
 @pytest.mark.parametrize("task,extra", [
-    ("teacher", {}),
-    ("previous", {"vocab": 3}),
+    ("teacher", {"d_model": 4}),
+    ("previous", {"vocab": 3, "d_model": 7}),  # d_model: the vocabulary plus the positions
 ])
 def test_many_inputs_per_seed_is_the_numpy_reference(task, extra):
-    common = dict(task=task, words=4, d_model=4, d_k=4, steps=25, lr=0.05, init_scale=0.5,
-                  inputs=3, test_inputs=2, map_inputs=2, **extra)
+    common = dict(task=task, words=4, d_k=4, steps=25, lr=0.05, init_scale=0.5, inputs=3,
+                  test_inputs=2, map_inputs=2, **extra)
     t = attnlab.sweep("attention", seeds="0:5", **common)
     args = ["--seeds", "0:5"]
     for k, v in common.items():
@@ -441,7 +441,7 @@ def test_many_inputs_per_seed_is_the_numpy_reference(task, extra):
                                            rtol=1e-9, atol=1e-12)
     for name in ("converged", "generalized", "diverged", "w_q", "w_k", "w_v"):
         assert name in ps, (name, sorted(ps))
-    assert ps["w_q"].shape == (5, 4, 4)
+    assert ps["w_q"].shape == (5, extra["d_model"], 4)
 
 
 def test_a_grid_over_inputs_gives_one_row_per_value():
