@@ -207,9 +207,9 @@ Cell cell_of(const nlohmann::json& v) {
 
 // `demo replot RESULT.json --out DIR`: the figures of a stored result drawn again from the file
 // alone (each table's rows, notes, extra data and run, as --format json writes them), without
-// recomputing anything. Refused with one line (status 2) before anything is drawn: a file that
-// cannot be read, is not JSON or not a result, a table demo does not know or that has no
-// figures, a figure file that may not be replaced; gnuplot's failure is status 1.
+// recomputing anything. Refused with one line before anything is drawn: a file that cannot be
+// read, is not JSON or not a result, a table demo does not know or that has no figures (status
+// 2); a destination that may not be written, as a run's (status 1). gnuplot's failure: 1.
 int run_replot(const std::string& path, const Options& o) {
   std::vector<std::pair<Table, const Experiment*>> todo;
   try {
@@ -252,14 +252,19 @@ int run_replot(const std::string& path, const Options& o) {
           t.extra[k] = v;
       todo.emplace_back(std::move(t), e);
     }
+  } catch (const std::exception& e) {
+    print_error("replot: " + path + ": " + e.what());
+    return 2;
+  }
+  try {  // the destinations, as a run's: refused with status 1
     if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
     if (!fs::is_directory(o.out_dir))
       throw std::runtime_error("--out " + o.out_dir + ": no such folder");
     for (const auto& [t, e] : todo)
       for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);
   } catch (const std::exception& e) {
-    print_error("replot: " + path + ": " + e.what());
-    return 2;
+    print_error(std::string("replot: ") + e.what());
+    return 1;
   }
   try {
     std::size_t written = 0;

@@ -236,7 +236,7 @@ TEST(Replot, DrawsAStoredResultsFiguresAgain) {
     EXPECT_TRUE(std::filesystem::exists(again + "/" + f + ".png")) << f;
   }
   // Existing figures are replaced only with --force.
-  test::expect_refused("replot " + run + "/attention-sweep.json --out " + again, 2,
+  test::expect_refused("replot " + run + "/attention-sweep.json --out " + again, 1,
                        {"replot:", "--force"});
   EXPECT_EQ(test::run_demo("replot " + run + "/attention-sweep.json --out " + again + " -q --force")
                 .exit_code,
@@ -273,7 +273,7 @@ TEST(Replot, RefusesBadInputWithOneLine) {
       "sweep.json",
       R"({"provenance": {}, "tables": [{"name": "attention-sweep", "columns": [], "rows": []}]})");
   if (gnuplot_available())
-    test::expect_refused("replot " + empty_sweep + " --out " + dir.file("nowhere"), 2,
+    test::expect_refused("replot " + empty_sweep + " --out " + dir.file("nowhere"), 1,
                          {"no such folder"});
   EXPECT_TRUE(std::filesystem::is_empty(out));
 }
