@@ -471,14 +471,25 @@ KnownMap known_map(const RunContext& ctx, const Shape& s, const TaskData& t,
 // seeds drawn; a value that is not defined (NaN: a fraction over no seeds) is marked "n/a" where
 // it would be, never drawn as 0.
 
-// A gnuplot string literal of several lines (gnuplot's "\n" between them), for titles.
-std::string title_lines(const std::vector<std::string>& lines) {
+// A gnuplot string literal of several lines (gnuplot's "\n" between them), for titles; a line
+// longer than `width` characters is broken after its last ", " or "; " that fits.
+std::string title_lines(const std::vector<std::string>& lines, std::size_t width = 90) {
   std::string out = "\"";
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;
-    if (out.size() > 1) out += "\\n";
-    for (char c : lines[i])
-      out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  for (std::string line : lines) {
+    while (!line.empty()) {
+      std::size_t cut = line.size();
+      if (line.size() > width) {
+        const std::size_t comma = line.rfind(", ", width), semicolon = line.rfind("; ", width);
+        const std::size_t at = comma == std::string::npos       ? semicolon
+                               : semicolon == std::string::npos ? comma
+                                                                : std::max(comma, semicolon);
+        if (at != std::string::npos && at > 0) cut = at + 1;
+      }
+      if (out.size() > 1) out += "\\n";
+      for (char c : line.substr(0, cut))
+        out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      line = cut < line.size() ? line.substr(cut + 1) : "";
+    }
   }
   return out + "\"";
 }
@@ -594,7 +605,8 @@ std::string heatmap_script(const Table& t) {
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
   s << "set multiplot layout 1,2 title "
     << title_lines({"attention map across seeds (rows: queries i in R, columns: keys j)",
-                    configuration_line(t), cover})
+                    configuration_line(t), cover},
+                   170)
     << " noenhanced\n"
     << "set xlabel 'key j'\nset ylabel 'query i'\nset size ratio -1\n"
     << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << last + 0.5 << ":" << r0 - 0.5
@@ -812,7 +824,8 @@ std::string grid_script(const Table& t) {
             configuration_line(t),
             "each over the same " + seeds_text(t) +
                 "; bars: 95% intervals (Wilson for a fraction, the median's "
-                "order statistics for a JSD)"})
+                "order statistics for a JSD)"},
+           170)
     << " noenhanced\nset grid\nset key below noenhanced\nset bars small\n";
   if (by_dk) {
     double min_dk = INFINITY, max_dk = 0;
