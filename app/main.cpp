@@ -28,6 +28,7 @@
 #include "host/cluster.hpp"
 #include "host/compare.hpp"
 #include "host/format.hpp"
+#include "host/input.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
@@ -193,6 +194,98 @@ Cli merge_command(const Cli& merge, bool speaks) {
   return parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), speaks);
 }
 
+// A cell of a result file's row, as Table holds it (host/format.cpp's table_json, reversed):
+// null is empty, an integer stays an integer, an array of numbers is a row of reals.
+Cell cell_of(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) return v.get<std::vector<double>>();
+  return Cell{};
+}
+
+// `demo replot RESULT.json --out DIR`: the figures of a stored result drawn again from the file
+// alone (each table's rows, notes, extra data and run, as --format json writes them), without
+// recomputing anything. Refused with one line before anything is drawn: a file that cannot be
+// read, is not JSON or not a result, a table demo does not know or that has no figures (status
+// 2); a destination that may not be written, as a run's (status 1). gnuplot's failure: 1.
+int run_replot(const std::string& path, const Options& o) {
+  std::vector<std::pair<Table, const Experiment*>> todo;
+  try {
+    nlohmann::json j;
+    const std::string text = read_regular_file(path);
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      throw std::runtime_error("not JSON");
+    }
+    if (!j.is_object() || !j.contains("tables") || !j["tables"].is_array() || j["tables"].empty() ||
+        !j.contains("provenance") || !j["provenance"].is_object())
+      throw std::runtime_error("not a result file (demo --format json or --out writes one)");
+    for (const auto& tj : j["tables"]) {
+      if (!tj.is_object() || !tj.contains("name") || !tj["name"].is_string() ||
+          !tj.contains("columns") || !tj["columns"].is_array() || !tj.contains("rows") ||
+          !tj["rows"].is_array())
+        throw std::runtime_error("not a result file (a table without name, columns or rows)");
+      const std::string name = tj["name"].get<std::string>();
+      const Experiment* e = find_experiment(name);
+      if (!e) throw std::runtime_error("table " + quote_input(name) + " is not one of demo's");
+      if (e->figures.empty())
+        throw std::runtime_error("table " + name + " has no figures (nothing to replot)");
+      Table t;
+      t.name = name;
+      t.title = tj.value("title", "");
+      for (const auto& c : tj["columns"]) t.columns.push_back({c.get<std::string>()});
+      for (const auto& r : tj["rows"]) {
+        std::vector<Cell> row;
+        for (const auto& c : t.columns)
+          row.push_back(r.contains(c.name) ? cell_of(r[c.name]) : Cell{});
+        t.add_row(std::move(row));
+      }
+      if (tj.contains("notes")) t.notes = tj["notes"].get<std::vector<std::string>>();
+      // A file written before tables carried their run holds it in the provenance.
+      t.run = tj.contains("run") ? tj["run"] : j["provenance"];
+      for (const auto& [k, v] : tj.items())
+        if (k != "name" && k != "title" && k != "columns" && k != "rows" && k != "notes" &&
+            k != "run")
+          t.extra[k] = v;
+      todo.emplace_back(std::move(t), e);
+    }
+  } catch (const std::exception& e) {
+    print_error("replot: " + path + ": " + e.what());
+    return 2;
+  }
+  try {  // the destinations, as a run's: refused with status 1
+    if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
+    if (!fs::is_directory(o.out_dir))
+      throw std::runtime_error("--out " + o.out_dir + ": no such folder");
+    for (const auto& [t, e] : todo)
+      for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);
+  } catch (const std::exception& e) {
+    print_error(std::string("replot: ") + e.what());
+    return 1;
+  }
+  try {
+    std::size_t written = 0;
+    for (const auto& [t, e] : todo)
+      written += write_figures(t, e->figures, o.out_dir, o.force).size();
+    if (written == 0) {
+      print_error("replot: " + path + ": its tables hold no data for their figures");
+      return 1;
+    }
+    spdlog::info("replot: {} figure files in {}", written, o.out_dir);
+  } catch (const Interrupted&) {
+    const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
+    print_interrupted(sig);
+    return 128 + sig;
+  } catch (const std::exception& e) {
+    print_error("replot: " + path + ": " + e.what());
+    return 1;
+  }
+  return 0;
+}
+
 // A closed stdout would let the next open() take descriptor 1 and receive the results; a
 // closed stdin or stderr is pointed at /dev/null for the same reason.
 bool standard_descriptors_ok() {
@@ -244,10 +337,15 @@ int main_checked(int argc, char** argv) {
   }
   // compare and attention run as one process: under a launcher that started several, rank 0
   // alone runs them (it prints and writes), the others end at once.
-  const bool one_process = cli.action == Cli::Action::compare || cli.attention.chosen;
+  const bool one_process = cli.action == Cli::Action::compare ||
+                           cli.action == Cli::Action::replot || cli.attention.chosen;
   if (one_process && cluster::launched_as_several() && cluster::launched_rank() != 0) return 0;
   if (cli.action == Cli::Action::compare)
     return run_compare(cli.compare.a, cli.compare.b, cli.compare.rule);
+  if (cli.action == Cli::Action::replot) {
+    setup_logging(cli.options);
+    return run_replot(cli.replot_file, cli.options);
+  }
   if (cli.action == Cli::Action::merge) {
     try {
       cli = merge_command(cli, speaks);

@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -464,6 +465,114 @@ KnownMap known_map(const RunContext& ctx, const Shape& s, const TaskData& t,
 }
 
 // Figures -----------------------------------------------------------------------------------
+//
+// Each figure is drawn from the table alone (its rows, t.extra, and t.run: what a result file
+// holds), so a stored result draws the same figures. Titles name the configuration and the
+// seeds drawn; a value that is not defined (NaN: a fraction over no seeds) is marked "n/a" where
+// it would be, never drawn as 0.
+
+// A gnuplot string literal of several lines (gnuplot's "\n" between them), for titles; a line
+// longer than `width` characters is broken after its last ", " or "; " that fits.
+std::string title_lines(const std::vector<std::string>& lines, std::size_t width = 90) {
+  std::string out = "\"";
+  for (std::string line : lines) {
+    while (!line.empty()) {
+      std::size_t cut = line.size();
+      if (line.size() > width) {
+        const std::size_t comma = line.rfind(", ", width), semicolon = line.rfind("; ", width);
+        const std::size_t at = comma == std::string::npos       ? semicolon
+                               : semicolon == std::string::npos ? comma
+                                                                : std::max(comma, semicolon);
+        if (at != std::string::npos && at > 0) cut = at + 1;
+      }
+      if (out.size() > 1) out += "\\n";
+      for (char c : line.substr(0, cut))
+        out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      line = cut < line.size() ? line.substr(cut + 1) : "";
+    }
+  }
+  return out + "\"";
+}
+
+// A value of t.run as a person reads it ("" when absent).
+std::string run_text(const Table& t, const char* key) {
+  if (!t.run.contains(key)) return "";
+  const nlohmann::json& v = t.run[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_number()) return human_number(v.get<double>());
+  return "";
+}
+
+// The configuration as one title line, from t.run: task, words, d_model, d_k, heads, train,
+// optimizer, scale, causal, steps and the convergence threshold; in a grid the axes whose values
+// differ between its configurations are left out (the figure shows them).
+std::string configuration_line(const Table& t) {
+  std::set<std::string> varies;  // t.run's keys of the grid's axes that take several values
+  if (t.run.contains("configurations") && t.run["configurations"].is_array()) {
+    const auto& list = t.run["configurations"];
+    for (const auto& [key, value] : list[0].items())
+      for (const auto& c : list)
+        if (!c.contains(key) || c[key] != value) {
+          std::string k = key;
+          std::replace(k.begin(), k.end(), '-', '_');
+          varies.insert(k);
+        }
+  }
+  std::string s;
+  const auto add = [&](const char* key, const std::string& before, const std::string& after) {
+    const std::string v = run_text(t, key);
+    if (v.empty() || varies.count(key)) return;
+    s += (s.empty() ? "" : ", ") + before + v + after;
+  };
+  add("task", "task ", "");
+  add("words", "", " words");
+  add("d_model", "d_model ", "");
+  add("d_k", "d_k ", "");
+  if (run_text(t, "heads") != "1") add("heads", "heads ", "");
+  add("train", "train ", "");
+  add("optimizer", "optimizer ", "");
+  if (run_text(t, "scale") != "sqrt") add("scale", "scale ", "");
+  if (run_text(t, "causal") == "on" && !varies.count("causal")) s += ", causal";
+  add("steps", "", " steps");
+  add("converged_below", "converged: loss < ", "");
+  return s;
+}
+
+// The first row of `quantity` (over `over` where the table has that column; "" any), or null.
+const std::vector<Cell>* find_row(const Table& t, const std::string& quantity,
+                                  const std::string& over = "") {
+  const auto has = [&](const char* name) {
+    return std::any_of(t.columns.begin(), t.columns.end(),
+                       [&](const Column& c) { return c.name == name; });
+  };
+  if (!has("quantity")) return nullptr;
+  const std::size_t q = t.column("quantity");
+  const bool by_over = !over.empty() && has("over");
+  for (const auto& r : t.rows)
+    if (plot::text(r[q]) == quantity && (!by_over || plot::text(r[t.column("over")]) == over))
+      return &r;
+  return nullptr;
+}
+
+// The seeds of the run (each configuration's, in a grid): the count of the converged fraction's
+// row; -1 when the table has none.
+double seed_count(const Table& t) {
+  const auto* r = find_row(t, "converged (fraction)");
+  return r ? plot::num((*r)[t.column("seeds")]) : -1;
+}
+
+// A count as a person reads it: 1000000, not 1e+06.
+std::string count_text(double n) {
+  return n >= 0 && n < 1e15 && n == std::floor(n) ? std::to_string(static_cast<std::int64_t>(n))
+                                                  : human_number(n);
+}
+
+std::string seeds_text(const Table& t) {
+  const double n = seed_count(t);
+  const std::string range = run_text(t, "seeds");
+  return n < 0 ? "" : count_text(n) + " seeds" + (range.empty() ? "" : " (" + range + ")");
+}
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
   std::ostringstream s;
@@ -476,22 +585,43 @@ std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
   return s.str();
 }
 
-// The mean map and each entry's std across seeds, side by side (rows: the loss rows R).
+// The mean map and each entry's std across seeds, side by side (rows: the loss rows R), a tick
+// at each cell's centre (integer keys and queries) and, up to 16 words, each cell's value.
 std::string heatmap_script(const Table& t) {
   if (!t.extra.contains("mean_map") || t.extra["mean_map"].empty()) return "";
   const int r0 = t.extra["first_loss_row"].get<int>();
   const int n = static_cast<int>(t.extra["mean_map"][0].size());
+  const int last = r0 + static_cast<int>(t.extra["mean_map"].size()) - 1;
+  // The seeds the entries cover: the first entry's row (converged, or finite when none converged).
+  std::string cover;
+  if (const auto* r = find_row(t, "P[" + std::to_string(r0) + "][0]")) {
+    const bool has_over = std::any_of(t.columns.begin(), t.columns.end(),
+                                      [](const Column& c) { return c.name == "over"; });
+    const std::string over = has_over ? plot::text((*r)[t.column("over")]) : "";
+    cover = "over the " + count_text(plot::num((*r)[t.column("seeds")])) +
+            (over.empty() ? "" : " " + over) + " seeds of " + seeds_text(t);
+  }
   std::ostringstream s;
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
-  s << "set multiplot layout 1,2 title 'attention map across seeds (rows: queries in R, "
-       "columns: keys)'\n"
+  s << "set multiplot layout 1,2 title "
+    << title_lines({"attention map across seeds (rows: queries i in R, columns: keys j)",
+                    configuration_line(t), cover},
+                   170)
+    << " noenhanced\n"
     << "set xlabel 'key j'\nset ylabel 'query i'\nset size ratio -1\n"
-    << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << n - 0.5 << ":" << r0 - 0.5 << "]\n"
-    << "set palette defined (0 'white', 1 '#1f77b4')\n";
-  s << "set title 'mean weight'\nset cbrange [0:1]\nplot $M matrix using 1:($2+" << r0
-    << "):3 with image notitle\n";
-  s << "set title 'std across seeds'\nset cbrange [0:*]\nplot $S matrix using 1:($2+" << r0
-    << "):3 with image notitle\n";
+    << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << last + 0.5 << ":" << r0 - 0.5
+    << "]\nset xtics 0,1," << n - 1 << " out nomirror\nset ytics " << r0 << ",1," << last
+    << " out nomirror\nset palette defined (0 'white', 1 '#1f77b4')\n";
+  const auto panel = [&](const char* block, const char* title, const char* cbrange) {
+    s << "set title '" << title << "'\nset cbrange " << cbrange << "\nplot $" << block
+      << " matrix using 1:($2+" << r0 << "):3 with image notitle";
+    if (n <= 16)
+      s << ", $" << block << " matrix using 1:($2+" << r0
+        << "):(sprintf('%.2f', $3)) with labels font '," << (n <= 8 ? 10 : 7) << "' notitle";
+    s << "\n";
+  };
+  panel("M", "mean weight", "[0:1]");
+  panel("S", "std across seeds", "[0:*]");
   s << "unset multiplot\n";
   return s.str();
 }
@@ -509,95 +639,221 @@ std::string jsd_histogram_script(const Table& t) {
   for (std::size_t b = 0; b < counts.size(); ++b)
     s << (b + 0.5) * hi / counts.size() << " " << counts[b].get<double>() / total << "\n";
   s << "EOD\n";
-  s << "set title 'JSD of each seed''s map to the mean map (ln 2 = maps that share nothing)'\n"
+  s << "set title "
+    << title_lines({"JSD of each seed's map to the mean map (ln 2 = maps that share nothing)",
+                    configuration_line(t),
+                    "the " + count_text(total) + " seeds with a finite map, of " + seeds_text(t)})
+    << " noenhanced\n"
     << "set xlabel 'JSD (nats)'\nset ylabel 'fraction of seeds'\nset xrange [0:" << hi
     << "]\nset yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth "
     << hi / counts.size() << "\nplot $D using 1:2 with boxes lc rgb '#1f77b4' notitle\n";
   return s.str();
 }
 
+// The final loss against the JSD to the mean map, for the first seeds with a finite map. The
+// loss axis is logarithmic and ends at 1000 times the 99th percentile of the losses: a loss
+// above (a diverged run, up to 1e30) is left out and counted in the title, as is a loss of 0
+// (no place on a log axis). The convergence threshold is a dashed line.
 std::string scatter_script(const Table& t) {
   if (!t.extra.contains("scatter") || t.extra["scatter"]["loss"].empty()) return "";
   const auto& loss = t.extra["scatter"]["loss"];
   const auto& jsd_values = t.extra["scatter"]["jsd"];
+  std::vector<double> positive;
+  std::size_t zero = 0;
+  for (const auto& l : loss) {
+    const double v = l.is_number() ? l.get<double>() : NAN;
+    if (v > 0 && std::isfinite(v))
+      positive.push_back(v);
+    else
+      zero++;
+  }
+  if (positive.empty()) return "";
+  std::vector<double> sorted = positive;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t rank =
+      static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(sorted.size())));
+  const double bound = 1e3 * sorted[std::max<std::size_t>(rank, 1) - 1];
   std::ostringstream s;
   s << "$D << EOD\n";
-  bool any = false;
+  std::size_t left_out = 0;
+  double lo = INFINITY, hi = 0;
   for (std::size_t i = 0; i < loss.size(); ++i) {
-    const double l = loss[i].get<double>();
-    if (!(l > 0) || !std::isfinite(l)) continue;  // log axis
-    s << l << " " << jsd_values[i].get<double>() << "\n";
-    any = true;
+    const double l = loss[i].is_number() ? loss[i].get<double>() : NAN;
+    if (!(l > 0) || !std::isfinite(l)) continue;
+    if (l > bound) {
+      left_out++;
+      continue;
+    }
+    lo = std::min(lo, l);
+    hi = std::max(hi, l);
+    s << round_trip(l) << " " << round_trip(jsd_values[i].get<double>()) << "\n";
   }
   s << "EOD\n";
-  if (!any) return "";
-  s << "set title 'final loss against the map''s JSD to the mean map (first " << loss.size()
-    << " seeds)'\nset xlabel 'final loss'\nset ylabel 'JSD to the mean map (nats)'\n"
-    << "set logscale x\nset format x '10^{%L}'\nset grid\n"
-    << "plot $D using 1:2 with points pt 7 ps 0.3 lc rgb '#1f77b4' notitle\n";
+  std::string cover = "the first " + count_text(static_cast<double>(loss.size())) +
+                      " seeds with a finite map, of " + seeds_text(t);
+  std::string out;
+  if (left_out > 0)
+    out = count_text(static_cast<double>(left_out)) + " with a loss above " + human_number(bound) +
+          " (1000 times the 99th percentile) left out as diverged";
+  if (zero > 0)
+    out += (out.empty() ? "" : "; ") + count_text(static_cast<double>(zero)) +
+           " with a loss of 0 not drawn (log axis)";
+  s << "set title "
+    << title_lines(
+           {"final loss against the map's JSD to the mean map", configuration_line(t), cover, out})
+    << " noenhanced\nset xlabel 'final loss'\nset ylabel 'JSD to the mean map (nats)'\n"
+    << "set logscale x\nset format x '10^{%L}'\nset grid\n";
+  const double threshold =
+      t.run.contains("converged_below") ? t.run["converged_below"].get<double>() : NAN;
+  if (std::isfinite(threshold) && threshold > 0) {
+    lo = std::min(lo, threshold);
+    hi = std::max(hi, threshold);
+  }
+  s << "set xrange [" << round_trip(lo / 3) << ":" << round_trip(hi * 3) << "]\n";
+  if (std::isfinite(threshold) && threshold > 0)
+    s << "set arrow 1 from " << round_trip(threshold) << ", graph 0 to " << round_trip(threshold)
+      << ", graph 1 nohead dt 2 lw 2 lc rgb '#d62728'\n"
+      << "set label 1 'converged: loss < " << human_number(threshold) << "' at "
+      << round_trip(threshold) << ", graph 0.95 right offset -0.5,0 tc rgb '#d62728' noenhanced\n";
+  s << "plot $D using 1:2 with points pt 7 ps 0.3 lc rgb '#1f77b4' notitle\n";
   return s.str();
 }
 
-// Across a grid: the fractions of seeds that converged and (tasks with a known map) found it,
-// and the mean pairwise JSD of the converged and of all finite seeds. Against d_k (log scale),
-// one line per combination of the other axes, when d_k is an axis of the grid; else per
-// configuration.
+// Across a grid, two panels: the fractions of seeds that converged (over all seeds) and, for a
+// task with a known map, that found it (over the finite seeds); and the median JSD between pairs
+// of converged and of finite seeds. Each point with its 95% interval (the table's ci95: Wilson
+// for a fraction, the median's order-statistic interval for a JSD). When d_k is an axis of the
+// grid, the x axis is d_k (log scale) with a line per combination of the other axes; else the x
+// axis is categorical: one position and one label per configuration. The series at one x are
+// set apart by small offsets, the dashed ones (open markers) drawn over the solid ones. The JSD
+// axis is logarithmic when its values span more than a decade. A value that is not defined
+// (NaN: no seed to take it over) is marked "n/a" at its place.
 std::string grid_script(const Table& t) {
   if (!t.extra.contains("grid") || t.extra["grid"].size() < 2) return "";
   const auto& g = t.extra["grid"];
   const bool known = g[0].contains("found");
-  const auto num = [](const nlohmann::json& point, const char* key) {
-    const auto& v = point[key];
-    return v.is_number() && std::isfinite(v.get<double>()) ? std::to_string(v.get<double>())
-                                                           : std::string("NaN");
+  const auto value = [](const nlohmann::json& point, const std::string& key,
+                        int at = -1) -> double {
+    if (!point.contains(key)) return NAN;
+    const nlohmann::json& v = at < 0 ? point[key] : point[key].is_array() ? point[key][at] : point;
+    return v.is_number() ? v.get<double>() : NAN;
   };
-  // Series: the name without its d_k (when d_k varies), in the grid's order.
-  std::vector<std::string> series;
-  std::map<std::string, std::vector<const nlohmann::json*>> points;
-  bool by_dk = false;
-  for (const auto& point : g) by_dk = by_dk || point["name"].get<std::string>().find("d_k=") == 0;
+  // Groups: the name without its d_k (when d_k varies), in the grid's order; by_dk: every name
+  // starts with d_k's value (the grid's first axis).
+  bool by_dk = true;
+  for (const auto& point : g)
+    by_dk = by_dk && point["name"].get<std::string>().rfind("d_k=", 0) == 0;
+  std::vector<std::string> groups;
+  std::vector<std::size_t> group_of;
   for (const auto& point : g) {
-    std::string name = point["name"].get<std::string>();
+    std::string name = by_dk ? "" : "configurations";
     if (by_dk) {
-      const std::size_t end = name.find(' ');
-      name = end == std::string::npos ? "" : name.substr(end + 1);
+      const std::string full = point["name"].get<std::string>();
+      const std::size_t end = full.find(' ');
+      name = end == std::string::npos ? "" : full.substr(end + 1);
     }
-    if (!points.count(name)) series.push_back(name);
-    points[name].push_back(&point);
+    const auto at = std::find(groups.begin(), groups.end(), name);
+    group_of.push_back(static_cast<std::size_t>(at - groups.begin()));
+    if (at == groups.end()) groups.push_back(name);
   }
-  std::ostringstream s;
-  for (std::size_t k = 0; k < series.size(); ++k) {
-    s << "$S" << k << " << EOD\n";
-    std::size_t i = 0;
-    for (const nlohmann::json* p : points[series[k]])
-      s << (by_dk ? (*p)["d-k"].get<std::string>() : std::to_string(i++)) << " \""
-        << (*p)["name"].get<std::string>() << "\" " << num(*p, "converged") << " "
-        << (known ? num(*p, "found") : "NaN") << " " << num(*p, "pair_jsd_converged") << " "
-        << num(*p, "pair_jsd_finite") << "\n";
-    s << "EOD\n";
-  }
-  s << "set multiplot layout 2,1 title 'attention-sweep across the grid (" << g.size()
-    << " configurations, the same seeds)'\nset grid\nset key outside right\n";
-  if (by_dk)
-    s << "set logscale x 2\nset xlabel 'd_k'\n";
-  else
-    s << "set xtics rotate by 30 right font ',8'\n";
-  const auto plot = [&](int solid, int dashed, const char* solid_what, const char* dashed_what) {
-    s << "plot ";
-    for (std::size_t k = 0; k < series.size(); ++k) {
-      const std::string label = series[k].empty() ? "" : series[k] + ": ";
-      s << (k ? ", " : "") << "$S" << k << " using 1:" << solid << (by_dk ? "" : ":xtic(2)")
-        << " with linespoints lw 2 pt 7 lc " << k + 1 << " title '" << label << solid_what << "'";
-      if (dashed_what)
-        s << ", $S" << k << " using 1:" << dashed << " with linespoints dt 2 pt 6 lc " << k + 1
-          << " title '" << label << dashed_what << "'";
-    }
-    s << "\n";
+  struct Quantity {
+    std::string key, what;
   };
-  s << "set ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
-  plot(3, 4, "converged", known ? "found the known map" : nullptr);
-  s << "set ylabel 'JSD between pairs (nats)'\nset yrange [0:*]\n";
-  plot(6, 5, "all finite seeds", "converged seeds");
+  std::ostringstream s;
+  // One panel: for each group and quantity a series (x, y, low, high), solid quantity first.
+  const auto panel = [&](const char* name, const std::vector<Quantity>& qs, bool log_y) {
+    const std::size_t series = groups.size() * qs.size();
+    const double spread = by_dk ? std::min(0.06, 0.5 / series) : std::min(0.15, 0.6 / series);
+    std::ostringstream plots, labels;
+    for (std::size_t q = 0; q < qs.size(); ++q)
+      for (std::size_t k = 0; k < groups.size(); ++k) {
+        const double offset =
+            (static_cast<double>(k * qs.size() + q) - (series - 1) / 2.0) * spread;
+        const std::string block =
+            "$" + std::string(name) + std::to_string(q) + "_" + std::to_string(k);
+        s << block << " << EOD\n";
+        for (std::size_t i = 0; i < g.size(); ++i) {
+          if (group_of[i] != k) continue;
+          const double x = by_dk ? std::stod(g[i]["d-k"].get<std::string>()) * std::exp2(offset)
+                                 : static_cast<double>(i) + offset;
+          const double y = value(g[i], qs[q].key), lo = value(g[i], qs[q].key + "_ci95", 0),
+                       hi = value(g[i], qs[q].key + "_ci95", 1);
+          const bool drawn = std::isfinite(y) && (!log_y || y > 0);
+          s << round_trip(x) << " " << (drawn ? round_trip(y) : "NaN") << " "
+            << (drawn && std::isfinite(lo) ? round_trip(lo)
+                : drawn                    ? round_trip(y)
+                                           : "NaN")
+            << " "
+            << (drawn && std::isfinite(hi) ? round_trip(hi)
+                : drawn                    ? round_trip(y)
+                                           : "NaN")
+            << "\n";
+          if (!drawn)
+            labels << "set label 'n/a' at " << round_trip(x) << ", graph 0.06 center tc lt "
+                   << (by_dk ? k : q) + 1 << " font ',9'\n";
+        }
+        s << "EOD\n";
+        const std::string title =
+            (groups[k].empty() || !by_dk ? "" : groups[k] + ": ") + qs[q].what;
+        plots << (plots.tellp() > 0 ? ", " : "") << block << " using 1:2:3:4 with "
+              << (by_dk ? "yerrorlines" : "yerrorbars") << " lw 2 ps 1.2 lc " << (by_dk ? k : q) + 1
+              << (q == 0 ? " dt 1 pt 7" : " dt 2 pt 6") << " title " << plot::quote(title);
+      }
+    s << "unset label\n" << labels.str();
+    if (log_y)
+      s << "set logscale y\nset format y '10^{%L}'\nset yrange [*:*]\n";
+    else
+      s << "unset logscale y\nset format y '%g'\n";
+    s << "plot " << plots.str() << "\n";
+  };
+  // The JSD axis: logarithmic when the finite positive values (and their intervals) span more
+  // than a decade.
+  const std::vector<Quantity> jsd = {{"pair_jsd_converged_median", "converged seeds"},
+                                     {"pair_jsd_finite_median", "all finite seeds"}};
+  double lo = INFINITY, hi = 0;
+  for (const auto& point : g)
+    for (const Quantity& q : jsd)
+      for (const double v : {value(point, q.key), value(point, q.key + "_ci95", 0),
+                             value(point, q.key + "_ci95", 1)})
+        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  const bool log_jsd = hi > 10 * lo;
+
+  s << "set multiplot layout 1,2 title "
+    << title_lines(
+           {"attention-sweep across a grid of " + std::to_string(g.size()) + " configurations",
+            configuration_line(t),
+            "each over the same " + seeds_text(t) +
+                "; bars: 95% intervals (Wilson for a fraction, the median's "
+                "order statistics for a JSD)"},
+           170)
+    << " noenhanced\nset grid\nset key below noenhanced\nset bars small\n";
+  if (by_dk) {
+    double min_dk = INFINITY, max_dk = 0;
+    s << "set logscale x 2\nset xlabel 'd_k'\nset xtics (";
+    std::set<double> dks;
+    for (const auto& point : g) dks.insert(std::stod(point["d-k"].get<std::string>()));
+    const char* sep = "";
+    for (const double d : dks) {
+      s << sep << "\"" << human_number(d) << "\" " << round_trip(d);
+      sep = ", ";
+      min_dk = std::min(min_dk, d);
+      max_dk = std::max(max_dk, d);
+    }
+    s << ")\nset xrange [" << round_trip(min_dk / 1.4) << ":" << round_trip(max_dk * 1.4) << "]\n";
+  } else {
+    s << "unset xlabel\nset xtics (";
+    for (std::size_t i = 0; i < g.size(); ++i)
+      s << (i ? ", " : "") << plot::quote(g[i]["name"].get<std::string>()) << " " << i;
+    s << ") noenhanced" << (g.size() > 4 ? " rotate by 30 right" : "")
+      << "\nset xrange [-0.5:" << g.size() - 0.5 << "]\n";
+  }
+  s << "set title 'fraction of seeds'\nset ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
+  std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
+  if (known) fractions.push_back({"found", "found the known map (finite seeds)"});
+  panel("F", fractions, false);
+  s << "set title 'median JSD between pairs of seeds'\nset ylabel 'JSD between pairs (nats)'\n"
+    << (log_jsd ? "" : "set yrange [0:*]\n");
+  panel("J", jsd, log_jsd);
   s << "unset multiplot\n";
   return s.str();
 }
@@ -1177,6 +1433,7 @@ void Sweep::table(Table& t, bool grid) {
   if (s.test_inputs > 0) fraction("generalized (fraction)", "all", all.generalized, n_all);
   fraction("diverged (fraction)", "all", all.diverged, n_all);
   double pair_means[2] = {NAN, NAN};
+  nlohmann::json pair_medians[2];  // the grid figure's: {median, [ci95_low, ci95_high]}
   for (int k = 0; k < 2; ++k) {
     const MapSummary& su = *summary[k];
     const char* over = cover_name(kCovers[k]);
@@ -1189,6 +1446,10 @@ void Sweep::table(Table& t, bool grid) {
     }
     distribution("JSD to the mean map", over, *to_mean[k]);
     distribution("JSD between pairs of seeds", over, su.pair_jsd);
+    const auto& row = t.rows.back();
+    pair_medians[k] = {
+        plot::num(row[t.column("p50")]),
+        {plot::num(row[t.column("ci95_low")]), plot::num(row[t.column("ci95_high")])}};
     distribution("JSD between pairs at the start", over, su.pair_start);
     if (s.heads > 1) distribution("JSD between pairs (heads matched)", over, su.pair_heads);
     distribution("output distance between pairs", over, su.pair_out);
@@ -1253,7 +1514,19 @@ void Sweep::table(Table& t, bool grid) {
                             {"diverged", static_cast<double>(all.diverged) / n_seeds},
                             {"pair_jsd_converged", pair_means[0]},
                             {"pair_jsd_finite", pair_means[1]}};
-    if (summary[1]->known_map()) point["found"] = static_cast<double>(summary[1]->found) / n_seeds;
+    const auto [converged_lo, converged_hi] = wilson_interval(all.converged, n_all);
+    point["converged_ci95"] = {converged_lo, converged_hi};
+    if (summary[1]->known_map()) {  // over the finite seeds, as the table's row
+      const std::int64_t found = summary[1]->found, finite_seeds = summary[1]->covered;
+      const auto [found_lo, found_hi] = wilson_interval(found, finite_seeds);
+      point["found"] = finite_seeds > 0 ? static_cast<double>(found) / finite_seeds : NAN;
+      point["found_ci95"] = {found_lo, found_hi};
+    }
+    for (int k = 0; k < 2; ++k) {
+      const std::string key = std::string("pair_jsd_") + cover_name(kCovers[k]) + "_median";
+      point[key] = pair_medians[k][0];
+      point[key + "_ci95"] = pair_medians[k][1];
+    }
     if (s.test_inputs > 0) point["generalized"] = static_cast<double>(all.generalized) / n_seeds;
     point["pair_jsd_start_finite"] =
         summary[1]->pair_start.count() > 0 ? summary[1]->pair_start.moments().mean : NAN;

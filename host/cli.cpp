@@ -27,6 +27,7 @@ std::string examples_text(const std::vector<Experiment>& all) {
   s +=
       "  demo --table all --out results/cpu     CSV, JSON and figures per table\n"
       "  demo compare a.json b.json --tolerance 1e-12\n"
+      "  demo replot results/x/NAME.json --out DIR   the figures of a stored result, redrawn\n"
       "  mpirun -np 8 demo --table ...           split a bulk table's chunks over MPI ranks\n"
       "  demo --table ... --shard 0/3 --out p0   part 0 of 3; then: demo merge p0 p1 p2 --out DIR\n"
       "  demo --table ... --checkpoint run.ckpt  resumable: the same command continues\n";
@@ -430,6 +431,17 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   merge->add_flag("--no-plots", no_plots, "With --out: no figures");
   merge->allow_extras();  // refused below, naming the option, as one line
 
+  auto* replot = app.add_subcommand(
+      "replot",
+      "Draw the figures of a stored result again (RESULT.json, from --format json or "
+      "--out), without recomputing it");
+  replot->add_option("result", cli.replot_file, "The result's JSON file")->required();
+  checked.add(replot, "--out", "Write the figures into DIR", o.out_dir, read_out)
+      ->required()
+      ->type_name("DIR");
+  replot->add_flag("--force", o.force, "Replace existing figure files");
+  replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -456,7 +468,8 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   o.plots = !no_plots;
   if (*cmp) cli.action = Cli::Action::compare;
   if (*merge) cli.action = Cli::Action::merge;
-  if (*cmp || *merge) return cli;
+  if (*replot) cli.action = Cli::Action::replot;
+  if (*cmp || *merge || *replot) return cli;
 
   if (const std::string refusal = chosen_tables_refusal(all, o); !refusal.empty())
     return refuse(refusal);

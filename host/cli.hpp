@@ -17,13 +17,14 @@ struct CompareRequest {
 };
 
 struct Cli {
-  enum class Action { run, compare, merge, done };
+  enum class Action { run, compare, merge, replot, done };
   Action action = Action::run;
   int exit_code = 0;  // for Action::done (help, version, list: 0; errors: 2)
   Options options;
   CompareRequest compare;
   AttentionRequest attention;           // `demo attention` (host/attention_command.hpp)
   std::vector<std::string> merge_dirs;  // demo merge DIR...
+  std::string replot_file;              // demo replot RESULT.json (its --out: options.out_dir)
   std::vector<std::string> warnings;    // e.g. options that none of the chosen tables uses
 };
 

@@ -1,0 +1,282 @@
+// test_figures.cpp (test_tables): the gnuplot scripts of attention-sweep's figures, read as text
+// (what gnuplot is told to draw), and `demo replot`, which draws a stored result's figures again.
+// - The grid: a categorical configuration has its own x position and its own label; series at
+//   one x are set apart, dashed drawn after solid; intervals from the grid points; a fraction
+//   that is not defined (NaN) is marked, never drawn as 0; a JSD that spans decades on a log axis.
+// - The loss-JSD scatter: a diverged loss left out and counted in the title, the convergence
+//   threshold drawn.
+// - The map: ticks at the cells' centres, each cell's value up to 16 words.
+// - replot: the figures of a result file, byte for byte the same script as the run's; each bad
+//   input refused with one line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/registry.hpp"
+#include "helpers.hpp"
+#include "host/plots.hpp"
+#include "table_helpers.hpp"
+
+namespace attn {
+namespace {
+
+using test::TempDir;
+
+// attention-sweep's figure `stem`'s script for t.
+std::string script(const std::string& stem, const Table& t) {
+  for (const Figure& f : find_experiment("attention-sweep")->figures)
+    if (f.stem == stem) return f.script(t);
+  ADD_FAILURE() << "no figure " << stem;
+  return "";
+}
+
+// The lines of datablock `name` ("$F0_0") in a script: each as its numbers (NaN for "NaN").
+std::vector<std::vector<double>> block(const std::string& s, const std::string& name) {
+  std::vector<std::vector<double>> rows;
+  const std::size_t at = s.find(name + " << EOD\n");
+  if (at == std::string::npos) return rows;
+  std::istringstream in(s.substr(at));
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line) && line != "EOD") {
+    std::istringstream words(line);
+    std::vector<double> row;
+    std::string w;
+    while (words >> w) row.push_back(w == "NaN" ? NAN : std::stod(w));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// A grid point as attention-sweep's table writes it.
+nlohmann::json point(const std::string& name, const std::string& d_k, double converged,
+                     double found, double jsd_converged, double jsd_finite) {
+  const auto interval = [](double v) {
+    return std::isfinite(v) ? nlohmann::json{v * 0.9, std::min(1.0, v * 1.1)}
+                            : nlohmann::json{nullptr, nullptr};
+  };
+  return {{"name", name},
+          {"d-k", d_k},
+          {"converged", converged},
+          {"converged_ci95", interval(converged)},
+          {"found", std::isfinite(found) ? nlohmann::json(found) : nlohmann::json(nullptr)},
+          {"found_ci95", interval(found)},
+          {"pair_jsd_converged_median",
+           std::isfinite(jsd_converged) ? nlohmann::json(jsd_converged) : nlohmann::json(nullptr)},
+          {"pair_jsd_converged_median_ci95", interval(jsd_converged)},
+          {"pair_jsd_finite_median", jsd_finite},
+          {"pair_jsd_finite_median_ci95", interval(jsd_finite)}};
+}
+
+Table grid_table(const nlohmann::json& points) {
+  Table t;
+  t.name = "attention-sweep";
+  t.extra["grid"] = points;
+  t.run = {{"task", "previous"}, {"words", 8},    {"d_model", 8},
+           {"d_k", 8},           {"steps", 1000}, {"converged_below", 1e-2}};
+  return t;
+}
+
+TEST(AttentionSweepFigures, CategoricalConfigurationsHaveTheirOwnPositionsAndLabels) {
+  // The lesson's headline: qk finds the known map with no seed below the loss threshold.
+  const Table t = grid_table({point("train=qk", "8", 0.0, 1.0, NAN, 5e-4),
+                              point("train=qkv", "8", 0.99, 0.0025, 0.17, 0.17)});
+  const std::string s = script("attention-sweep-grid", t);
+  ASSERT_FALSE(s.empty());
+  // One label per configuration, at its own position.
+  EXPECT_NE(s.find("set xtics (\"train=qk\" 0, \"train=qkv\" 1)"), std::string::npos) << s;
+  // converged ($F0_0) and found ($F1_0): one point per configuration, each near its position,
+  // the two series at one configuration apart.
+  const auto converged = block(s, "$F0_0"), found = block(s, "$F1_0");
+  ASSERT_EQ(converged.size(), 2u);
+  ASSERT_EQ(found.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(converged[i][0], i, 0.3);
+    EXPECT_NEAR(found[i][0], i, 0.3);
+    EXPECT_NE(converged[i][0], found[i][0]);
+  }
+  EXPECT_EQ(found[0][1], 1.0);  // qk found the map: drawn at 1
+  EXPECT_EQ(converged[0][1], 0.0);
+  // y, low, high: the intervals of the grid points.
+  EXPECT_DOUBLE_EQ(converged[1][2], 0.99 * 0.9);
+  EXPECT_DOUBLE_EQ(converged[1][3], std::min(1.0, 0.99 * 1.1));
+  EXPECT_NE(s.find("using 1:2:3:4 with yerrorbars"), std::string::npos);
+  // The JSD over converged seeds of qk is not defined: not drawn, marked at its place.
+  const auto jsd = block(s, "$J0_0");
+  ASSERT_EQ(jsd.size(), 2u);
+  EXPECT_TRUE(std::isnan(jsd[0][1]));
+  EXPECT_NE(s.find("set label 'n/a' at " + round_trip(jsd[0][0])), std::string::npos);
+  // The title names the configuration and the threshold.
+  EXPECT_NE(s.find("task previous"), std::string::npos);
+  EXPECT_NE(s.find("1000 steps"), std::string::npos);
+  EXPECT_NE(s.find("converged: loss < 0.01"), std::string::npos);
+}
+
+TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
+  const Table t = grid_table(
+      {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
+  const std::string s = script("attention-sweep-grid", t);
+  const auto found = block(s, "$F1_0");
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_TRUE(std::isnan(found[0][1]));  // gnuplot leaves NaN out
+  EXPECT_TRUE(std::isnan(found[0][2]) && std::isnan(found[0][3]));
+  EXPECT_NE(s.find("set label 'n/a' at " + round_trip(found[0][0])), std::string::npos) << s;
+}
+
+TEST(AttentionSweepFigures, DkGridDrawsEverySeriesWithOffsetsAndALogJsdAxis) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const char* dk : {"2", "4", "8"}) {
+    points.push_back(point(std::string("d_k=") + dk + " scale=sqrt", dk, 1.0, 1.0, 3e-4, 3e-4));
+    points.push_back(point(std::string("d_k=") + dk + " scale=none", dk, 0.5, 0.5, 0.3, 0.35));
+  }
+  Table t = grid_table(points);
+  t.run["configurations"] = {{{"name", "d_k=2"}, {"d-k", "2"}}, {{"name", "d_k=4"}, {"d-k", "4"}}};
+  const std::string s = script("attention-sweep-grid", t);
+  // Two groups (scale) x two quantities: four series per panel, at four distinct x per d_k.
+  std::vector<double> at_2;
+  for (const char* b : {"$F0_0", "$F0_1", "$F1_0", "$F1_1"}) {
+    const auto rows = block(s, b);
+    ASSERT_EQ(rows.size(), 3u) << b;
+    at_2.push_back(rows[0][0]);
+    EXPECT_NEAR(std::log2(rows[0][0]), 1.0, 0.3);
+  }
+  for (std::size_t i = 0; i < at_2.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(at_2[i], at_2[j]);
+  // In each plot command every solid series comes before every dashed one (drawn over it).
+  std::istringstream in(s);
+  std::string line;
+  int plots = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("plot ", 0) != 0) continue;
+    ++plots;
+    EXPECT_LT(line.rfind("dt 1"), line.find("dt 2")) << line;
+    EXPECT_NE(line.find("pt 6"), std::string::npos);  // open markers on the dashed series
+  }
+  EXPECT_EQ(plots, 2);
+  // JSD from 3e-4 to 0.35: a log axis; d_k's ticks at its values.
+  EXPECT_NE(s.find("set logscale y"), std::string::npos);
+  EXPECT_NE(s.find("set xtics (\"2\" 2, \"4\" 4, \"8\" 8)"), std::string::npos);
+  EXPECT_EQ(s.find("task previous, 8 words, d_model 8, d_k"), std::string::npos)
+      << "d_k varies: not in the title's configuration";
+}
+
+TEST(AttentionSweepFigures, ScatterLeavesOutDivergedLossesAndDrawsTheThreshold) {
+  Table t;
+  t.name = "attention-sweep";
+  std::vector<double> loss, jsd;
+  for (int i = 0; i < 200; ++i) {
+    loss.push_back(std::pow(10.0, -30.0 + 0.15 * i));  // 1e-30 .. 1e-0.15
+    jsd.push_back(0.2);
+  }
+  loss.push_back(1e30);  // a diverged seed
+  jsd.push_back(0.4);
+  loss.push_back(0.0);  // no place on a log axis
+  jsd.push_back(0.1);
+  t.extra["scatter"] = {{"loss", loss}, {"jsd", jsd}};
+  t.run = {{"task", "random"}, {"steps", 500}, {"converged_below", 1e-4}, {"seeds", "0:1000"}};
+  const std::string s = script("attention-sweep-loss-jsd", t);
+  const auto points = block(s, "$D");
+  EXPECT_EQ(points.size(), 200u);
+  for (const auto& p : points) EXPECT_LT(p[0], 1e3);
+  EXPECT_NE(s.find("1 with a loss above"), std::string::npos) << s;
+  EXPECT_NE(s.find("left out as diverged"), std::string::npos);
+  EXPECT_NE(s.find("1 with a loss of 0 not drawn"), std::string::npos);
+  const std::string at = round_trip(1e-4);
+  EXPECT_NE(s.find("set arrow 1 from " + at + ", graph 0 to " + at + ", graph 1"),
+            std::string::npos);
+  EXPECT_NE(s.find("the first 202 seeds"), std::string::npos);
+  // The x range ends within the finite losses, not at 1e30.
+  const std::size_t r = s.find("set xrange [");
+  ASSERT_NE(r, std::string::npos);
+  const double hi = std::stod(s.substr(s.find(':', r) + 1));
+  EXPECT_LT(hi, 1e3);
+}
+
+TEST(AttentionSweepFigures, MapTicksAtCellCentresWithValuesUpTo16Words) {
+  for (int n : {4, 17}) {
+    Table t;
+    t.name = "attention-sweep";
+    nlohmann::json rows = nlohmann::json::array();
+    for (int i = 0; i < n - 1; ++i) rows.push_back(std::vector<double>(n, 1.0 / n));
+    t.extra["first_loss_row"] = 1;
+    t.extra["mean_map"] = rows;
+    t.extra["std_map"] = rows;
+    const std::string s = script("attention-sweep-map", t);
+    EXPECT_NE(s.find("set xtics 0,1," + std::to_string(n - 1)), std::string::npos) << s;
+    EXPECT_NE(s.find("set ytics 1,1," + std::to_string(n - 1)), std::string::npos) << s;
+    EXPECT_NE(s.find("set xrange [-0.5:" + std::to_string(n - 1) + ".5]"), std::string::npos);
+    EXPECT_EQ(s.find("with labels") != std::string::npos, n <= 16) << n;
+  }
+}
+
+// ---- demo replot -------------------------------------------------------------------------------
+
+TEST(Replot, DrawsAStoredResultsFiguresAgain) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  TempDir dir;
+  const std::string run = dir.file("run"), again = dir.file("again");
+  std::filesystem::create_directories(again);
+  const auto r = test::run_demo(
+      "--table attention-sweep --task previous --words 4 --d-model 4 --d-k 4 --seeds 0:40 "
+      "--steps 50 -q --out " +
+      run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto p = test::run_demo("replot " + run + "/attention-sweep.json --out " + again + " -q");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(p.out.empty());
+  for (const char* f : {"attention-sweep-map", "attention-sweep-jsd", "attention-sweep-loss-jsd"}) {
+    // The SVGs hold the drawing as text: the same figure from the run and from its file.
+    EXPECT_EQ(test::read_file(again + "/" + f + ".svg"), test::read_file(run + "/" + f + ".svg"))
+        << f;
+    EXPECT_TRUE(std::filesystem::exists(again + "/" + f + ".png")) << f;
+  }
+  // Existing figures are replaced only with --force.
+  test::expect_refused("replot " + run + "/attention-sweep.json --out " + again, 1,
+                       {"replot:", "--force"});
+  EXPECT_EQ(test::run_demo("replot " + run + "/attention-sweep.json --out " + again + " -q --force")
+                .exit_code,
+            0);
+}
+
+TEST(Replot, RefusesBadInputWithOneLine) {
+  TempDir dir;
+  const std::string out = dir.file("out");
+  std::filesystem::create_directories(out);
+  test::expect_refused("replot " + dir.file("missing.json") + " --out " + out, 2,
+                       {"replot:", "missing.json", "no such file"});
+  test::expect_refused("replot " + dir.write("text.json", "not json {") + " --out " + out, 2,
+                       {"replot:", "not JSON"});
+  test::expect_refused("replot " + dir.write("list.json", "[1, 2]") + " --out " + out, 2,
+                       {"not a result file"});
+  test::expect_refused(
+      "replot " + dir.write("nameless.json", R"({"provenance": {}, "tables": [{"rows": []}]})") +
+          " --out " + out,
+      2, {"not a result file"});
+  test::expect_refused("replot " +
+                           dir.write("other.json",
+                                     R"({"provenance": {}, "tables": [{"name": "no-such-table",
+                                         "columns": [], "rows": []}]})") +
+                           " --out " + out,
+                       2, {"no-such-table", "is not one of demo's"});
+  // A table without figures (knob writes none).
+  TempDir knob;
+  ASSERT_EQ(test::run_demo("--table knob -q --out " + knob.path.string()).exit_code, 0);
+  test::expect_refused("replot " + knob.file("knob.json") + " --out " + out, 2,
+                       {"table knob has no figures"});
+  test::expect_refused("replot " + knob.file("knob.json"), 2, {"--out"});
+  const std::string empty_sweep = dir.write(
+      "sweep.json",
+      R"({"provenance": {}, "tables": [{"name": "attention-sweep", "columns": [], "rows": []}]})");
+  if (gnuplot_available())
+    test::expect_refused("replot " + empty_sweep + " --out " + dir.file("nowhere"), 1,
+                         {"no such folder"});
+  EXPECT_TRUE(std::filesystem::is_empty(out));
+}
+
+}  // namespace
+}  // namespace attn
