@@ -11,6 +11,7 @@
 #include "cpu_clones.hpp"
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
+#include "head.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -144,6 +145,37 @@ BENCHMARK_TEMPLATE(AttentionForwardCpu, float)
     ->Args({4096, 128})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The general head's CPU training alone (head::train_seeds_cpu, one thread): one full lane pack
+// of 8 seeds, n 8, d_model = d_k = d_v 16, B inputs (range 0) of normal X and Y, 20 steps of
+// SGD; flop/s counts head::flops_per_step per CPU-second (what bench/compare_head.py divides by).
+void HeadTrainCpu(benchmark::State& state) {
+  state.SetLabel(cpu_level_name(cpu_level()));
+  head::Model m;
+  m.n = 8;
+  m.d_model = m.d_k = m.d_v = 16;
+  m.r0 = 0;
+  m.inputs = static_cast<int>(state.range(0));
+  m.steps = 20;
+  m.lr = 0.01;
+  m.init_scale = 0.25;
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> normal;
+  std::vector<double> x(static_cast<std::size_t>(m.inputs) * m.n * m.d_model), y(x.size());
+  for (double& v : x) v = normal(rng);
+  for (double& v : y) v = normal(rng);
+  m.x = x.data();
+  m.y = y.data();
+  std::vector<std::uint64_t> seeds = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> out(seeds.size() * head::result_size(m));
+  for (auto _ : state) {
+    head::train_seeds_cpu(m, seeds.data(), 8, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["flop/s"] = benchmark::Counter(
+      8.0 * m.steps * head::flops_per_step(m) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(HeadTrainCpu)->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 
 }  // namespace
 }  // namespace attn

@@ -28,8 +28,8 @@ struct Free {
 };
 
 // Trains seeds[0 .. lanes) (lanes <= kPackLanes; a short group repeats its last seed) in the
-// workspace ws (layout(m).total packs) and writes their results; writes nothing when the
-// monitor asked to stop. The training is head_pack.hpp's, compiled for level L.
+// workspace ws (layout(m).total + pack::scratch_size(m) packs) and writes their results; writes
+// nothing when the monitor asked to stop. The training is head_pack.hpp's, compiled for level L.
 template <CpuLevel L>
 ATTN_INLINE void train_group_body(const Model& m, const std::uint64_t* seeds, int lanes, P* ws,
                                   double* out, const Monitor& monitor) {
@@ -134,7 +134,7 @@ ATTN_CPU_LEVELS_BY_LEVEL(void, evaluate_group,
 void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
                      const Monitor& monitor) {
   const std::int64_t groups = (count + kPackLanes - 1) / kPackLanes;
-  const std::int64_t total = layout(m).total;
+  const std::int64_t total = layout(m).total + pack::scratch_size(m);
   const std::int64_t size = result_size(m);
 #pragma omp parallel if (groups > 1)
   {

@@ -23,6 +23,7 @@
 // stays on head.hpp's loops (the lesson's sizes, where the forward passes are short).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -247,24 +248,48 @@ ATTN_INLINE P greater(P s, P top) {
     return pick_gt(s, top, s, top);
 }
 
+// Packs a lane group's training needs after its workspace (layout(m).total packs): the chains
+// of the gradients Σ_b X_bᵀ dZ_b (and Σ_b O_bᵀ dF_b), one matrix of each trained matrix's shape,
+// laid out as the workspace's gradient array (gradient_at).
+inline std::int64_t scratch_size(const Model& m) { return trained_weights(m); }
+
 // The matrix steps of head.hpp on one workspace of packs, with the layout and constants of one
-// model; each is named after the step of head.hpp it computes, and runs over the inputs in
-// order. A head's columns are a view into Q, K, V and O (its offset, the whole row's stride); a
+// model, one input (or a run of inputs) at a time; each is named after the step of head.hpp it
+// computes. A head's columns are a view into Q, K, V and O (its offset, the whole row's stride); a
 // masked weight's score is computed by the product and then replaced by 0, as head.hpp leaves it.
+//
+// Where the work goes: with many inputs the arrays of a seed's forward pass (Q, K, V, P, O, F:
+// B n rows each) are far larger than the work a step does on one input's rows. So a step runs
+// as passes over the inputs, a few at a time (`chunk` inputs): each pass recomputes, for those
+// inputs, what the last update changed (head.hpp's refresh) and then takes their part of the
+// next gradient (backward_outputs, backward_scores, dQ, dK or dV), adding it to that gradient's
+// chains (Σ_b X_bᵀ dZ_b continued from the inputs before, in the stacked rows' order: the same
+// chain as head.hpp's, whatever the chunk). An input's forward arrays are read and written once
+// a pass, and the backward arrays (dF, dO, dS, dQ, dK, dV) live in the first `chunk` inputs'
+// places of theirs, so they stay in the first-level cache. A gradient is applied once its chain
+// has run over every input, as head.hpp applies it; the refresh that follows runs in the next
+// pass (the next matrix's gradient, or the next step's first one).
 template <CpuLevel L>
 struct Steps {
   const Model& m;
   Layout l;
   P* w;
+  P* g;  // the gradients' chains: scratch_size(m) packs, matrix `which` at gradient_at(which)
   const RowTest& rows;
   Finish by_scale;  // multiplying by c: store (c = 1), times (c exact) or over (√(d_k/H))
   double factor;    // the factor for by_scale
   int dk, dv;       // a head's widths: d_k / H, d_v / H
   std::int64_t nn;  // n²: a head's map
   bool fast_exp;    // exp_t's choice, made once
+  int chunk;        // inputs a pass takes at once
+
+  // What a pass recomputes before the gradient (`pending`) and which gradient it takes
+  // (`grad`): a matrix 0 .. 3 (W_Q, W_K, W_V, W_O), kNone, or kAll (the whole forward pass;
+  // every gradient).
+  static constexpr int kNone = -1, kAll = 4;
 
   Steps(const Model& model, P* workspace, const RowTest& row_test)
-      : m(model), l(layout(model)), w(workspace), rows(row_test) {
+      : m(model), l(layout(model)), w(workspace), g(workspace + l.total), rows(row_test) {
     dk = model.key_width();
     dv = model.value_width();
     nn = static_cast<std::int64_t>(model.n) * model.n;
@@ -281,6 +306,8 @@ struct Steps {
       if (by_scale == Finish::times) factor = 1.0 / factor;
     }
     fast_exp = exp_t_takes_exp_pack();
+    // About 32 stacked rows a pass's products (the Xᵀ chains' inner length), at most B inputs.
+    chunk = std::max(1, std::min(model.inputs, 32 / std::max(1, model.n)));
   }
 
   ATTN_INLINE P exp(P x) const {
@@ -308,17 +335,27 @@ struct Steps {
   // Input b's first stacked row.
   ATTN_INLINE std::int64_t row0(int b) const { return static_cast<std::int64_t>(b) * m.n; }
 
-  // SGD folds the step into the product (W ← W − lr acc); Adam stores the gradient at `go`.
-  ATTN_INLINE bool adam() const { return m.optimizer == Optimizer::adam; }
-
-  // project: out = X W on rows [r_begin, n) of every input; W at wo (d_model, cols), out at oo
-  // (inputs n, cols). From row 0 the inputs' rows are one block of stacked rows.
-  ATTN_INLINE void project(std::int64_t wo, std::int64_t oo, int cols, int r_begin) const {
-    const int parts = r_begin == 0 ? 1 : m.inputs;
-    const int last = r_begin == 0 ? m.inputs * m.n : m.n;
-    for (int b = 0; b < parts; ++b)
+  // project: out = X W on rows [r_begin, n) of inputs [b0, b1); W at wo (d_model, cols), out at
+  // oo (inputs n, cols). From row 0 the inputs' rows are one block of stacked rows.
+  ATTN_INLINE void project(int b0, int b1, std::int64_t wo, std::int64_t oo, int cols,
+                           int r_begin) const {
+    if (r_begin == 0) {
+      product<L>(Product<double>{static_cast<int>(row0(b0)),
+                                 static_cast<int>(row0(b1)),
+                                 cols,
+                                 m.d_model,
+                                 {m.x, m.d_model, 1},
+                                 {w + wo, cols, 1},
+                                 w + oo,
+                                 cols,
+                                 Finish::store,
+                                 0,
+                                 &rows});
+      return;
+    }
+    for (int b = b0; b < b1; ++b)
       product<L>(Product<double>{r_begin,
-                                 last,
+                                 m.n,
                                  cols,
                                  m.d_model,
                                  {m.x + row0(b) * m.d_model, m.d_model, 1},
@@ -330,320 +367,298 @@ struct Steps {
                                  &rows});
   }
 
-  // scores_softmax.
-  ATTN_INLINE void scores_softmax() const {
+  // scores_softmax of input b.
+  ATTN_INLINE void scores_softmax(int b) const {
     const int n = m.n;
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h) {
-        P* p = map(l.p, b, h);
-        product<L>(Product<P>{m.r0,
-                              n,
-                              n,
-                              dk,
-                              {at(l.q, row0(b), m.d_k) + h * dk, m.d_k, 1},
-                              {at(l.k, row0(b), m.d_k) + h * dk, 1, m.d_k},
-                              p,
-                              n,
-                              by_scale,
-                              factor,
-                              &rows});
-        for (int i = m.r0; i < n; ++i) {
-          if (rows()) return;
-          P* row = p + static_cast<std::int64_t>(i) * n;
-          const int last = m.last_key(i);
-          P top = row[0];
-          for (int j = 1; j <= last; ++j) top = greater<L>(row[j], top);
-          P sum = splat<P>(0.0);
-          for (int j = 0; j <= last; ++j) {
-            const P e = exp(row[j] - top);
-            row[j] = e;
-            sum = sum + e;
-          }
-          for (int j = 0; j <= last; ++j) row[j] = row[j] / sum;
-          for (int j = last + 1; j < n; ++j) row[j] = splat<P>(0.0);
+    for (int h = 0; h < m.heads; ++h) {
+      P* p = map(l.p, b, h);
+      product<L>(Product<P>{m.r0,
+                            n,
+                            n,
+                            dk,
+                            {at(l.q, row0(b), m.d_k) + h * dk, m.d_k, 1},
+                            {at(l.k, row0(b), m.d_k) + h * dk, 1, m.d_k},
+                            p,
+                            n,
+                            by_scale,
+                            factor,
+                            &rows});
+      for (int i = m.r0; i < n; ++i) {
+        if (rows()) return;
+        P* row = p + static_cast<std::int64_t>(i) * n;
+        const int last = m.last_key(i);
+        P top = row[0];
+        for (int j = 1; j <= last; ++j) top = greater<L>(row[j], top);
+        P sum = splat<P>(0.0);
+        for (int j = 0; j <= last; ++j) {
+          const P e = exp(row[j] - top);
+          row[j] = e;
+          sum = sum + e;
         }
+        for (int j = 0; j <= last; ++j) row[j] = row[j] / sum;
+        for (int j = last + 1; j < n; ++j) row[j] = splat<P>(0.0);
       }
+    }
   }
 
-  // outputs: O = concat_h(P_h V_h) on the rows of R, then F = O W_O (qkvo).
-  ATTN_INLINE void outputs() const {
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h)
-        product<L>(Product<P>{m.r0,
-                              m.n,
-                              dv,
-                              m.n,
-                              {map(l.p, b, h), m.n, 1},
-                              {at(l.v, row0(b), m.d_v) + h * dv, m.d_v, 1},
-                              at(l.o, row0(b), m.d_v) + h * dv,
-                              m.d_v,
-                              Finish::store,
-                              0,
-                              &rows});
-    if (m.train_output) final_outputs();
-  }
-
-  ATTN_INLINE void final_outputs() const {
-    for (int b = 0; b < m.inputs; ++b)
+  // outputs of input b into the rows of input o of O and F (o = b, or a place in the first
+  // `chunk` inputs': see pass): O = concat_h(P_h V_h) on the rows of R, then F = O W_O (qkvo).
+  ATTN_INLINE void outputs(int b, int o) const {
+    for (int h = 0; h < m.heads; ++h)
       product<L>(Product<P>{m.r0,
                             m.n,
-                            m.d_model,
+                            dv,
+                            m.n,
+                            {map(l.p, b, h), m.n, 1},
+                            {at(l.v, row0(b), m.d_v) + h * dv, m.d_v, 1},
+                            at(l.o, row0(o), m.d_v) + h * dv,
                             m.d_v,
-                            {at(l.o, row0(b), m.d_v), m.d_v, 1},
-                            {w + l.wo, m.d_model, 1},
-                            at(l.f, row0(b), m.d_model),
+                            Finish::store,
+                            0,
+                            &rows});
+    if (m.train_output) final_outputs(o);
+  }
+
+  // F = O W_O on the rows of input o.
+  ATTN_INLINE void final_outputs(int o) const {
+    product<L>(Product<P>{m.r0,
+                          m.n,
+                          m.d_model,
+                          m.d_v,
+                          {at(l.o, row0(o), m.d_v), m.d_v, 1},
+                          {w + l.wo, m.d_model, 1},
+                          at(l.f, row0(o), m.d_model),
+                          m.d_model,
+                          Finish::store,
+                          0,
+                          &rows});
+  }
+
+  // backward_outputs of input b (its F in the rows of input o) into place s of the backward
+  // arrays: dF = (2/B) (F − Y), then dO = dF W_Oᵀ (qkvo).
+  ATTN_INLINE void backward_outputs(int b, int o, int s) const {
+    const int d = m.d_out();
+    const double two = output_gradient_factor(m);
+    P* d_f = at(l.d_f, row0(s), d);
+    const P* f = at(l.f, row0(o), d);
+    const double* y = m.y + row0(b) * d;
+    for (std::int64_t e = static_cast<std::int64_t>(m.r0) * d;
+         e < static_cast<std::int64_t>(m.n) * d; ++e)
+      d_f[e] = two * (f[e] - y[e]);
+    if (m.train_output)
+      product<L>(Product<P>{m.r0,
+                            m.n,
+                            m.d_v,
                             m.d_model,
+                            {d_f, m.d_model, 1},
+                            {w + l.wo, 1, m.d_model},
+                            at(l.d_o, row0(s), m.d_v),
+                            m.d_v,
                             Finish::store,
                             0,
                             &rows});
   }
 
-  // backward_outputs: dF = (2/B) (F − Y), then dO = dF W_Oᵀ (qkvo).
-  ATTN_INLINE void backward_outputs() const {
-    const int d = m.d_out();
-    const double two = output_gradient_factor(m);
-    for (int b = 0; b < m.inputs; ++b) {
-      P* d_f = at(l.d_f, row0(b), d);
-      const P* f = at(l.f, row0(b), d);
-      const double* y = m.y + row0(b) * d;
-      for (std::int64_t e = static_cast<std::int64_t>(m.r0) * d;
-           e < static_cast<std::int64_t>(m.n) * d; ++e)
-        d_f[e] = two * (f[e] - y[e]);
-      if (m.train_output)
-        product<L>(Product<P>{m.r0,
-                              m.n,
-                              m.d_v,
-                              m.d_model,
-                              {d_f, m.d_model, 1},
-                              {w + l.wo, 1, m.d_model},
-                              at(l.d_o, row0(b), m.d_v),
-                              m.d_v,
-                              Finish::store,
-                              0,
-                              &rows});
+  // backward_scores of input b (place s): per head dP_h = dO_h V_hᵀ, then dS_h in place of dP_h.
+  ATTN_INLINE void backward_scores(int b, int s) const {
+    const int n = m.n;
+    for (int h = 0; h < m.heads; ++h) {
+      P* d_p = map(l.d_p, s, h);
+      product<L>(Product<P>{m.r0,
+                            n,
+                            n,
+                            dv,
+                            {at(l.d_o, row0(s), m.d_v) + h * dv, m.d_v, 1},
+                            {at(l.v, row0(b), m.d_v) + h * dv, 1, m.d_v},
+                            d_p,
+                            n,
+                            Finish::store,
+                            0,
+                            &rows});
+      const P* p = map(l.p, b, h);
+      for (int i = m.r0; i < n; ++i) {
+        if (rows()) return;
+        P* ds = d_p + static_cast<std::int64_t>(i) * n;
+        const P* pi = p + static_cast<std::int64_t>(i) * n;
+        const int last = m.last_key(i);
+        P dot = splat<P>(0.0);
+        for (int j = 0; j <= last; ++j) dot = fma<L>(ds[j], pi[j], dot);
+        for (int j = 0; j <= last; ++j) ds[j] = pi[j] * (ds[j] - dot);
+        for (int j = last + 1; j < n; ++j) ds[j] = splat<P>(0.0);
+      }
     }
   }
 
-  // backward_scores: per input and head dP_h = dO_h V_hᵀ, then dS_h in place of dP_h.
-  ATTN_INLINE void backward_scores() const {
-    const int n = m.n;
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h) {
-        P* d_p = map(l.d_p, b, h);
-        product<L>(Product<P>{m.r0,
-                              n,
-                              n,
-                              dv,
-                              {at(l.d_o, row0(b), m.d_v) + h * dv, m.d_v, 1},
-                              {at(l.v, row0(b), m.d_v) + h * dv, 1, m.d_v},
-                              d_p,
-                              n,
-                              Finish::store,
-                              0,
-                              &rows});
-        const P* p = map(l.p, b, h);
-        for (int i = m.r0; i < n; ++i) {
-          if (rows()) return;
-          P* ds = d_p + static_cast<std::int64_t>(i) * n;
-          const P* pi = p + static_cast<std::int64_t>(i) * n;
-          const int last = m.last_key(i);
-          P dot = splat<P>(0.0);
-          for (int j = 0; j <= last; ++j) dot = fma<L>(ds[j], pi[j], dot);
-          for (int j = 0; j <= last; ++j) ds[j] = pi[j] * (ds[j] - dot);
-          for (int j = last + 1; j < n; ++j) ds[j] = splat<P>(0.0);
-        }
-      }
+  // grad_queries of input b (place s): dQ_h = dS_h K_h c.
+  ATTN_INLINE void grad_queries(int b, int s) const {
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{m.r0,
+                            m.n,
+                            dk,
+                            m.n,
+                            {map(l.d_p, s, h), m.n, 1},
+                            {at(l.k, row0(b), m.d_k) + h * dk, m.d_k, 1},
+                            at(l.dq, row0(s), m.d_k) + h * dk,
+                            m.d_k,
+                            by_scale,
+                            factor,
+                            &rows});
   }
 
-  // grad_queries: dQ_h = dS_h K_h c.
-  ATTN_INLINE void grad_queries() const {
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h)
-        product<L>(Product<P>{m.r0,
-                              m.n,
-                              dk,
-                              m.n,
-                              {map(l.d_p, b, h), m.n, 1},
-                              {at(l.k, row0(b), m.d_k) + h * dk, m.d_k, 1},
-                              at(l.dq, row0(b), m.d_k) + h * dk,
-                              m.d_k,
-                              by_scale,
-                              factor,
-                              &rows});
+  // grad_keys of input b (place s): dK_h = dS_hᵀ Q_h c; the sums run over the rows of R.
+  ATTN_INLINE void grad_keys(int b, int s) const {
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{0,
+                            m.n,
+                            dk,
+                            m.n - m.r0,
+                            {map(l.d_p, s, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
+                            {at(l.q, row0(b) + m.r0, m.d_k) + h * dk, m.d_k, 1},
+                            at(l.dk, row0(s), m.d_k) + h * dk,
+                            m.d_k,
+                            by_scale,
+                            factor,
+                            &rows});
   }
 
-  // grad_keys: dK_h = dS_hᵀ Q_h c; the sums run over the rows of R.
-  ATTN_INLINE void grad_keys() const {
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h)
-        product<L>(Product<P>{0,
-                              m.n,
-                              dk,
-                              m.n - m.r0,
-                              {map(l.d_p, b, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
-                              {at(l.q, row0(b) + m.r0, m.d_k) + h * dk, m.d_k, 1},
-                              at(l.dk, row0(b), m.d_k) + h * dk,
-                              m.d_k,
-                              by_scale,
-                              factor,
-                              &rows});
+  // grad_values of input b (place s): dV_h = P_hᵀ dO_h; the sums run over the rows of R.
+  ATTN_INLINE void grad_values(int b, int s) const {
+    for (int h = 0; h < m.heads; ++h)
+      product<L>(Product<P>{0,
+                            m.n,
+                            dv,
+                            m.n - m.r0,
+                            {map(l.p, b, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
+                            {at(l.d_o, row0(s) + m.r0, m.d_v) + h * dv, m.d_v, 1},
+                            at(l.dv, row0(s), m.d_v) + h * dv,
+                            m.d_v,
+                            Finish::store,
+                            0,
+                            &rows});
   }
 
-  // grad_values: dV_h = P_hᵀ dO_h; the sums run over the rows of R.
-  ATTN_INLINE void grad_values() const {
-    for (int b = 0; b < m.inputs; ++b)
-      for (int h = 0; h < m.heads; ++h)
-        product<L>(Product<P>{0,
-                              m.n,
-                              dv,
-                              m.n - m.r0,
-                              {map(l.p, b, h) + static_cast<std::int64_t>(m.r0) * m.n, 1, m.n},
-                              {at(l.d_o, row0(b) + m.r0, m.d_v) + h * dv, m.d_v, 1},
-                              at(l.dv, row0(b), m.d_v) + h * dv,
-                              m.d_v,
-                              Finish::store,
-                              0,
-                              &rows});
-  }
-
-  // An Xᵀ or Oᵀ product Σ_b A_bᵀ Z_b over the rows [r_begin, n) of every input (A at a_at with
-  // rows a_width wide, double for X, packs for O; Z at z_at, `cols` wide), into the `rows_out` ×
-  // cols matrix at `out` with the finish `finish`. From row 0 the stacked rows are one chain's
-  // inner index; else one product per input, the chain carried through `partial` (rows_out ×
-  // cols packs: the matrix's own gradient array).
+  // The chain of matrix `which`'s gradient continued over inputs [b0, b1) (their backward
+  // arrays in places 0 .. b1 − b0): Σ_b A_bᵀ Z_b over the rows [r_begin, n) of each input, A =
+  // X and Z = dQ, dK or dV (W_Q, W_K, W_V), or A = O and Z = dF (W_O). From input 0 the chain
+  // starts at 0. From row 0 the inputs' rows are one run of the chain's inner index.
+  // a0: the input whose rows of A hold input b0's (b0, or 0 for O in the backward arrays'
+  // places), the next inputs' following.
   template <class EA>
-  ATTN_INLINE void stacked(const EA* a_at, int a_width, std::int64_t z_at, int cols, int rows_out,
-                           int r_begin, P* out, Finish finish, P* partial) const {
-    if (r_begin == 0 || m.inputs == 1) {
+  ATTN_INLINE void chain(const EA* a, int a_width, int a0, std::int64_t z, int cols, int rows_out,
+                         int r_begin, P* out, int b0, int b1) const {
+    if (r_begin == 0) {
       product<L>(Product<EA>{0,
                              rows_out,
                              cols,
-                             (m.inputs - 1) * m.n + m.n - r_begin,
-                             {a_at + static_cast<std::int64_t>(r_begin) * a_width, 1, a_width},
-                             {at(z_at, r_begin, cols), cols, 1},
+                             (b1 - b0) * m.n,
+                             {a + row0(a0) * a_width, 1, a_width},
+                             {at(z, 0, cols), cols, 1},
                              out,
                              cols,
-                             finish,
-                             m.lr,
-                             &rows});
+                             Finish::store,
+                             0,
+                             &rows,
+                             b0 == 0 ? nullptr : out});
       return;
     }
-    for (int b = 0; b < m.inputs; ++b) {
-      const bool last = b + 1 == m.inputs;
-      const std::int64_t first = row0(b) + r_begin;
+    for (int b = b0; b < b1; ++b)
       product<L>(Product<EA>{0,
                              rows_out,
                              cols,
                              m.n - r_begin,
-                             {a_at + first * a_width, 1, a_width},
-                             {at(z_at, first, cols), cols, 1},
-                             last ? out : partial,
+                             {a + (row0(a0 + b - b0) + r_begin) * a_width, 1, a_width},
+                             {at(z, row0(b - b0) + r_begin, cols), cols, 1},
+                             out,
                              cols,
-                             last ? finish : Finish::store,
-                             m.lr,
+                             Finish::store,
+                             0,
                              &rows,
-                             b == 0 ? nullptr : partial});
+                             b == 0 ? nullptr : out});
+  }
+  // o0: the input whose rows of O hold input b0's.
+  ATTN_INLINE void chain_of(int which, int b0, int b1, int o0) const {
+    P* out = g + gradient_at(m, which);
+    if (which == 0) chain(m.x, m.d_model, b0, l.dq, m.d_k, m.d_model, m.r0, out, b0, b1);
+    if (which == 1) chain(m.x, m.d_model, b0, l.dk, m.d_k, m.d_model, 0, out, b0, b1);
+    if (which == 2) chain(m.x, m.d_model, b0, l.dv, m.d_v, m.d_model, 0, out, b0, b1);
+    if (which == 3)
+      chain(static_cast<const P*>(w + l.o), m.d_v, o0, l.d_f, m.d_model, m.d_v, m.r0, out, b0, b1);
+  }
+
+  // One pass over the inputs: for each, the forward pass after an update of matrix `pending`
+  // (head.hpp's refresh; kAll: the whole forward pass; kNone: nothing), then its part of the
+  // gradient of matrix `grad` (kAll: of every trained matrix; kNone: none) added to the chains.
+  // O and F are read in the pass that computes them, but for the first pass (pending kNone,
+  // from the forward pass at the start) and the last (grad kNone, the final forward pass that
+  // the result reads): those keep every input's rows, the others use the first `chunk` inputs'
+  // rows as places, as the backward arrays do.
+  ATTN_INLINE void pass(int pending, int grad) const {
+    const int trained = m.trained();
+    const bool keep = pending == kNone || grad == kNone;
+    for (int b0 = 0; b0 < m.inputs; b0 += chunk) {
+      const int b1 = std::min(m.inputs, b0 + chunk), o0 = keep ? b0 : 0;
+      if (pending == 0 || pending == kAll) project(b0, b1, l.wq, l.q, m.d_k, m.r0);
+      if (pending == 1 || pending == kAll) project(b0, b1, l.wk, l.k, m.d_k, 0);
+      if (pending == 2 || pending == kAll) project(b0, b1, l.wv, l.v, m.d_v, 0);
+      for (int b = b0; b < b1; ++b) {
+        const int s = b - b0, o = o0 + s;
+        // After W_O's update O is unchanged, but not kept: it is computed again (the same
+        // bits), then F.
+        if (pending != kNone) {
+          if (pending < 2 || pending == kAll) scores_softmax(b);
+          outputs(b, o);
+        }
+        if (grad == kNone) continue;
+        backward_outputs(b, o, s);
+        if (grad < 2 || grad == kAll) backward_scores(b, s);
+        if (grad == 0 || grad == kAll) grad_queries(b, s);
+        if (grad == 1 || grad == kAll) grad_keys(b, s);
+        if (grad == 2 || (grad == kAll && trained > 2)) grad_values(b, s);
+      }
+      if (grad == kAll)
+        for (int which = 0; which < trained; ++which) chain_of(which, b0, b1, o0);
+      else if (grad != kNone)
+        chain_of(grad, b0, b1, o0);
     }
   }
 
-  // descend: the gradient Σ_b X_bᵀ dZ_b over rows [r_begin, n) of W at wo (d_model, cols), dZ
-  // at dz: W ← W − lr G (SGD) or G to the gradient array at go (Adam).
-  ATTN_INLINE void descend(std::int64_t wo, std::int64_t dz, int cols, int r_begin,
-                           std::int64_t go) const {
-    stacked(m.x, m.d_model, dz, cols, m.d_model, r_begin, adam() ? w + go : w + wo,
-            adam() ? Finish::store : Finish::descend, w + go);
-  }
-
-  // descend_output: dW_O = Σ_b O_bᵀ dF_b over the rows of R, taken as descend takes its
-  // gradient.
-  ATTN_INLINE void descend_output(std::int64_t go) const {
-    stacked(static_cast<const P*>(w + l.o), m.d_v, l.d_f, m.d_model, m.d_v, m.r0,
-            adam() ? w + go : w + l.wo, adam() ? Finish::store : Finish::descend, w + go);
-  }
-
-  ATTN_INLINE void forward() const {
-    project(l.wq, l.q, m.d_k, m.r0);
-    project(l.wk, l.k, m.d_k, 0);
-    project(l.wv, l.v, m.d_v, 0);
-    scores_softmax();
-    outputs();
-  }
-
-  ATTN_INLINE std::int64_t gradient(int which) const { return l.g + gradient_at(m, which); }
-
-  // descend_of: the gradient of matrix `which`, taken.
-  ATTN_INLINE void descend_of(int which) const {
-    if (which == 0) {
-      grad_queries();
-      descend(l.wq, l.dq, m.d_k, m.r0, gradient(0));
-    }
-    if (which == 1) {
-      grad_keys();
-      descend(l.wk, l.dk, m.d_k, 0, gradient(1));
-    }
-    if (which == 2) {
-      grad_values();
-      descend(l.wv, l.dv, m.d_v, 0, gradient(2));
-    }
-    if (which == 3) descend_output(gradient(3));
-  }
-
-  // refresh: what follows an update of matrix `which`.
-  ATTN_INLINE void refresh(int which) const {
-    if (which == 0) project(l.wq, l.q, m.d_k, m.r0);
-    if (which == 1) project(l.wk, l.k, m.d_k, 0);
-    if (which == 2) project(l.wv, l.v, m.d_v, 0);
-    if (which < 2) scores_softmax();
-    if (which < 3)
-      outputs();
-    else
-      final_outputs();
-  }
-
-  ATTN_INLINE void apply_adam(int which) const {
-    head::apply_gradient<P>(m, l, w, which, gradient(which));
+  // The gradient of matrix `which`, its chain complete, applied (SGD or Adam, head.hpp's).
+  ATTN_INLINE void apply(int which) const {
+    head::apply_gradient<P>(m, l, w, which, l.total + gradient_at(m, which));
   }
 };
 
-// head.hpp's train(m, w, stop, rows) for a workspace of packs at level L: the same steps in the
-// same order (see there), the analytic gradient on the blocked products above, the numeric
-// gradient on head.hpp's own loops.
+// head.hpp's train(m, w, stop, rows) for a workspace of packs at level L (layout(m).total
+// packs, then scratch_size(m)): the same arithmetic (see there), the analytic gradient in passes
+// over the inputs on the blocked products above, the numeric gradient on head.hpp's own loops.
 template <CpuLevel L, class Stop>
 ATTN_INLINE void train(const Model& m, P* w, Stop& stop, const RowTest& rows) {
   if (m.grad == Grad::numeric) {
     head::train<P>(m, w, stop, rows);
     return;
   }
-  const Steps<L> s(m, w, rows);
+  using S = Steps<L>;
+  const S s(m, w, rows);
   const int trained = m.trained();
-  s.forward();
+  s.pass(S::kAll, S::kNone);
   start_state<P>(m, s.l, w);
+  int pending = S::kNone;  // the matrix updated last, its forward pass not yet recomputed
   for (int step = 0; step < m.steps; ++step) {
     if (stop()) return;
     advance_powers<P>(m, s.l, w);
     if (m.schedule == Schedule::sequential) {
       for (int which = 0; which < trained; ++which) {
-        s.backward_outputs();
-        if (which < 2) s.backward_scores();
-        s.descend_of(which);
-        if (s.adam()) s.apply_adam(which);
-        s.refresh(which);
+        s.pass(pending, which);
+        s.apply(which);
+        pending = which;
       }
     } else {
-      s.backward_outputs();
-      s.backward_scores();
-      s.grad_queries();
-      s.grad_keys();
-      if (trained > 2) s.grad_values();
-      if (trained > 3) s.descend_output(s.gradient(3));
-      s.descend(s.l.wq, s.l.dq, m.d_k, m.r0, s.gradient(0));
-      s.descend(s.l.wk, s.l.dk, m.d_k, 0, s.gradient(1));
-      if (trained > 2) s.descend(s.l.wv, s.l.dv, m.d_v, 0, s.gradient(2));
-      if (s.adam())
-        for (int which = 0; which < trained; ++which) s.apply_adam(which);
-      s.forward();
+      s.pass(pending, S::kAll);
+      for (int which = 0; which < trained; ++which) s.apply(which);
+      pending = S::kAll;
     }
   }
+  if (pending != S::kNone) s.pass(pending, S::kNone);
 }
 
 }  // namespace attn::head::pack

@@ -5,8 +5,14 @@ Two ways to start, both float64, lr 0.01, loss over all n rows:
 - "demo" (default): what `demo --table attention-sweep --task random --task-seed T` trains:
   X, Y = default_rng(T).normal(size=(n, d)) twice; seed s: default_rng(s), W_Q, W_K, W_V as
   three successive normal((d, d)) draws, times 0.25 (seeds 0 .. SEEDS-1).
+  With --task teacher --inputs B, what `demo ... --task teacher --inputs B` trains (spec
+  "Version 3"): default_rng(T) draws the teacher's W_Q*, W_K*, W_V* (normal((d, d)) each, times
+  1/sqrt(d)), then B inputs X_b = normal((n, d)), Y_b the teacher's output on X_b; the loss is
+  the mean over the inputs. The seeds' start as above (init scale 0.25 = 1/sqrt(16), the
+  teacher's).
 - "anchor": what bench/anchors/numpy_head.py trains: one default_rng(1) draws X, Y, then W_Q,
   W_K, W_V as (SEEDS, d, d) blocks, times 0.25 (used to check a peer against that anchor).
+X and Y are (B, n, d): B inputs stacked (B = 1 for the random task).
 """
 import argparse
 import os
@@ -27,23 +33,40 @@ def args(doc, variants):
     ap.add_argument("--variant", choices=variants, default=variants[0])
     ap.add_argument("--init", choices=["demo", "anchor"], default="demo")
     ap.add_argument("--task-seed", type=int, default=1)
+    ap.add_argument("--task", choices=["random", "teacher"], default="random")
+    ap.add_argument("--inputs", type=int, default=1, help="B (--task teacher)")
     ap.add_argument("--print-losses", type=int, default=0, metavar="K",
                     help="print the final loss of the first K seeds (repr, float64)")
     return ap.parse_args()
 
 
+def softmax(S):
+    S = S - S.max(-1, keepdims=True)
+    P = np.exp(S)
+    return P / P.sum(-1, keepdims=True)
+
+
 def start(a):
-    """X (n, d), Y (n, d), W_Q, W_K, W_V (seeds, d, d), all float64 numpy arrays."""
+    """X (B, n, d), Y (B, n, d), W_Q, W_K, W_V (seeds, d, d), all float64 numpy arrays."""
     n, d, seeds = a.n, a.d, a.seeds
+    if a.task == "random" and a.inputs != 1:
+        raise SystemExit("--inputs B > 1 needs --task teacher")
     if a.init == "anchor":
+        if a.task != "random":
+            raise SystemExit("--init anchor is the random task's")
         g = np.random.default_rng(1)
         X = g.normal(size=(n, d))
         Y = g.normal(size=(n, d))
         W = [INIT_SCALE * g.normal(size=(seeds, d, d)) for _ in range(3)]
-        return X, Y, W
+        return X[None], Y[None], W
     g = np.random.default_rng(a.task_seed)
-    X = g.normal(size=(n, d))
-    Y = g.normal(size=(n, d))
+    if a.task == "teacher":
+        Wt = [g.normal(size=(d, d)) * (1 / np.sqrt(d)) for _ in range(3)]
+        X = np.stack([g.normal(size=(n, d)) for _ in range(a.inputs)])
+        Y = softmax((X @ Wt[0]) @ (X @ Wt[1]).transpose(0, 2, 1) / np.sqrt(d)) @ (X @ Wt[2])
+    else:
+        X = g.normal(size=(n, d))[None]
+        Y = g.normal(size=(n, d))[None]
     W = [np.empty((seeds, d, d)) for _ in range(3)]
     for s in range(seeds):
         gs = np.random.default_rng(s)
@@ -53,14 +76,15 @@ def start(a):
 
 
 def losses(X, Y, Wq, Wk, Wv):
-    """Final loss of every seed, computed in numpy from the trained weights."""
-    c = 1 / np.sqrt(X.shape[1])
-    Q, K, V = X @ Wq, X @ Wk, X @ Wv
-    S = Q @ K.transpose(0, 2, 1) * c
-    S -= S.max(-1, keepdims=True)
-    P = np.exp(S)
-    P /= P.sum(-1, keepdims=True)
-    return (((P @ V) - Y) ** 2).sum((1, 2))
+    """Final loss of every seed (the mean over the inputs), in numpy from the trained weights;
+    X, Y (B, n, d)."""
+    c = 1 / np.sqrt(X.shape[2])
+    L = np.zeros(Wq.shape[0])
+    for Xb, Yb in zip(X, Y):
+        Q, K, V = Xb @ Wq, Xb @ Wk, Xb @ Wv
+        P = softmax(Q @ K.transpose(0, 2, 1) * c)
+        L += (((P @ V) - Yb) ** 2).sum((1, 2))
+    return L / X.shape[0]
 
 
 class Clock:
@@ -83,7 +107,7 @@ class Clock:
 
 def report(name, a, compile_cpu, compile_wall, run_cpu, run_wall, W, X, Y, extra=""):
     ss = a.seeds * a.steps
-    print(f"{name} head n {a.n} d {a.d} seeds {a.seeds} steps {a.steps} variant {a.variant} "
+    print(f"{name} head n {a.n} d {a.d} task {a.task} inputs {a.inputs} seeds {a.seeds} steps {a.steps} variant {a.variant} "
           f"threads {os.environ.get('OMP_NUM_THREADS', '?')} "
           f"seed_steps_per_s {ss / run_wall:.4e} seed_steps_per_cpu_s {ss / run_cpu:.4e} "
           f"run_cpu_s {run_cpu:.3f} run_wall_s {run_wall:.3f} "

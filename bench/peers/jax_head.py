@@ -1,5 +1,6 @@
 """Peer of `demo --table attention-sweep` in JAX on the CPU, float64 (jax_enable_x64): one head
-(n words, d = d_model = d_k = d_v), random task, lr 0.01, the sequential schedule (W_Q's
+(n words, d = d_model = d_k = d_v), random task (or --task teacher --inputs B: B inputs, the
+loss their mean), lr 0.01, the sequential schedule (W_Q's
 gradient taken and applied, then W_K's at the new W_Q, then W_V's), loss over all rows.
 The training is written for one seed, jax.vmap runs it over the seeds and jax.jit compiles the
 whole step loop (lax.fori_loop); compile time (jit lowering and XLA compilation, ahead of the
@@ -11,7 +12,7 @@ run) is reported apart from the run. Variants:
             (kernels/head.hpp).
 Run with the venv of bench/setup-peers; threads are set by the caller (XLA_FLAGS).
 Usage: jax_head.py N D SEEDS STEPS [--variant autodiff|hand] [--init demo|anchor]
-                   [--print-losses K]
+                   [--task random|teacher] [--inputs B] [--print-losses K]
 Prints one line: seed-steps per second and per CPU-second of the run, compile seconds."""
 import math
 
@@ -25,8 +26,18 @@ import common  # noqa: E402
 
 a = common.args(__doc__, ["autodiff", "hand"])
 X0, Y0, W0 = common.start(a)
-X, Y = jnp.asarray(X0), jnp.asarray(Y0)
+X, Y = jnp.asarray(X0), jnp.asarray(Y0)  # (B, n, d)
+B = X.shape[0]
+Xf = X.reshape(B * a.n, a.d)  # the inputs' rows stacked
 c, lr = 1 / math.sqrt(a.d), common.LR
+
+
+def T(A):
+    return jnp.swapaxes(A, -1, -2)
+
+
+def stacked(A):
+    return A.reshape(B * a.n, A.shape[-1])
 
 
 def softmax(s):
@@ -35,8 +46,8 @@ def softmax(s):
 
 
 def loss(Wq, Wk, Wv):
-    P = softmax((X @ Wq) @ (X @ Wk).T * c)
-    return jnp.sum((P @ (X @ Wv) - Y) ** 2)
+    P = softmax((X @ Wq) @ T(X @ Wk) * c)
+    return jnp.sum((P @ (X @ Wv) - Y) ** 2) / B
 
 
 def train_autodiff(Wq, Wk, Wv):
@@ -52,28 +63,28 @@ def train_autodiff(Wq, Wk, Wv):
 
 def train_hand(Wq, Wk, Wv):
     def scores_back(P, V, O):
-        dP = (2 * (O - Y)) @ V.T
+        dP = ((2 / B) * (O - Y)) @ T(V)
         return P * (dP - (dP * P).sum(-1, keepdims=True))
 
     def step(_, s):
         Wq, Wk, Wv, Q, K, V, P, O = s
         dS = scores_back(P, V, O)                      # W_Q
-        Wq = Wq - lr * (X.T @ (dS @ K * c))
+        Wq = Wq - lr * (Xf.T @ stacked(dS @ K * c))
         Q = X @ Wq
-        P = softmax(Q @ K.T * c)
+        P = softmax(Q @ T(K) * c)
         O = P @ V
         dS = scores_back(P, V, O)                      # W_K at the new W_Q
-        Wk = Wk - lr * (X.T @ (dS.T @ Q * c))
+        Wk = Wk - lr * (Xf.T @ stacked(T(dS) @ Q * c))
         K = X @ Wk
-        P = softmax(Q @ K.T * c)
+        P = softmax(Q @ T(K) * c)
         O = P @ V
-        Wv = Wv - lr * (X.T @ (P.T @ (2 * (O - Y))))   # W_V at both
+        Wv = Wv - lr * (Xf.T @ stacked(T(P) @ ((2 / B) * (O - Y))))  # W_V at both
         V = X @ Wv
         O = P @ V
         return Wq, Wk, Wv, Q, K, V, P, O
 
     Q, K, V = X @ Wq, X @ Wk, X @ Wv
-    P = softmax(Q @ K.T * c)
+    P = softmax(Q @ T(K) * c)
     s = lax.fori_loop(0, a.steps, step, (Wq, Wk, Wv, Q, K, V, P, P @ V))
     return s[:3]
 

@@ -1,5 +1,6 @@
 """Peer of `demo --table attention-sweep` in PyTorch 2 on the CPU, float64: one head (n words,
-d = d_model = d_k = d_v), random task, lr 0.01, the sequential schedule (W_Q's gradient taken
+d = d_model = d_k = d_v), random task (or --task teacher --inputs B: B inputs, the loss their
+mean), lr 0.01, the sequential schedule (W_Q's gradient taken
 and applied, then W_K's at the new W_Q, then W_V's), loss over all rows, no autograd graph kept
 between steps. Variants:
   vmap     one seed's step with torch.func.grad of the loss for each matrix in turn, run over
@@ -12,7 +13,7 @@ The first step (warm-up, and for compile the compilation) is timed apart, on a c
 starting weights; then STEPS steps are timed from the start. Threads: OMP_NUM_THREADS (default
 1) for torch.set_num_threads. Run with the venv of bench/setup-peers.
 Usage: torch2_head.py N D SEEDS STEPS [--variant vmap|bmm|compile] [--init demo|anchor]
-                      [--print-losses K]
+                      [--task random|teacher] [--inputs B] [--print-losses K]
 Prints one line: seed-steps per second and per CPU-second of the run, warm-up seconds."""
 import math
 import os
@@ -24,14 +25,16 @@ import common
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 a = common.args(__doc__, ["vmap", "bmm", "compile"])
 X0, Y0, W0 = common.start(a)
-X, Y = torch.from_numpy(X0), torch.from_numpy(Y0)
-Xt = X.t().contiguous()
+X, Y = torch.from_numpy(X0), torch.from_numpy(Y0)  # (B, n, d)
+B, n, d = X.shape
+Xf = X.reshape(B * n, d)  # the inputs' rows stacked
+Xt = Xf.t().contiguous()
 c, lr = 1 / math.sqrt(a.d), common.LR
 
 
 def loss(Wq, Wk, Wv):
-    P = torch.softmax((X @ Wq) @ (X @ Wk).t() * c, dim=-1)
-    return ((P @ (X @ Wv) - Y) ** 2).sum()
+    P = torch.softmax((X @ Wq) @ (X @ Wk).transpose(-1, -2) * c, dim=-1)
+    return ((P @ (X @ Wv) - Y) ** 2).sum() / B
 
 
 gq = torch.func.grad(loss, argnums=0)
@@ -49,31 +52,45 @@ def one_seed_step(Wq, Wk, Wv):
 vmap_step = torch.func.vmap(one_seed_step)
 
 
+# The bmm variants: (seeds, B, n, d) activations, (seeds, B, n, n) maps; a projection is one
+# (seeds, B n, d) product, an Xᵀ product one (seeds, d, d) product over the stacked rows.
+def proj(W):
+    return (Xf @ W).view(W.shape[0], B, n, d)
+
+
+def xt(dZ):
+    return Xt @ dZ.reshape(dZ.shape[0], B * n, d)
+
+
+def T(A):
+    return A.transpose(-1, -2)
+
+
 def forward(W):
     Wq, Wk, Wv = W
-    Q, K, V = X @ Wq, X @ Wk, X @ Wv
-    P = torch.softmax(Q @ K.transpose(1, 2) * c, dim=-1)
+    Q, K, V = proj(Wq), proj(Wk), proj(Wv)
+    P = torch.softmax(Q @ T(K) * c, dim=-1)
     return (Wq, Wk, Wv, Q, K, V, P, P @ V)
 
 
 def scores_back(P, V, O):
-    dP = (2 * (O - Y)) @ V.transpose(1, 2)
+    dP = ((2 / B) * (O - Y)) @ T(V)
     return P * (dP - (dP * P).sum(-1, keepdim=True))
 
 
 def bmm_step(Wq, Wk, Wv, Q, K, V, P, O):
     dS = scores_back(P, V, O)                                # W_Q
-    Wq = Wq - lr * (Xt @ (dS @ K * c))
-    Q = X @ Wq
-    P = torch.softmax(Q @ K.transpose(1, 2) * c, dim=-1)
+    Wq = Wq - lr * xt(dS @ K * c)
+    Q = proj(Wq)
+    P = torch.softmax(Q @ T(K) * c, dim=-1)
     O = P @ V
     dS = scores_back(P, V, O)                                # W_K at the new W_Q
-    Wk = Wk - lr * (Xt @ (dS.transpose(1, 2) @ Q * c))
-    K = X @ Wk
-    P = torch.softmax(Q @ K.transpose(1, 2) * c, dim=-1)
+    Wk = Wk - lr * xt(T(dS) @ Q * c)
+    K = proj(Wk)
+    P = torch.softmax(Q @ T(K) * c, dim=-1)
     O = P @ V
-    Wv = Wv - lr * (Xt @ (P.transpose(1, 2) @ (2 * (O - Y))))  # W_V at both
-    V = X @ Wv
+    Wv = Wv - lr * xt(T(P) @ ((2 / B) * (O - Y)))            # W_V at both
+    V = proj(Wv)
     O = P @ V
     return Wq, Wk, Wv, Q, K, V, P, O
 
