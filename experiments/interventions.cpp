@@ -160,11 +160,11 @@ void symmetric_eigen(std::vector<double>& a, int k, std::vector<double>& g,
   for (int i = 0; i < k; ++i) g[i] = std::max(a[i * k + i], 0.0);
 }
 
-// The adversary's search (docs/ATTENTION.md, "The adversarial map"): projected gradient ascent
-// of f(x) = JSD(x, p), convex in x, with ∂f/∂x_i = ½ ln(2 x_i / (x_i + p_i)) (½ ln 2 where
-// p_i = 0), on F = simplex ∩ B, B = {x : ‖(x − p) V‖ ≤ ε}. The projection onto F is Dykstra's
-// alternating projection onto the simplex and onto B (B's: x = p + (I + λ V Vᵀ)⁻¹ (z − p) in
-// V Vᵀ's eigenbasis, λ the root of the secular equation), its end made feasible by a simplex
+// The adversary's search (docs/spec/VARIABILITY.md, "The adversarial map's method"): projected
+// gradient ascent of f(x) = JSD(x, p), convex in x, with ∂f/∂x_i = ½ ln(2 x_i / (x_i + p_i)) (½ ln
+// 2 where p_i = 0), on F = simplex ∩ B, B = {x : ‖(x − p) V‖ ≤ ε}. The projection onto F is
+// Dykstra's alternating projection onto the simplex and onto B (B's: x = p + (I + λ V Vᵀ)⁻¹ (z − p)
+// in V Vᵀ's eigenbasis, λ the root of the secular equation), its end made feasible by a simplex
 // projection and a pull towards p (a point of a segment from p stays on the simplex).
 struct Adversary {
   const double* p;

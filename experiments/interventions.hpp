@@ -27,35 +27,6 @@
 
 namespace attn {
 
-// A seed's intervention measures, in this order (kInterventionFields values; NaN where a
-// measure does not apply: a seed that is not finite, a patched map without a finite partner, a
-// known map where the task has none, a τ_b where no row defines one).
-enum InterventionField : int {
-  kUniformLoss,     // ΔL under the uniform map
-  kUniformOut,      // output distance under it
-  kPermutedLoss,    // ... the permuted map
-  kPermutedOut,     //
-  kPatchedLoss,     // ... the pair partner's maps, heads matched
-  kPatchedOut,      //
-  kKnownLoss,       // ... the known map
-  kKnownOut,        //
-  kAdversarialJsd,  // mean over rows of the adversarial map's JSD
-  kNotUnique,       // fraction of rows whose adversarial JSD is above kNotUniqueJsd
-  kTauB,            // mean over rows of Kendall's τ_b between weights and importance
-  kInterventionFields
-};
-// The interventions' names (the per-seed files' column stems: uniform, permuted, patched, known).
-inline constexpr const char* kInterventionNames[4] = {"uniform", "permuted", "patched", "known"};
-// The per-seed columns' names, in InterventionField's order.
-inline constexpr const char* kInterventionColumns[kInterventionFields] = {
-    "dl_uniform", "out_uniform", "dl_permuted", "out_permuted",   "dl_patched", "out_patched",
-    "dl_known",   "out_known",   "adv_jsd",     "adv_not_unique", "tau_b"};
-
-// A map is "not unique" in a row where a map this far away (JSD, nats) keeps the output within ε.
-inline constexpr double kNotUniqueJsd = 0.1;
-// --epsilon's default: the output change the adversary may make (‖(p′ − p) V_h‖₂).
-inline constexpr double kDefaultEpsilon = 0.01;
-
 // Kendall's τ_b of the pairs (x_i, y_i), i < k, ties counted (Kendall 1945): (n_c − n_d) /
 // √((n_0 − n_1)(n_0 − n_2)), n_0 = k(k−1)/2, n_1 and n_2 the pairs tied in x and in y. Computed
 // by Knight's O(k log k) method (JASA 61, 1966): sort by (x, y), count the ties, count the
@@ -79,8 +50,8 @@ void permute_row(std::uint64_t seed, int head, int input, int row, const double*
 
 // The adversarial row (see the top): for the k visible weights p of a row and their values v (row
 // j at v + j * stride, d of them), the p′ on the simplex with ‖(p′ − p) V‖₂ ≤ epsilon that the
-// method finds (docs/ATTENTION.md), written to out (k values) when not nullptr; returns
-// JSD(p′, p). k = 1: p′ = p, 0.
+// method finds (docs/spec/VARIABILITY.md, "The adversarial map's method"), written to out (k
+// values) when not nullptr; returns JSD(p′, p). k = 1: p′ = p, 0.
 double adversarial_row(const double* p, const double* v, int k, int d, int stride, double epsilon,
                        double* out = nullptr);
 
