@@ -255,7 +255,15 @@ struct Adversary {
   }
   // Onto F (Dykstra), then made feasible.
   void to_feasible(std::vector<double>& z) {
-    std::vector<double> P(k, 0.0), Q(k, 0.0), a(k), y = z;
+    // The simplex's projection inside B is F's (F lies in the simplex).
+    std::vector<double> y = z;
+    to_simplex(y.data(), k);
+    if (shift2(y.data()) <= epsilon * epsilon) {
+      z = y;
+      return;
+    }
+    y = z;
+    std::vector<double> P(k, 0.0), Q(k, 0.0), a(k);
     for (int it = 0; it < 40; ++it) {
       for (int j = 0; j < k; ++j) a[j] = y[j] + P[j];
       to_simplex(a.data(), k);
@@ -267,7 +275,7 @@ struct Adversary {
       double moved = 0;
       for (int j = 0; j < k; ++j) moved = std::max(moved, std::fabs(b[j] - y[j]));
       y = b;
-      if (moved < 1e-15) break;
+      if (moved < 1e-10) break;
     }
     to_simplex(y.data(), k);
     retract(y.data());
@@ -279,7 +287,7 @@ struct Adversary {
   double ascend(std::vector<double>& x) {
     double fx = f(x.data()), eta = 0.25;
     std::vector<double> grad(k), y(k);
-    for (int it = 0; it < 100 && eta > 1e-9; ++it) {
+    for (int it = 0; it < 100 && eta > 1e-6; ++it) {
       double top = 0;
       for (int j = 0; j < k; ++j) {
         grad[j] = p[j] == 0 ? 0.5 * std::log(2.0)
@@ -320,10 +328,19 @@ double adversarial_row(const double* p, const double* v, int k, int d, int strid
       best = start;
     }
   };
-  // Starts: towards each vertex e_j of the simplex, as far as B allows (f grows along a ray
-  // from p, being convex and 0 at p); and along each direction that keeps the output exactly
-  // (an eigenvector of V Vᵀ of eigenvalue 0, made sum-zero), both ways, to the simplex's edge.
+  // Starts: towards the vertices e_j of the simplex, as far as B allows (f grows along a ray
+  // from p, being convex and 0 at p), every one (fewer lose the maximum on the grid test); and
+  // along each direction that keeps the output exactly (an eigenvector of V Vᵀ of eigenvalue 0,
+  // made sum-zero), both ways, to the simplex's edge.
+  std::vector<std::pair<double, int>> rays;
   for (int j = 0; j < k; ++j) {
+    for (int i = 0; i < k; ++i) x[i] = (i == j ? 1.0 : 0.0);
+    adv.retract(x.data());
+    rays.emplace_back(-adv.f(x.data()), j);
+  }
+  std::sort(rays.begin(), rays.end());  // the rays that reach farthest first
+  for (int r = 0; r < k; ++r) {
+    const int j = rays[r].second;
     for (int i = 0; i < k; ++i) x[i] = (i == j ? 1.0 : 0.0);
     adv.retract(x.data());
     from(x);
