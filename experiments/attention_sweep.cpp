@@ -185,8 +185,11 @@ const std::vector<Param>& axes() {
     Param causal =
         param::choice("--causal", "off",
                       "Causal mask: query i sees keys j <= i (--causal alone: on)", {"on", "off"});
+    // One option with the other tables' --d-k, a list in each (here a grid axis): one kind.
+    Param d_k = param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize);
+    d_k.kind = "LIST";
     return std::vector<Param>{
-        param::integer("--d-k", "2", "d_k (columns of W_Q and W_K)", 1, kMaxSize),
+        d_k,
         param::integer("--heads", "1", "Heads H (contiguous blocks of d_k/H and d_v/H columns)", 1,
                        kMaxSize),
         auto_real("--init-scale",

@@ -259,7 +259,7 @@ std::vector<std::string> no_effect_notices(
 
 // Old spellings of options, still read as the new one, with a warning naming the new one.
 constexpr std::pair<const char*, const char*> kDeprecatedSpellings[] = {
-    {"--dk", "--d-k"},  // dk-std and softmax-saturation, before every table spelled d_k alike
+    {"--dk", "--d-k"},  // two tables' d_k list, before every table spelled d_k alike
 };
 
 // argv with each deprecated spelling (alone or as --old=value) replaced by its new one, and a
