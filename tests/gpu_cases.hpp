@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attention.hpp"
@@ -327,6 +328,30 @@ void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y
 inline bool head_close(double gpu, double cpu) {
   if (std::isnan(gpu) && std::isnan(cpu)) return true;
   return std::fabs(gpu - cpu) <= 1e-12 + 1e-8 * std::fabs(cpu);
+}
+
+// The head trained on the device and on the CPU twin (the case's task, drawn with `normal`, at
+// `steps` steps) for the given seeds: how many results disagree by head_close, and the first five.
+struct HeadTwins {
+  std::size_t outside = 0;
+  std::vector<std::string> first_outside;
+};
+template <class Normal>
+HeadTwins head_twins(const HeadCase& c, const std::vector<std::uint64_t>& seeds, int steps,
+                     Normal normal) {
+  std::vector<double> x, y;
+  head_task(c, x, y, normal);
+  head::Model m = head_model(c, x, y);
+  m.steps = steps;
+  std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
+  head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
+  head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
+  HeadTwins r;
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    if (!head_close(gpu[i], cpu[i]) && r.outside++ < 5)
+      r.first_outside.push_back("result " + std::to_string(i) + ": gpu " + std::to_string(gpu[i]) +
+                                " cpu " + std::to_string(cpu[i]));
+  return r;
 }
 
 // FLOPs of a case: every seed's steps (head::flops_per_step). Bytes: each seed's workspace read

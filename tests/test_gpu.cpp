@@ -295,18 +295,9 @@ TEST(GpuHead, SeedsMatchCpuTwin) {
     std::vector<std::uint64_t> seeds;
     for (std::int64_t s = 0; s < cap<std::int64_t>(c.seeds, 131); ++s)
       seeds.push_back(s * 7919 + 3);
-    std::vector<double> x, y;
-    gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
-    head::Model m = gpu_cases::head_model(c, x, y);
-    m.steps = cap(m.steps, 200);
-    std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
-    head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
-    head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
-    std::size_t outside = 0;
-    for (std::size_t i = 0; i < cpu.size(); ++i)
-      if (!gpu_cases::head_close(gpu[i], cpu[i]) && outside++ < 5)
-        ADD_FAILURE() << "result " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
-    EXPECT_EQ(outside, 0u);
+    const auto r = gpu_cases::head_twins(c, seeds, cap(c.steps, 200), [&] { return nd(rng); });
+    for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
+    EXPECT_EQ(r.outside, 0u);
   }
 }
 

@@ -685,18 +685,9 @@ TEST(SimtKernels, HeadMatchesTheCpu) {
   const gpu_cases::HeadCase& c = gpu_cases::head_cases().front();
   std::vector<std::uint64_t> seeds;
   for (std::uint64_t s = 0; s < 37; ++s) seeds.push_back(s * 7919 + 3);
-  std::vector<double> x, y;
-  gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
-  head::Model m = gpu_cases::head_model(c, x, y);
-  m.steps = std::min(m.steps, 20);
-  std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
-  head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
-  head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
-  std::size_t outside = 0;
-  for (std::size_t i = 0; i < cpu.size(); ++i)
-    if (!gpu_cases::head_close(gpu[i], cpu[i]) && outside++ < 5)
-      ADD_FAILURE() << "result " << i << ": gpu " << gpu[i] << " cpu " << cpu[i];
-  EXPECT_EQ(outside, 0u);
+  const auto r = gpu_cases::head_twins(c, seeds, std::min(c.steps, 20), [&] { return nd(rng); });
+  for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
+  EXPECT_EQ(r.outside, 0u);
 }
 
 // ---- Streams -------------------------------------------------------------------------------
