@@ -34,6 +34,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "experiments/interventions.hpp"
 #include "experiments/map_measures.hpp"
 #include "experiments/per_seed_maps.hpp"
 #include "experiments/quantile_sketch.hpp"
@@ -912,6 +913,7 @@ struct Sweep {
   SeedResults shape;
   PerSeedRecord record;  // what --per-seed writes of a seed
   KnownMap known;
+  InterventionTask interventions;  // the measured inputs, the known maps per head, ε
   bool nudge = false;
   std::string label;  // the chunk jobs' label
   const SeedSet* seeds = nullptr;
@@ -1012,29 +1014,47 @@ struct Sweep {
     return out;
   }
 
-  // The first pass's summaries of chunk i alone (kCovers' order): of its seeds' measured
-  // results, their maps at the start and (nudges not nullptr) their nudge JSDs. What compute
-  // gives, and what a kept state's training results must give again.
-  std::vector<MapSummary> part_summaries(std::uint64_t i, const double* results,
-                                         const double* nudges, const Monitor& monitor) const {
+  // The intervention measures (measure_interventions) of seeds [a, a + n) of the set, whole
+  // pairs, from their training results and measured results: n x kInterventionFields values.
+  std::vector<double> intervene(std::uint64_t a, std::uint64_t n, const double* trained,
+                                const double* results, const Monitor& monitor) const {
+    std::vector<std::uint64_t> ids(n);
+    for (std::uint64_t i = 0; i < n; ++i) ids[i] = seeds->at(a + i);
+    std::vector<double> out(n * kInterventionFields);
+    measure_interventions(interventions, trained + 2, trained_size(), results, ids.data(),
+                          static_cast<std::int64_t>(n), out.data(), monitor);
+    return out;
+  }
+
+  // The first pass's summaries of chunk i alone (kCovers' order): of its seeds' training results
+  // and measured results, their maps at the start, their interventions and (nudges not nullptr)
+  // their nudge JSDs. What compute gives, and what a kept state's training results must give
+  // again.
+  std::vector<MapSummary> part_summaries(std::uint64_t i, const double* trained,
+                                         const double* results, const double* nudges,
+                                         const Monitor& monitor) const {
     const std::vector<double> starts = start_maps(first_of(i), count_of(i), monitor);
+    const std::vector<double> iv = intervene(first_of(i), count_of(i), trained, results, monitor);
     std::vector<MapSummary> out;
     for (int k = 0; k < 2; ++k) {
       out.push_back(empty(k, per_chunk));
-      out.back().add(results, static_cast<std::int64_t>(count_of(i)), {starts.data(), nudges});
+      out.back().add(results, static_cast<std::int64_t>(count_of(i)),
+                     {starts.data(), nudges, iv.data()});
     }
     return out;
   }
 
-  // The --per-seed records of `seeds_n` seeds from their training results, measured results
-  // and nudge JSDs (nullptr: none).
-  std::vector<double> records(const double* trained, const double* results, const double* nudges,
-                              std::uint64_t seeds_n) const {
+  // The --per-seed records of seeds [a, a + seeds_n) of the set (whole pairs) from their
+  // training results, measured results and nudge JSDs (nullptr: none), their interventions
+  // measured.
+  std::vector<double> records(std::uint64_t a, const double* trained, const double* results,
+                              const double* nudges, std::uint64_t seeds_n) const {
+    const std::vector<double> iv = intervene(a, seeds_n, trained, results, signal_monitor());
     std::vector<double> out(seeds_n * record.size());
     for (std::uint64_t i = 0; i < seeds_n; ++i)
       record.make(results + i * shape.size(), trained + i * trained_size() + 2,
                   nudges ? nudges[i] : NAN, ctx.get<double>("--converged-below"), known,
-                  out.data() + i * record.size());
+                  iv.data() + i * kInterventionFields, out.data() + i * record.size());
     return out;
   }
 
@@ -1076,8 +1096,8 @@ void Sweep::first_pass(std::uint64_t batch) {
       if (nudge)
         nudges =
             nudge_jsd(results.data(), evaluate(nudged.data() + at * tsize, c, monitor).data(), c);
-      const std::vector<MapSummary> parts =
-          part_summaries(i, results.data(), nudge ? nudges.data() : nullptr, monitor);
+      const std::vector<MapSummary> parts = part_summaries(
+          i, trained.data() + at * tsize, results.data(), nudge ? nudges.data() : nullptr, monitor);
       ChunkState state;
       for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = parts[k].to_state();
       if (keep) {
@@ -1156,7 +1176,7 @@ void Sweep::first_pass(std::uint64_t batch) {
         throw std::invalid_argument("kept results of seed " +
                                     std::to_string(seeds->at(first_of(i) + k)) +
                                     ": a nudge JSD of a run that is not finite");
-    return part_summaries(i, results.data(), nudges, monitor);
+    return part_summaries(i, trained, results.data(), nudges, monitor);
   };
   const auto same_summaries = [&](const ChunkState& state, const MapSummary* made) {
     for (int k = 0; k < 2; ++k)
@@ -1237,7 +1257,7 @@ void Sweep::second_pass(std::uint64_t batch) {
       SeedMeasures sm = SeedMeasures::of(*summary[0], cm, mean_map[1], results.data(),
                                          static_cast<std::int64_t>(count_of(i)));
       if (per_seed)
-        sm.records = records(trained, results.data(),
+        sm.records = records(first_of(i), trained, results.data(),
                              nudge ? kept_nudge.data() + first_of(i) : nullptr, count_of(i));
       measure(i, sm);
     }
@@ -1270,8 +1290,8 @@ void Sweep::second_pass(std::uint64_t batch) {
                            static_cast<std::int64_t>(c));
       if (records_wanted)
         sm.records =
-            records(trained.data() + at * trained_size(), results.data() + at * shape.size(),
-                    nudge ? nudges.data() + at : nullptr, c);
+            records(first_of(i), trained.data() + at * trained_size(),
+                    results.data() + at * shape.size(), nudge ? nudges.data() + at : nullptr, c);
       states.push_back(sm.to_state());
       at += c;
     }
@@ -1297,8 +1317,9 @@ void Sweep::second_pass(std::uint64_t batch) {
       nudges[k] = r[6];
     }
     const std::vector<double> results = evaluate(trained.data(), count_of(i), signal_monitor());
-    if (exact_vector(records(trained.data(), results.data(), nudge ? nudges.data() : nullptr,
-                             count_of(i))) != exact_vector(sm.records))
+    if (exact_vector(records(first_of(i), trained.data(), results.data(),
+                             nudge ? nudges.data() : nullptr, count_of(i))) !=
+        exact_vector(sm.records))
       throw std::invalid_argument("records that are not those of their seeds' final weights");
     const SeedMeasures made = SeedMeasures::of(covers, cm, mean_map[1], results.data(), n);
     if (exact_vector(made.jsd) != exact_vector(sm.jsd) ||
@@ -1466,6 +1487,15 @@ void Sweep::table(Table& t, bool grid) {
       distribution("JSD after a nudge (one ulp of W_Q)", over, su.nudge_jsd);
       fraction("rounding-sensitive (fraction)", over, su.sensitive, su.nudged);
     }
+    for (int kind = 0; kind < 4; ++kind) {
+      if (kind == 3 && !su.known_map()) continue;
+      const std::string name = kInterventionNames[kind];
+      distribution("change of the loss, " + name + " map", over, su.interventions[2 * kind]);
+      distribution("output distance, " + name + " map", over, su.interventions[2 * kind + 1]);
+    }
+    distribution("adversarial JSD within epsilon", over, su.interventions[kAdversarialJsd]);
+    distribution("not unique (fraction of rows)", over, su.interventions[kNotUnique]);
+    distribution("Kendall's tau_b, weights vs importance", over, su.interventions[kTauB]);
     pair_means[k] = su.pair_jsd.count() > 0 ? su.pair_jsd.moments().mean : NAN;
   }
   // The map's entries over the converged seeds, or over the finite ones when none converged.
@@ -1556,6 +1586,28 @@ void Sweep::table(Table& t, bool grid) {
   t.extra["scatter"] = {{"loss", scatter_loss}, {"jsd", scatter_jsd}};
 }
 
+// What the interventions take (InterventionTask): the model, the measured inputs, ε, and the known
+// maps of every head on every measured input: M*'s one-hot rows for the token tasks, the
+// teacher's maps for teacher, none for random.
+InterventionTask intervention_task(const RunContext& ctx, const Shape& s, const Sweep& w) {
+  InterventionTask t;
+  t.m = w.m;
+  t.x = w.measured_x();
+  t.y = w.measured_y();
+  t.inputs = s.measured();
+  t.shape = w.shape;
+  t.epsilon = ctx.get<double>("--epsilon");
+  if (s.task == Task::teacher) {
+    t.known = w.data.teacher_maps;
+  } else if (!w.known.keys.empty()) {
+    const std::int64_t rows = s.rows(), n = s.n;
+    t.known.assign(static_cast<std::size_t>(s.measured()) * s.heads * rows * n, 0.0);
+    for (std::int64_t at = 0; at < static_cast<std::int64_t>(t.known.size()) / n; ++at)
+      t.known[at * n + w.known.keys[at % rows]] = 1.0;
+  }
+  return t;
+}
+
 std::vector<Table> run(const RunContext& ctx) {
   const std::vector<Config> configs = grid_of(ctx);
   const bool grid = configs.size() > 1;
@@ -1605,6 +1657,7 @@ std::vector<Table> run(const RunContext& ctx) {
     w->m.x = w->data.x.data();
     w->m.y = w->data.y.data();
     w->known = known_map(ctx, s, w->data, w->shape);
+    w->interventions = intervention_task(ctx, s, *w);
     w->record.results = w->shape;
     w->record.map_inputs = static_cast<int>(ctx.get<std::int64_t>("--map-inputs"));
     w->record.inputs_axis = s.many();
@@ -1619,7 +1672,7 @@ std::vector<Table> run(const RunContext& ctx) {
     // Values kept per quantity: the budget shared by the table's quantities (per cover: the
     // losses, the JSDs, the distance, each map entry that keeps quantiles) and configurations.
     const int entry_sketches = s.map_size() <= kMaxEntrySketches ? s.map_size() : 0;
-    const int quantities = 2 * (9 + entry_sketches);
+    const int quantities = 2 * (9 + kInterventionFields + entry_sketches);
     w->budget = ctx.get<std::uint64_t>("--quantile-budget") /
                 static_cast<std::uint64_t>(quantities) / configs.size();
     // Kept for the second pass (keep mode): each seed's training result (and nudge JSD).
@@ -1891,6 +1944,10 @@ const Experiment& attention_sweep_experiment() {
                             "--task teacher: a seed found the teacher's map when its maps' mean "
                             "JSD to it is below X nats",
                             0, 1, true),
+                param::real("--epsilon", "0.01",
+                            "The adversarial map's reach: the largest JSD(p', p) with "
+                            "|(p' - p) V|_2 <= X, per head, measured input and loss row",
+                            0, 1e6, false),
                 param::integer("--map-inputs", "1",
                                "--per-seed: the maps and outputs of the first K measured inputs", 1,
                                kMaxInputs),

@@ -252,6 +252,19 @@ MapSummary::MapSummary(SeedResults s, std::uint64_t budget, double threshold, Co
                  QuantileSketch(kEntryQuantity.without_quantiles(), 0));
   for (int e = 0; sketches && e < s.input_map(); ++e)
     entries[e] = QuantileSketch(kEntryQuantity, budget);
+  for (int f = 0; f < kInterventionFields; ++f) {
+    const bool none = known.empty() && (f == kKnownLoss || f == kKnownOut);
+    interventions.emplace_back(
+        none ? intervention_quantity(f).without_quantiles() : intervention_quantity(f),
+        none ? 0 : budget);
+  }
+}
+
+const QuantileSketch::Quantity& intervention_quantity(int field) {
+  if (field == kAdversarialJsd) return kJsdQuantity;
+  if (field == kNotUnique) return kFractionQuantity;
+  if (field == kTauB) return kTauQuantity;
+  return field % 2 == 0 ? kLossChangeQuantity : kDistanceQuantity;
 }
 
 bool MapSummary::covers(const double* r) const {
@@ -296,6 +309,16 @@ void MapSummary::add(const double* results, std::int64_t count, const SeedExtras
       sensitive += !std::isfinite(v) || v > kRoundingSensitiveJsd ? 1 : 0;
     }
   }
+  // The interventions' measures of the covered seeds: patched where the partner is covered.
+  for (std::int64_t i = 0; extras.interventions != nullptr && i < count; ++i) {
+    if (!in[i]) continue;
+    const bool partner = (i ^ 1) < count && in[i ^ 1];
+    for (int f = 0; f < kInterventionFields; ++f) {
+      const double v = extras.interventions[i * kInterventionFields + f];
+      if ((f == kPatchedLoss || f == kPatchedOut) && !partner) continue;
+      if (std::isfinite(v)) interventions[f].push(v);
+    }
+  }
   for (std::int64_t i = 0; i + 1 < count; i += 2) {
     const double* a = results + i * size;
     const double* b = a + size;
@@ -334,6 +357,7 @@ void MapSummary::merge(const MapSummary& o) {
   pair_start.merge(o.pair_start);
   known_jsd.merge(o.known_jsd);
   nudge_jsd.merge(o.nudge_jsd);
+  for (int f = 0; f < kInterventionFields; ++f) interventions[f].merge(o.interventions[f]);
 }
 
 std::vector<double> MapSummary::mean_map() const {
@@ -424,15 +448,19 @@ nlohmann::json MapSummary::to_state() const {
                       {"nudge_jsd", nudge_jsd.to_state()}};
   if (entry_quantiles() && first < entries.size())
     j["later_entries"] = moment_fields(entries, first, entries.size());
+  nlohmann::json iv = nlohmann::json::object();
+  for (int f = 0; f < kInterventionFields; ++f)
+    iv[kInterventionColumns[f]] = interventions[f].to_state();
+  j["interventions"] = iv;
   return j;
 }
 
 MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected) const {
   if (!j.is_object()) fail("not a map summary");
-  for (const char* key :
-       {"seeds", "not_finite", "diverged", "converged", "generalized", "covered", "found", "nudged",
-        "sensitive", "loss", "test_loss", "entries", "argmax", "pair_jsd", "pair_out", "pair_heads",
-        "pair_start", "known_jsd", "nudge_jsd"})
+  for (const char* key : {"seeds",      "not_finite", "diverged",  "converged", "generalized",
+                          "covered",    "found",      "nudged",    "sensitive", "loss",
+                          "test_loss",  "entries",    "argmax",    "pair_jsd",  "pair_out",
+                          "pair_heads", "pair_start", "known_jsd", "nudge_jsd", "interventions"})
     if (!j.contains(key)) fail(std::string("a map summary without ") + key);
   MapSummary o = *this;
   o.seeds = exact_count(j.at("seeds"), "seeds");
@@ -526,6 +554,30 @@ MapSummary MapSummary::from_state(const nlohmann::json& j, std::int64_t expected
   if (o.known_jsd.count() != (known_map() ? used : 0))
     fail("a count of JSDs to the known map that is not the covered seeds'");
   if (o.nudge_jsd.count() > o.nudged) fail("more JSDs after a nudge than nudged seeds");
+  // The interventions' measures: each in its quantity's domain, at most one per covered seed,
+  // a change of the loss and an output distance for each covered seed measured (both finite or
+  // neither, the distance's overflow aside), patched ones of covered pairs only, known ones
+  // only with a known map.
+  const nlohmann::json& iv = j.at("interventions");
+  if (!iv.is_object()) fail("interventions that are not an object of states");
+  for (int f = 0; f < kInterventionFields; ++f) {
+    const char* name = kInterventionColumns[f];
+    if (!iv.contains(name)) fail(std::string("interventions without ") + name);
+    o.interventions[f] = interventions[f].from_state(iv.at(name), used, name);
+    if (o.interventions[f].count() > used)
+      fail(std::string("more values of ") + name + " than covered seeds");
+  }
+  if (o.interventions[kPatchedLoss].count() > 2 * o.pair_jsd.count())
+    fail("more patched seeds than the covered pairs hold");
+  if (!known_map() && o.interventions[kKnownLoss].count() != 0)
+    fail("a known map's intervention without one");
+  if (o.interventions[kAdversarialJsd].count() != o.interventions[kNotUnique].count())
+    fail("adversarial JSDs and not-unique fractions of different counts");
+  // A seed whose mean adversarial JSD is above kNotUniqueJsd has a row above it.
+  if (o.interventions[kNotUnique].count() > 0 &&
+      o.interventions[kAdversarialJsd].max() > kNotUniqueJsd &&
+      !(o.interventions[kNotUnique].max() > 0))
+    fail("adversarial JSDs above the not-unique threshold, but no row not unique");
   // The teacher's seeds found its maps when their JSD to them is below found_below.
   if (!known.maps.empty() && o.found > 0 && !(o.known_jsd.min() < known.found_below))
     fail("seeds that found the known map, but no JSD to it below " +

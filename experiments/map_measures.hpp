@@ -126,6 +126,8 @@ struct KnownMap {
 struct SeedExtras {
   const double* start_maps = nullptr;  // count x inputs x H x |R| x n, or nullptr
   const double* nudge_jsd = nullptr;   // count values (NaN: either run not finite), or nullptr
+  // count x kInterventionFields values (measure_interventions), or nullptr
+  const double* interventions = nullptr;
 };
 
 // Which seeds the map measures cover (spec "Which seeds the measures cover"): the converged
@@ -178,6 +180,44 @@ inline const QuantileSketch::Quantity kJsdQuantity = {kJsdScale,
                                                       {"a JSD", 0, 0.6931471805599453, 1e-12}};
 inline const QuantileSketch::Quantity kDistanceQuantity = {kDistanceScale,
                                                            {"an output distance", 0, INFINITY}};
+// A seed's intervention measures, in this order (kInterventionFields values; NaN where a
+// measure does not apply: a seed that is not finite, a patched map without a finite partner, a
+// known map where the task has none, a τ_b where no row defines one).
+enum InterventionField : int {
+  kUniformLoss,     // ΔL under the uniform map
+  kUniformOut,      // output distance under it
+  kPermutedLoss,    // ... the permuted map
+  kPermutedOut,     //
+  kPatchedLoss,     // ... the pair partner's maps, heads matched
+  kPatchedOut,      //
+  kKnownLoss,       // ... the known map
+  kKnownOut,        //
+  kAdversarialJsd,  // mean over rows of the adversarial map's JSD
+  kNotUnique,       // fraction of rows whose adversarial JSD is above kNotUniqueJsd
+  kTauB,            // mean over rows of Kendall's τ_b between weights and importance
+  kInterventionFields
+};
+// The interventions' names (the per-seed files' column stems: uniform, permuted, patched, known).
+inline constexpr const char* kInterventionNames[4] = {"uniform", "permuted", "patched", "known"};
+// The per-seed columns' names, in InterventionField's order.
+inline constexpr const char* kInterventionColumns[kInterventionFields] = {
+    "dl_uniform", "out_uniform", "dl_permuted", "out_permuted",   "dl_patched", "out_patched",
+    "dl_known",   "out_known",   "adv_jsd",     "adv_not_unique", "tau_b"};
+
+// A map is "not unique" in a row where a map this far away (JSD, nats) keeps the output within ε.
+inline constexpr double kNotUniqueJsd = 0.1;
+// --epsilon's default: the output change the adversary may make (‖(p′ − p) V_h‖₂).
+inline constexpr double kDefaultEpsilon = 0.01;
+
+// The intervention measures' quantities (interventions.hpp), in InterventionField's order: a
+// change of the loss (any finite value), an output distance, a JSD, a fraction, a τ_b.
+inline const QuantileSketch::Quantity kLossChangeQuantity = {kLossScale, {"a change of the loss"}};
+inline const QuantileSketch::Quantity kFractionQuantity = {QuantileSketch::linear(0, 1, 14),
+                                                           {"a fraction of rows", 0, 1}};
+inline const QuantileSketch::Quantity kTauQuantity = {QuantileSketch::linear(-1, 1, 14),
+                                                      {"a Kendall's tau", -1, 1, 1e-12}};
+const QuantileSketch::Quantity& intervention_quantity(int field);
+
 // Maps with more entries than this keep each entry's moments and extremes only (no quantiles):
 // a sketch per entry would cost up to 128 KiB each.
 inline constexpr int kMaxEntrySketches = 64;
@@ -238,6 +278,9 @@ class MapSummary {
   QuantileSketch pair_start;          // the same pairs' P̄ at their starting weights
   QuantileSketch known_jsd;           // covered seeds' JSD of P̄ to the known map
   QuantileSketch nudge_jsd;           // covered seeds' JSD between their two runs' P̄ (finite)
+  // Covered seeds' intervention measures (InterventionField's order; finite values; patched
+  // where the pair partner is covered too; known with a known map).
+  std::vector<QuantileSketch> interventions;
 };
 
 // The second pass over a range of seeds: each seed's loss, JSD of its head-averaged maps to the

@@ -26,6 +26,13 @@ bool is_npy(const std::string& path) {
 
 std::string stem(const std::string& path) { return path.substr(0, path.size() - 4); }
 
+// The intervention field an array is named after, or -1.
+int intervention_field(const std::string& name) {
+  for (int f = 0; f < kInterventionFields; ++f)
+    if (name == kInterventionColumns[f]) return f;
+  return -1;
+}
+
 // The .npy arrays beside FILE, in the files' order ("" is FILE itself, the maps).
 std::vector<std::string> array_names(const PerSeedRecord& r) {
   std::vector<std::string> names = {"",          "seeds",     "loss",        "start_loss",
@@ -38,6 +45,8 @@ std::vector<std::string> array_names(const PerSeedRecord& r) {
   }
   for (const char* n : {"out", "w_q", "w_k", "w_v"}) names.push_back(n);
   if (r.w_o) names.push_back("w_o");
+  for (int f = 0; f < kInterventionFields; ++f)
+    if (r.known || (f != kKnownLoss && f != kKnownOut)) names.push_back(kInterventionColumns[f]);
   return names;
 }
 
@@ -56,7 +65,8 @@ std::int64_t PerSeedRecord::weight_size(int which) const {
 }
 
 void PerSeedRecord::make(const double* r, const double* weights, double nudge_jsd,
-                         double converged_below, const KnownMap& known_map, double* out) const {
+                         double converged_below, const KnownMap& known_map,
+                         const double* interventions, double* out) const {
   out[0] = results.loss(r);
   out[1] = results.start_loss(r);
   out[2] = results.test_loss(r);
@@ -75,7 +85,9 @@ void PerSeedRecord::make(const double* r, const double* weights, double nudge_js
   double* at = out + kHead;
   at = std::copy_n(weights, this->weights(), at);
   at = std::copy_n(results.maps(r), maps(), at);
-  std::copy_n(results.outputs(r), outputs(), at);
+  at = std::copy_n(results.outputs(r), outputs(), at);
+  for (int f = 0; f < kInterventionFields; ++f)
+    at[f] = interventions != nullptr ? interventions[f] : NAN;
 }
 
 void PerSeedRecord::check(const double* r, double converged_below) const {
@@ -115,6 +127,14 @@ void PerSeedRecord::check(const double* r, double converged_below) const {
   for (std::int64_t e = 0; !diverged && e < maps(); ++e)
     if (!std::isfinite(p[e]))
       refuse("a weight of the map of " + human_number(p[e]) + " of a seed not marked diverged");
+  const double* iv = r + interventions_at();
+  for (int f = 0; f < kInterventionFields; ++f) {
+    if (std::isnan(iv[f])) continue;
+    if (!known && (f == kKnownLoss || f == kKnownOut))
+      refuse(std::string("a measure ") + kInterventionColumns[f] + " without a known map");
+    if (!std::isfinite(iv[f]) && f % 2 == 1 && f < kAdversarialJsd) continue;  // inf: overflow
+    intervention_quantity(f).domain.check(iv[f]);
+  }
 }
 
 std::vector<std::string> PerSeedMaps::files(const std::string& path, const PerSeedRecord& r) {
@@ -128,8 +148,10 @@ std::vector<std::string> PerSeedMaps::files(const std::string& path, const PerSe
 double PerSeedMaps::bytes(const std::string& path, const PerSeedRecord& r, std::uint64_t count) {
   const double seeds = static_cast<double>(count);
   // CSV: the seed (up to 20 digits), %.17g numbers (up to 24 characters) and separators.
-  if (!is_npy(path)) return seeds * (20 + 6 + 25.0 * (8 + static_cast<double>(r.maps())) + 1);
-  return 18 * 128 + seeds * (8.0 * (7 + r.weights() + r.maps() + r.outputs()) + 4);
+  if (!is_npy(path))
+    return seeds * (20 + 6 + 25.0 * (8 + kInterventionFields + static_cast<double>(r.maps())) + 1);
+  return 30 * 128 +
+         seeds * (8.0 * (7 + kInterventionFields + r.weights() + r.maps() + r.outputs()) + 4);
 }
 
 PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const PerSeedRecord& record, int r0,
@@ -177,6 +199,9 @@ PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const PerSeedRecor
   std::string header = "seed,loss,start_loss,test_loss,converged,generalized,diverged,jsd_to_mean";
   if (record.nudge) header += ",nudge_jsd";
   if (record.known) header += ",jsd_to_known,found";
+  for (int f = 0; f < kInterventionFields; ++f)
+    if (record.known || (f != kKnownLoss && f != kKnownOut))
+      header += std::string(",") + kInterventionColumns[f];
   for (int b = 0; b < record.map_inputs; ++b)
     for (int hh = 0; hh < s.heads; ++hh)
       for (int e = 0; e < s.input_map(); ++e)
@@ -203,6 +228,8 @@ void PerSeedMaps::add(std::uint64_t seed, const double* r, double jsd_to_mean) {
         append(b, &jsd_to_mean, 1);
       } else if (name == "out") {
         append(b, outputs, static_cast<std::size_t>(record_.outputs()));
+      } else if (intervention_field(name) >= 0) {
+        append(b, r + record_.interventions_at() + intervention_field(name), 1);
       } else if (name.rfind("w_", 0) == 0) {
         const int which = name == "w_q" ? 0 : name == "w_k" ? 1 : name == "w_v" ? 2 : 3;
         std::int64_t at = 0;
@@ -241,6 +268,11 @@ void PerSeedMaps::add(std::uint64_t seed, const double* r, double jsd_to_mean) {
       std::snprintf(cell, sizeof cell, ",%.17g,%d", r[7], r[8] != 0 ? 1 : 0);
       rows += cell;
     }
+    for (int f = 0; f < kInterventionFields; ++f)
+      if (record_.known || (f != kKnownLoss && f != kKnownOut)) {
+        std::snprintf(cell, sizeof cell, ",%.17g", r[record_.interventions_at() + f]);
+        rows += cell;
+      }
     for (std::int64_t e = 0; e < record_.maps(); ++e) {
       std::snprintf(cell, sizeof cell, ",%.17g", maps[e]);
       rows += cell;

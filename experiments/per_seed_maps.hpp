@@ -10,7 +10,9 @@
 // FILE.csv: one row per seed: seed, loss (final, on the training inputs), start_loss,
 // test_loss (on the measured inputs), converged, generalized, diverged (each 0/1),
 // jsd_to_mean (to the finite seeds' mean maps), with --nudge nudge_jsd, for a task with a known
-// map jsd_to_known (the mean over the measured inputs and loss rows) and found (0/1), then the
+// map jsd_to_known (the mean over the measured inputs and loss rows) and found (0/1), the
+// interventions' measures (dl_uniform, out_uniform, dl_permuted, out_permuted, dl_patched,
+// out_patched, with a known map dl_known and out_known, adv_jsd, adv_not_unique, tau_b), then the
 // maps P on the
 // loss rows as p_i_j (i the query, j the key), with H > 1 heads every head's as p_h_i_j; with an
 // inputs axis each measured input's as p_in{b}_i_j (p_in{b}_h_i_j).
@@ -26,6 +28,10 @@
 //   STEM.nudge_jsd.npy  (--nudge) the JSD between the seed's two runs' maps, (seeds,)
 //   STEM.jsd_to_known.npy, STEM.found.npy (bool): a task with a known map, (seeds,)
 //   STEM.out.npy        the outputs on the loss rows, (seeds, [K,] |R|, d_out)
+//   STEM.dl_uniform.npy, STEM.out_uniform.npy, ... (interventions.hpp) each seed's change of
+//                       the loss and output distance under the uniform, permuted, patched and
+//                       (a task with a known map) known maps, adv_jsd, adv_not_unique, tau_b,
+//                       (seeds,), NaN where a measure does not apply
 //   STEM.w_q.npy        the final W_Q, (seeds, d_model, d_k); STEM.w_k.npy (seeds, d_model,
 //                       d_k), STEM.w_v.npy (seeds, d_model, d_v), with --train qkvo
 //                       STEM.w_o.npy (seeds, d_v, d_model)
@@ -47,7 +53,8 @@ namespace attn {
 // The layout of a seed's record: [loss, start_loss, test_loss, converged, generalized,
 // diverged, nudge_jsd (NaN without --nudge), jsd_to_known, found (NaN, 0: no known map), W_Q,
 // W_K, W_V, W_O (qkvo), the maps of the first map_inputs measured inputs (map_inputs x H x |R|
-// x n), their outputs (map_inputs x |R| x d_out)].
+// x n), their outputs (map_inputs x |R| x d_out), the intervention measures
+// (kInterventionFields, InterventionField's order)].
 struct PerSeedRecord {
   SeedResults results;       // the measured shape (results.inputs: every measured input)
   int map_inputs = 1;        // K
@@ -67,12 +74,14 @@ struct PerSeedRecord {
   std::int64_t outputs() const {
     return static_cast<std::int64_t>(map_inputs) * results.rows * results.d_out;
   }
-  std::int64_t size() const { return kHead + weights() + maps() + outputs(); }
+  std::int64_t size() const { return kHead + weights() + maps() + outputs() + kInterventionFields; }
+  std::int64_t interventions_at() const { return kHead + weights() + maps() + outputs(); }
   // Seed's record into out (size() values): from its measured results r (results.size()), its
   // training result's weights (weights() values), its nudge JSD (NaN: none), at the threshold,
-  // and the measures against the known map (when known is not empty).
+  // the measures against the known map (when known is not empty) and the intervention measures
+  // (kInterventionFields values; nullptr: NaN).
   void make(const double* r, const double* weights, double nudge_jsd, double converged_below,
-            const KnownMap& known_map, double* out) const;
+            const KnownMap& known_map, const double* interventions, double* out) const;
   // What a record can be (a second pass's chunk state holds the records of its seeds, and
   // SeedMeasures::from_state checks each): the losses in kSeedLoss's domain; the flags 0 or 1,
   // converged (generalized) exactly when not diverged and the loss (test loss) below
@@ -81,7 +90,9 @@ struct PerSeedRecord {
   // JSD (NaN only for a diverged seed), and found 0 without one, 1 only with a JSD; the final
   // weights any finite value (kFinalWeight; non-finite only with a final loss that is not); the
   // maps of each input and head rows of weights summing to 1 (check_map_rows), finite unless
-  // the seed diverged; the outputs any value. Throws std::invalid_argument naming the value.
+  // the seed diverged; the outputs any value; the intervention measures NaN or in their
+  // quantities' domains (intervention_quantity), the known map's NaN without one. Throws
+  // std::invalid_argument naming the value.
   void check(const double* record, double converged_below) const;
 };
 
