@@ -146,6 +146,16 @@ Param test_inputs_param() {
 }
 
 // --nudge on|off (alone: on): every seed trained a second time from W_Q[0][0] one ulp up.
+// --adversary on|off (alone: on): the adversarial map searched for every row of every seed.
+Param adversary_param() {
+  Param p = param::choice("--adversary", "off",
+                          "Search each seed's adversarial map within --epsilon for every head, "
+                          "measured input and loss row (costly: milliseconds a row)",
+                          {"on", "off"});
+  p.implicit_value = "on";
+  return p;
+}
+
 Param nudge_param() {
   Param p = param::choice("--nudge", "off",
                           "Train every seed again from W_Q[0][0] one ulp up and measure how far "
@@ -1490,12 +1500,14 @@ void Sweep::table(Table& t, bool grid) {
     for (int kind = 0; kind < 4; ++kind) {
       if (kind == 3 && !su.known_map()) continue;
       const std::string name = kInterventionNames[kind];
-      distribution("change of the loss, " + name + " map", over, su.interventions[2 * kind]);
-      distribution("output distance, " + name + " map", over, su.interventions[2 * kind + 1]);
+      distribution("change of the loss (" + name + " map)", over, su.interventions[2 * kind]);
+      distribution("output distance (" + name + " map)", over, su.interventions[2 * kind + 1]);
     }
-    distribution("adversarial JSD within epsilon", over, su.interventions[kAdversarialJsd]);
-    distribution("not unique (fraction of rows)", over, su.interventions[kNotUnique]);
-    distribution("Kendall's tau_b, weights vs importance", over, su.interventions[kTauB]);
+    if (interventions.adversary) {
+      distribution("adversarial JSD within epsilon", over, su.interventions[kAdversarialJsd]);
+      distribution("not unique (fraction of rows)", over, su.interventions[kNotUnique]);
+    }
+    distribution("Kendall's tau_b (weights vs importance)", over, su.interventions[kTauB]);
     pair_means[k] = su.pair_jsd.count() > 0 ? su.pair_jsd.moments().mean : NAN;
   }
   // The map's entries over the converged seeds, or over the finite ones when none converged.
@@ -1597,6 +1609,7 @@ InterventionTask intervention_task(const RunContext& ctx, const Shape& s, const 
   t.inputs = s.measured();
   t.shape = w.shape;
   t.epsilon = ctx.get<double>("--epsilon");
+  t.adversary = ctx.get<std::string>("--adversary") == "on";
   if (s.task == Task::teacher) {
     t.known = w.data.teacher_maps;
   } else if (!w.known.keys.empty()) {
@@ -1952,6 +1965,7 @@ const Experiment& attention_sweep_experiment() {
                                "--per-seed: the maps and outputs of the first K measured inputs", 1,
                                kMaxInputs),
                 nudge_param(),
+                adversary_param(),
                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
                 param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
                 param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),

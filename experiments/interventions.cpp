@@ -464,10 +464,12 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
           const int k = m.last_key(m.r0 + row) + 1;
           const double* p = maps_of(i) + row_at(b, h, row);
           const double* v = values.data() + h * dh;
-          const double reached = adversarial_row(p, v, k, dh, dv, task.epsilon);
-          adv_sum += reached;
-          far += reached > kNotUniqueJsd ? 1 : 0;
-          ++adv_rows;
+          if (task.adversary) {
+            const double reached = adversarial_row(p, v, k, dh, dv, task.epsilon);
+            adv_sum += reached;
+            far += reached > kNotUniqueJsd ? 1 : 0;
+            ++adv_rows;
+          }
           if (k < 2) continue;
           leave_one_out(p, v, k, dh, dv, importance.data());
           std::vector<double> pw, iw;
@@ -478,8 +480,10 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
         }
     }
     double* o = out + i * kInterventionFields;
-    o[kAdversarialJsd] = adv_sum / static_cast<double>(adv_rows);
-    o[kNotUnique] = static_cast<double>(far) / static_cast<double>(adv_rows);
+    if (adv_rows > 0) {
+      o[kAdversarialJsd] = adv_sum / static_cast<double>(adv_rows);
+      o[kNotUnique] = static_cast<double>(far) / static_cast<double>(adv_rows);
+    }
     o[kTauB] = tau_rows > 0 ? tau_sum / static_cast<double>(tau_rows) : NAN;
   }
   monitor.stop_point();

@@ -66,6 +66,7 @@ struct InterventionTask {
   SeedResults shape;
   std::vector<double> known;  // inputs x H x |R| x n, or empty
   double epsilon = kDefaultEpsilon;
+  bool adversary = true;  // false: the adversarial measures are NaN (not searched)
 };
 
 // The intervention measures of `count` seeds (pairs (0, 1), (2, 3), ... of them, the pairwise

@@ -310,6 +310,15 @@ TEST(AttentionSweep, BinnedQuantilesAreWithinTheirBounds) {
   const auto a = rows_of(exact.out), b = rows_of(binned.out);
   ASSERT_EQ(a.size(), b.size());
   ASSERT_GT(a.size(), 10u);
+  // Linear scales: half a bin (map entries and the not-unique fraction 2^-14 wide on [0, 1],
+  // tau_b's on [-1, 1], a JSD's ln 2 / 2^16); relative ones 2^-15 of the value.
+  const auto bound_of = [](const std::string& q, double x) {
+    if (q.rfind("P[", 0) == 0 || q.find("not unique") != std::string::npos)
+      return std::ldexp(1.0, -15);
+    if (q.find("JSD") != std::string::npos) return std::log(2.0) / (1 << 17);
+    if (q.find("tau_b") != std::string::npos) return std::ldexp(1.0, -14);
+    return std::ldexp(std::fabs(x), -15);
+  };
   int binned_rows = 0;
   for (std::size_t r = 1; r < a.size(); ++r) {
     const std::string& q = a[r][0];
@@ -327,23 +336,20 @@ TEST(AttentionSweep, BinnedQuantilesAreWithinTheirBounds) {
     EXPECT_EQ(a[r][12], "exact");
     for (std::size_t c = 6; c < 11; ++c) {
       const double x = std::stod(a[r][c]), y = std::stod(b[r][c]);
-      const double bound = q.rfind("P[", 0) == 0                ? std::ldexp(1.0, -15)
-                           : q.find("JSD") != std::string::npos ? std::log(2.0) / (1 << 17)
-                                                                : std::ldexp(std::fabs(x), -15);
+      const double bound = bound_of(q, x);
       EXPECT_LE(std::fabs(x - y), bound * (1 + 1e-12)) << "column " << c;
     }
     for (std::size_t c = 13; c < 15; ++c) {  // the median's interval: two order statistics
       ASSERT_FALSE(a[r][c].empty()) << "column " << c;
       const double x = std::stod(a[r][c]), y = std::stod(b[r][c]);
-      const double bound = q.rfind("P[", 0) == 0                ? std::ldexp(1.0, -15)
-                           : q.find("JSD") != std::string::npos ? std::log(2.0) / (1 << 17)
-                                                                : std::ldexp(std::fabs(x), -15);
+      const double bound = bound_of(q, x);
       EXPECT_LE(std::fabs(x - y), bound * (1 + 1e-12)) << "column " << c;
     }
   }
   // Over the finite seeds (none converged): loss, JSD to mean, pair JSD trained and at the
-  // start, distance, 9 entries.
-  EXPECT_EQ(binned_rows, 5 + 9);
+  // start, distance, 9 entries, the changes of the loss and output distances of three
+  // interventions (no known map), tau_b.
+  EXPECT_EQ(binned_rows, 5 + 9 + 6 + 1);
 }
 
 // --per-seed FILE.npy: the maps as one array (seeds, |R|, n) numpy maps without reading, and
@@ -1132,12 +1138,15 @@ TEST(SeedMeasuresState, RecordsOutsideTheirDomainsAreRefused) {
   record.results = SeedResults{1, 2, 2, 1, 1};  // |R| 1, n 2, d_out 2, one head, one input
   record.nudge = true;
   record.known = true;
-  ASSERT_EQ(record.size(), 9 + 12 + 2 + 2);
+  ASSERT_EQ(record.size(), 9 + 12 + 2 + 2 + 11);
   // loss, start loss, test loss, converged, generalized, diverged, nudge JSD, JSD to the known
-  // map, found; W_Q, W_K, W_V; the map row; the outputs.
+  // map, found; W_Q, W_K, W_V; the map row; the outputs; the interventions' changes of the loss
+  // and output distances (uniform, permuted, patched, known), adversarial JSD, not-unique
+  // fraction, tau_b.
   const std::vector<double> good = {1e-5, 0.5, 2e-5, 1,    1,   0,   1e-9, 0.01, 0,
                                     0.1,  -2,  3,    0.25, 1,   2,   3,    4,    -1,
-                                    -2,   -3,  -4,   0.3,  0.7, 0.5, -0.5};
+                                    -2,   -3,  -4,   0.3,  0.7, 0.5, -0.5, 0.5,  0.2,
+                                    1.0,  0.3, -0.1, 0.4,  2.0, 0.6, 0.05, 0,    0.8};
   const double below = 1e-3;
   const auto state = [&](const std::vector<double>& r) {
     SeedMeasures m;
@@ -1177,11 +1186,16 @@ TEST(SeedMeasuresState, RecordsOutsideTheirDomainsAreRefused) {
   refused({{22, 0.9}}, "weights sum to 1.2, not 1", record);
   refused({{21, 5}, {22, -4}}, "a weight of the map of 5, outside [0, 1]", record);
   refused({{0, 2e-5}}, "records whose loss is not the seed's loss", record);
+  refused({{26, -1}}, "an output distance of -1", record);
+  refused({{33, 0.9}}, "a JSD of 0.9, outside [0, 0.693147]", record);
+  refused({{34, 2}}, "a fraction of rows of 2, outside [0, 1]", record);
+  refused({{35, 1.5}}, "a Kendall's tau of 1.5, outside [-1, 1]", record);
   PerSeedRecord plain = record;
   plain.nudge = false;
   plain.known = false;
   refused({{7, NAN}}, "a nudge JSD without --nudge", plain);
   refused({{6, NAN}}, "a known map's measures without one", plain);
+  refused({{6, NAN}, {7, NAN}}, "a measure dl_known without a known map", plain);
 }
 
 }  // namespace

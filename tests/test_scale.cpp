@@ -231,7 +231,8 @@ TEST(Shards, PerSeedArraysOfAMergedSweepAreThoseOfOneRun) {
     }
     // The maps, seeds, three losses, three flags, the JSD to the mean, the outputs, three or four
     // weights; the teacher's nudge and known-map arrays.
-    EXPECT_EQ(arrays, sweep == kBulk[4] ? 13 : 16);
+    // The interventions' arrays: nine, eleven with a known map.
+    EXPECT_EQ(arrays, sweep == kBulk[4] ? 13 + 9 : 16 + 11);
     fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
   }
 }

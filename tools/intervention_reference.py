@@ -104,7 +104,7 @@ def main():
         subprocess.run([demo, "--table", "attention-sweep", "-q", "--threads", "2", "--task",
                         "previous", "--words", str(n), "--d-model", str(n), "--d-k", str(d_k),
                         "--heads", str(heads), "--causal", causal, "--seeds", f"0:{seeds}",
-                        "--steps", "200", "--per-seed", stem + ".npy"],
+                        "--steps", "200", "--adversary", "on", "--per-seed", stem + ".npy"],
                        check=True, stdout=subprocess.DEVNULL)
         a = {name: np.load(f"{stem}.{name}.npy") for name in
              ("seeds", "loss", "test_loss", "w_q", "w_k", "w_v", "out", "dl_uniform", "out_uniform",
