@@ -330,6 +330,7 @@ inline bool head_close(double gpu, double cpu) {
   return std::fabs(gpu - cpu) <= 1e-12 + 1e-8 * std::fabs(cpu);
 }
 
+#if defined(ATTNLAB_WITH_CUDA)
 // The head trained on the device and on the CPU twin (the case's task, drawn with `normal`, at
 // `steps` steps) for the given seeds: how many results disagree by head_close, and the first five.
 struct HeadTwins {
@@ -353,6 +354,7 @@ HeadTwins head_twins(const HeadCase& c, const std::vector<std::uint64_t>& seeds,
                                 " cpu " + std::to_string(cpu[i]));
   return r;
 }
+#endif
 
 // FLOPs of a case: every seed's steps (head::flops_per_step). Bytes: each seed's workspace read
 // and written once per step, a lower bound.
