@@ -35,12 +35,12 @@ double process_cpu_seconds() {
 
 double attention_compute_bytes(std::size_t batch, std::size_t n, std::size_t d_model,
                                std::size_t d_k, std::size_t d_v, bool per_entry, int heads,
-                               bool masked, std::size_t word) {
+                               bool masked, bool mapped, std::size_t word) {
   if (heads <= 1) return 0;
   const double B = double(batch), N = double(n), H = double(heads);
   const double dkh = double(d_k) / H, dvh = double(d_v) / H, wc = per_entry ? B : 1;
-  const double words =
-      wc * double(d_model) * (2 * dkh + dvh) + B * N * (2 * dkh + 2 * dvh) + 2 * B * N * N;
+  const double words = wc * double(d_model) * (2 * dkh + dvh) + B * N * (2 * dkh + 2 * dvh) +
+                       (mapped ? 3 : 2) * B * N * N;
   return double(word) * words + (masked ? B * N * N : 0);
 }
 
@@ -80,7 +80,7 @@ void attention_compute(const AttentionArrays<T>& a, const Backend& backend, cons
       B, H, Backend::kAttentionPieceWork);
   if (H == 1) {  // one head: the kernels write the results in place
     forward(AttentionProblem<T>{sh, a.x, a.w_q, a.w_k, a.w_v, a.q, a.k, a.v, a.scores, a.weights,
-                                a.out, a.mask});
+                                a.out, a.mask, a.map});
     return;
   }
   for (std::size_t h = 0; h < H; ++h) {  // one batched call per head; x is shared by all
@@ -96,9 +96,15 @@ void attention_compute(const AttentionArrays<T>& a, const Backend& backend, cons
       for (std::size_t b = 0; b < B; ++b)
         std::copy_n(a.mask + (b * H + h) * n * n, n * n, mask.data() + b * n * n);
     }
+    std::vector<T> map;  // this head's (batch, n, n) of the map
+    if (a.map) {
+      map.resize(B * n * n);
+      for (std::size_t b = 0; b < B; ++b)
+        std::copy_n(a.map + (b * H + h) * n * n, n * n, map.data() + b * n * n);
+    }
     forward(AttentionProblem<T>{sh, a.x, hq.data(), hk.data(), hv.data(), q.data(), k.data(),
                                 v.data(), s.data(), w.data(), o.data(),
-                                a.mask ? mask.data() : nullptr});
+                                a.mask ? mask.data() : nullptr, a.map ? map.data() : nullptr});
     double done = 0;  // units since the last stop point: copied elements
     const auto count = [&done, &monitor](double units) {
       if ((done += units) < double(1 << 24)) return;

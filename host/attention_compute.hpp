@@ -32,6 +32,9 @@ struct AttentionArrays {
   // An optional mask (batch, heads, n, n), nonzero where query i may attend key j
   // (kernels/attention.hpp's AttentionProblem::mask, per head); nullptr: none.
   const unsigned char* mask = nullptr;
+  // An optional map (batch, heads, n, n): each head's weights used instead of its softmax's
+  // (kernels/attention.hpp's AttentionProblem::map, per head); nullptr: none.
+  const T* map = nullptr;
   // Outputs, every entry written (the caller allocates them, shapes above).
   T *q = nullptr, *k = nullptr, *v = nullptr, *scores = nullptr, *weights = nullptr, *out = nullptr;
 };
@@ -51,11 +54,11 @@ void attention_compute(const AttentionArrays<T>& a, const Backend& backend, cons
 
 // Bytes attention_compute allocates itself for a problem of these sizes, beyond a's inputs and
 // outputs, T of `word` bytes: with more than one head, a head's columns of the weights, its q, k,
-// v, scores, weights and out, and its share of the mask (`masked`); nothing with one head. For a
-// memory check before any work.
+// v, scores, weights and out, and its share of the mask (`masked`) and of the map (`mapped`);
+// nothing with one head. For a memory check before any work.
 double attention_compute_bytes(std::size_t batch, std::size_t n, std::size_t d_model,
                                std::size_t d_k, std::size_t d_v, bool per_entry, int heads,
-                               bool masked, std::size_t word);
+                               bool masked, bool mapped, std::size_t word);
 
 // CPU time of this process, all threads (user + system), in seconds.
 double process_cpu_seconds();

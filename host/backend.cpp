@@ -120,6 +120,8 @@ template <class T>
 void Backend::attention_forward(const AttentionProblem<T>& p, const Monitor& monitor) const {
   if (p.mask && kind_ == DeviceKind::cuda)
     throw std::invalid_argument("mask: the CUDA path takes no mask; use the CPU (--device cpu)");
+  if (p.map && kind_ == DeviceKind::cuda)
+    throw std::invalid_argument("map: the CUDA path takes no map; use the CPU (--device cpu)");
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) {

@@ -72,6 +72,12 @@ struct AttentionProblem {
   // causal masks one (score -inf, weight 0, never read by the weighted sum); a row with no key
   // left has zero weights and a zero output. The CPU twin alone takes one.
   const unsigned char* mask = nullptr;
+  // An optional map (batch, n, n): the weights used instead of the softmax's (a patched or
+  // frozen map). The scores are computed as without it; weights holds the map on the visible
+  // keys and 0 on the masked ones, and out_i = sum over the visible j of map_ij v_j in the
+  // order the softmax's weights take, so that the computed weights given back as the map give
+  // the same out, bit for bit. The CPU twin alone takes one.
+  const T* map = nullptr;
 };
 
 // The score of query row q and key row k (d entries each), recomputed so that it overflows only

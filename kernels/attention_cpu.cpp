@@ -216,7 +216,7 @@ template <CpuLevel L, class T>
 ATTN_INLINE void forward_rows(const AttentionShape& s, double scale_d, bool project, bool attend,
                               int r0, int r1, const T* x, const T* w_q, const T* w_k, const T* w_v,
                               T* q, T* k, T* v, T* scores, T* weights, T* out,
-                              const unsigned char* mask, Scratch<T>& scratch) {
+                              const unsigned char* mask, const T* map, Scratch<T>& scratch) {
   using S = simd::Simd<L, T>;
   using V = typename S::V;
   constexpr int W = S::kLanes;
@@ -259,7 +259,13 @@ ATTN_INLINE void forward_rows(const AttentionShape& s, double scale_d, bool proj
       const int valid = visible(i);
       finish(r0 + i, 0, valid);
       for (int j = valid; j < n; ++j) si[j] = neg_infinity<T>();
-      softmax_row_blocked<S>(si, wr + Index(i) * n, n, valid);
+      T* wi = wr + Index(i) * n;
+      if (map == nullptr) {
+        softmax_row_blocked<S>(si, wi, n, valid);
+        continue;
+      }
+      const T* mi = map + Index(r0 + i) * n;
+      for (int j = 0; j < n; ++j) wi[j] = j < valid ? mi[j] : T(0);
     }
     // out rows (rows, d_v) = weights rows (rows, n) v (n, d_v), row i over its visible keys.
     product<S>({wr, n, v, dv, out + Index(r0) * dv, dv}, rows, n, dv, visible);
@@ -285,7 +291,10 @@ ATTN_INLINE void forward_rows(const AttentionShape& s, double scale_d, bool proj
       keys[count] = j;
       gs[count++] = si[j];
     }
-    softmax_row_blocked<S>(gs, gw, count, count);
+    if (map == nullptr)
+      softmax_row_blocked<S>(gs, gw, count, count);
+    else
+      for (int t = 0; t < count; ++t) gw[t] = map[Index(i) * n + keys[t]];
     T* oi = out + Index(i) * dv;
     for (int c = 0; c < dv; c += W) {
       const int width = std::min(W, dv - c);
@@ -305,10 +314,10 @@ ATTN_INLINE void forward_rows_f32_body(const AttentionShape& s, double scale, bo
                                        bool attend, int r0, int r1, const float* x,
                                        const float* w_q, const float* w_k, const float* w_v,
                                        float* q, float* k, float* v, float* scores, float* weights,
-                                       float* out, const unsigned char* mask,
+                                       float* out, const unsigned char* mask, const float* map,
                                        Scratch<float>* scratch) {
   forward_rows<L, float>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores,
-                         weights, out, mask, *scratch);
+                         weights, out, mask, map, *scratch);
 }
 template <CpuLevel L>
 ATTN_INLINE void forward_rows_f64_body(const AttentionShape& s, double scale, bool project,
@@ -316,18 +325,18 @@ ATTN_INLINE void forward_rows_f64_body(const AttentionShape& s, double scale, bo
                                        const double* w_q, const double* w_k, const double* w_v,
                                        double* q, double* k, double* v, double* scores,
                                        double* weights, double* out, const unsigned char* mask,
-                                       Scratch<double>* scratch) {
+                                       const double* map, Scratch<double>* scratch) {
   forward_rows<L, double>(s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores,
-                          weights, out, mask, *scratch);
+                          weights, out, mask, map, *scratch);
 }
 // Each compiled for every CPU level (kernels/cpu_clones.hpp); forward_rows_t runs the copy of
 // the level it is given.
 #define ATTN_FORWARD_ROWS_PARAMS(T)                                                              \
   (const AttentionShape& s, double scale, bool project, bool attend, int r0, int r1, const T* x, \
    const T* w_q, const T* w_k, const T* w_v, T* q, T* k, T* v, T* scores, T* weights, T* out,    \
-   const unsigned char* mask, Scratch<T>* scratch)
-#define ATTN_FORWARD_ROWS_ARGS                                                               \
-  (s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights, out, mask, \
+   const unsigned char* mask, const T* map, Scratch<T>* scratch)
+#define ATTN_FORWARD_ROWS_ARGS                                                                    \
+  (s, scale, project, attend, r0, r1, x, w_q, w_k, w_v, q, k, v, scores, weights, out, mask, map, \
    scratch)
 ATTN_CPU_LEVEL_COPIES(void, forward_rows_f32, ATTN_FORWARD_ROWS_PARAMS(float),
                       ATTN_FORWARD_ROWS_ARGS)
@@ -345,14 +354,15 @@ ATTN_CPU_LEVEL_COPIES(void, forward_rows_f64, ATTN_FORWARD_ROWS_PARAMS(double),
 void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
                     bool attend, int r0, int r1, const float* x, const float* w_q, const float* w_k,
                     const float* w_v, float* q, float* k, float* v, float* scores, float* weights,
-                    float* out, const unsigned char* mask, Scratch<float>* scratch) {
+                    float* out, const unsigned char* mask, const float* map,
+                    Scratch<float>* scratch) {
   ATTN_FORWARD_ROWS_AT(forward_rows_f32)
 }
 void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
                     bool attend, int r0, int r1, const double* x, const double* w_q,
                     const double* w_k, const double* w_v, double* q, double* k, double* v,
                     double* scores, double* weights, double* out, const unsigned char* mask,
-                    Scratch<double>* scratch) {
+                    const double* map, Scratch<double>* scratch) {
   ATTN_FORWARD_ROWS_AT(forward_rows_f64)
 }
 #undef ATTN_FORWARD_ROWS_AT
@@ -450,7 +460,7 @@ void forward_piece(const AttentionProblem<T>& p, const AttentionPiece& piece, Cp
     forward_rows_t(level, s, scale, project, attend, r0, r1, p.x + xo, p.w_q + b * wk_stride,
                    p.w_k + b * wk_stride, p.w_v + b * wv_stride, p.q + ko, p.k + ko, p.v + vo,
                    p.scores + so, p.weights + so, p.out + vo, p.mask ? p.mask + so : nullptr,
-                   &scratch);
+                   p.map ? p.map + so : nullptr, &scratch);
   };
 #pragma omp parallel if (worth_threads(piece.work))
   {

@@ -355,6 +355,57 @@ TEST(AttentionCpu, EveryCpuLevelGivesTheSameBitsDouble) {
   every_level_gives_the_same_bits<double>();
 }
 
+// A given map (AttentionProblem::map) takes the softmax's place in the same chain: the computed
+// weights given back as the map give every output's bits, at every CPU level, with and without
+// masks, whole and in pieces; a map that differs moves the output and leaves the scores.
+template <class T>
+void given_map_takes_the_softmaxs_place() {
+  std::uint64_t seed = 90;
+  for (const AttentionShape& sh : kOddShapes)
+    for (bool masked : {false, true}) {
+      SCOPED_TRACE("n=" + std::to_string(sh.n) + " d_k=" + std::to_string(sh.d_k) +
+                   (masked ? " masked" : ""));
+      Arrays<T> plain(sh, ++seed, masked);
+      attention_forward_cpu(plain.problem());
+      const std::vector<T> map = plain.p;
+      for (CpuLevel level : {CpuLevel::v4, CpuLevel::v3, CpuLevel::baseline}) {
+        if (level > cpu_level()) continue;
+        Arrays<T> a(sh, seed, masked);
+        AttentionProblem<T> prob = a.problem();
+        prob.map = map.data();
+        attention_forward_cpu(prob, level);
+        EXPECT_TRUE(a.same_bits(plain)) << cpu_level_name(level);
+      }
+      Arrays<T> pieces(sh, seed, masked);
+      AttentionProblem<T> prob = pieces.problem();
+      prob.map = map.data();
+      for (const AttentionPiece& piece : attention_pieces(sh, 2000))
+        attention_forward_cpu(prob, piece);
+      EXPECT_TRUE(pieces.same_bits(plain));
+      std::vector<T> uniform(map.size(), T(1) / T(sh.n));
+      Arrays<T> u(sh, seed, masked);
+      prob = u.problem();
+      prob.map = uniform.data();
+      attention_forward_cpu(prob);
+      EXPECT_EQ(0, std::memcmp(u.s.data(), plain.s.data(), u.s.size() * sizeof(T)));
+      EXPECT_NE(0, std::memcmp(u.o.data(), plain.o.data(), u.o.size() * sizeof(T)));
+      // Row 0 of problem 0 without a mask or causality sees every key: the mean of the values.
+      if (!masked && !sh.causal)
+        for (int c = 0; c < sh.d_v; ++c) {
+          long double mean = 0;
+          for (int j = 0; j < sh.n; ++j) mean += u.v[std::size_t(j) * sh.d_v + c];
+          mean /= sh.n;
+          EXPECT_NEAR(double(u.o[c]), double(mean), 1e-5 * (1 + std::fabs(double(mean))));
+        }
+    }
+}
+TEST(AttentionCpu, AGivenMapTakesTheSoftmaxsPlaceFloat) {
+  given_map_takes_the_softmaxs_place<float>();
+}
+TEST(AttentionCpu, AGivenMapTakesTheSoftmaxsPlaceDouble) {
+  given_map_takes_the_softmaxs_place<double>();
+}
+
 // The arithmetic attention_cpu.cpp states, entry by entry, recomputed here from the
 // definitions: each product entry a fused multiply-add chain in ascending inner index from 0
 // (q, k, v from x and the weights; the scores from the kernel's q and k, then times the scale;

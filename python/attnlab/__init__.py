@@ -202,7 +202,7 @@ _INT_MAX = 0x7FFFFFFF
 
 
 def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=None, scale=None,
-              need_weights=True, out=None, device="auto", threads=None, progress=False):
+              map=None, need_weights=True, out=None, device="auto", threads=None, progress=False):
     """Scaled dot-product attention of every problem in a batch, ``demo attention``'s kernels.
 
     x: (n, d_model) or (..., n, d_model). w_q, w_k: (d_model, d_k), shared by the batch, or
@@ -213,7 +213,14 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
     integers of x's batch shape (() or (1,) for an x of 2 axes), keys at or past an entry's
     length are masked (key padding). A masked key has score -inf and weight 0 and never enters
     the output; a row with no key left has zero weights and output. scale: the scores' factor
-    (default 1/sqrt(d_k / H)). The computation is float32 when every input is float32, else
+    (default 1/sqrt(d_k / H)). map: real numbers broadcastable to the weights' shape (..., H,
+    n, n), without the H axis for one head, each head's
+    weights used instead of its softmax's (a patched, ablated or frozen map): the scores are
+    computed as without it, weights holds the map on the visible keys (0 on masked ones) and
+    out_i = sum over the visible j of map_ij v_j, in the order the computed weights take, so
+    that ``attention(..., map=r.weights).out`` is ``r.out`` bit for bit; rows need not sum to 1
+    (a zero row ablates the head); converted to the computation's dtype; the CPU alone takes
+    one. The computation is float32 when every input is float32, else
     float64; C-contiguous inputs of that dtype are read in place, without a copy. device: auto,
     cpu or cuda (a CUDA build); threads: CPU threads (None: all cores; at most 4 per core).
 
@@ -252,14 +259,19 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
         if device == "cuda":
             raise ValueError("mask: the CUDA path takes no mask (device='cpu' or 'auto')")
         device = "cpu"  # the CPU twin alone takes a mask: auto picks the CPU
+    square = batch_shape + ((heads,) if heads > 1 else ()) + (n, n)
+    given_map = _map_argument(map, square)
+    if given_map is not None:
+        if device == "cuda":
+            raise ValueError("map: the CUDA path takes no map (device='cpu' or 'auto')")
+        device = "cpu"
     dtype = _np.dtype(_np.float32 if all(a.dtype == _np.float32 for a in arrays.values())
                       else _np.float64)
     per_entry = any(arrays[w].ndim != 2 for w in ("w_q", "w_k", "w_v"))
-    square = batch_shape + ((heads,) if heads > 1 else ()) + (n, n)
     shapes = {"q": batch_shape + (n, d_k), "k": batch_shape + (n, d_k), "v": batch_shape + (n, d_v),
               "scores": square, "weights": square, "out": batch_shape + (n, d_v)}
     given = _given_outputs(out, shapes, dtype, need_weights,
-                           [a for a in list(arrays.values()) + [m, ln] if a is not None])
+                           [a for a in list(arrays.values()) + [m, ln, given_map] if a is not None])
 
     # Memory, before anything is allocated: the copies made here (inputs converted or not
     # contiguous, shared weights broadcast per entry, the dense mask) and what the call makes.
@@ -273,8 +285,11 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
             copies += a.size * word
     if masked:
         copies += batch * heads * n * n + (batch * n if ln is not None else 0)
+    if given_map is not None:
+        copies += batch * heads * n * n * word
     need, square_bytes = _core.attention_bytes(batch, n, d_model, d_k, d_v, per_entry, heads, word,
-                                               masked, need_weights, list(given))
+                                               masked, given_map is not None, need_weights,
+                                               list(given))
     _check_memory(x, need + copies, square_bytes)
 
     # The kernels' arrays: (batch, rows, cols), C-contiguous, of the computation's dtype.
@@ -290,7 +305,11 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
     mask4 = _dense_mask(m, ln, batch_shape + (heads, n, n)) if masked else None
     flat = {"q": (batch, n, d_k), "k": (batch, n, d_k), "v": (batch, n, d_v),
             "scores": (batch, heads, n, n), "weights": (batch, heads, n, n), "out": (batch, n, d_v)}
-    made = _core.attention(x3, *ws, per_entry, heads, causal, float(scale), mask4, device,
+    map4 = None
+    if given_map is not None:
+        map4 = _np.empty((batch, heads, n, n), dtype=dtype)
+        map4.reshape(square)[...] = given_map
+    made = _core.attention(x3, *ws, per_entry, heads, causal, float(scale), mask4, map4, device,
                            nthreads, progress, _main_thread(), need_weights,
                            {name: a.reshape(flat[name]) for name, a in given.items()})
     results = {}
@@ -308,6 +327,7 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
         "heads": heads,
         "causal": causal,
         "masked": masked,
+        "map_given": given_map is not None,
         "scale": float(scale),
         "need_weights": need_weights,
         "kernel_seconds": info["kernel_seconds"],
@@ -385,6 +405,25 @@ def _mask_arguments(mask, lengths, batch_shape, heads, n):
             raise ValueError(f"lengths: entry {tuple(int(i) for i in at)} is {int(ln[at])}, "
                              f"outside 0 to n = {n}")
     return m, ln
+
+
+def _map_argument(given, target):
+    """attention's map=: an array of real numbers that broadcasts to target (None: no map)."""
+    if given is None:
+        return None
+    a = _real_array("map", given)
+    try:
+        fits = _np.broadcast_shapes(a.shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"map: shape {_shape(a.shape)} does not broadcast to the weights' shape "
+                         f"{_shape(target)}")
+    bad = _np.flatnonzero(~_np.isfinite(a))
+    if bad.size:
+        at = _np.unravel_index(bad[0], a.shape)
+        raise ValueError(f"map: entry {tuple(int(i) for i in at)} is {a[at]}, not a finite number")
+    return a
 
 
 def _dense_mask(m, ln, target):

@@ -3,20 +3,23 @@
 // users).
 //
 // What it exposes, each a thin call into the libraries demo is built from:
-//   attention(x, w_q, w_k, w_v, per_entry, heads, causal, scale, mask, device, threads,
+//   attention(x, w_q, w_k, w_v, per_entry, heads, causal, scale, mask, map, device, threads,
 //             progress, main_thread, need_weights, given)
 //       -> (q, k, v, scores, weights, out, info)
 //       x (batch, n, d_model), weights (count, d_model, d), C-contiguous float32 or float64 arrays
 //       read in place (no copy), count = batch when per_entry else 1; mask None or uint8
-//       (batch, heads, n, n), nonzero where a query may attend a key; given: {name: array} of
+//       (batch, heads, n, n), nonzero where a query may attend a key; map None or an array of
+//       x's dtype (batch, heads, n, n), the weights used instead of the softmax's (kernels/
+//       attention.hpp's AttentionProblem::map); given: {name: array} of
 //       the caller's outputs, C-contiguous, of the shapes host/attention_compute.hpp says
 //       ((batch, n, d) and (batch, heads, n, n)), written in place. The outputs not given are
 //       new arrays owned by numpy; given ones, and scores and weights without need_weights,
 //       come back as None. Without need_weights, scores and weights go to a scratch buffer of
 //       at most kScratchBytes (a few problems at a time), never to the caller.
 //       info: {"backend", "kernel_seconds", "kernel_cpu_seconds"}.
-//   attention_bytes(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked, need_weights,
-//                   given) -> (bytes, square_bytes): the memory attention allocates for such a
+//   attention_bytes(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked, mapped,
+//                   need_weights, given) -> (bytes, square_bytes): the memory attention allocates
+//                   for such a
 //       call (outputs not given, scratch, attention_compute's own), and of it the scores and
 //       weights; the caller checks it against memory_available() before any work.
 //   experiments() -> [{"name", "summary", "in_all", "runs", "chunked", "params": [...]}]
@@ -181,6 +184,8 @@ template <class T>
 using Out = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 
 using Mask = nb::ndarray<const std::uint8_t, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
+template <class T>
+using Map = nb::ndarray<const T, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
 
 // Scores and weights that the caller does not want go to a scratch buffer of at most this
 // many bytes, reused problem group after problem group (at least one problem at a time).
@@ -191,12 +196,12 @@ const char* const kOutputs[] = {"q", "k", "v", "scores", "weights", "out"};
 // The sizes of one attention call, and what it allocates.
 struct AttentionPlan {
   std::size_t B, n, d_model, d_k, d_v, H, word;
-  bool per_entry, masked, need_weights;
+  bool per_entry, masked, mapped, need_weights;
   std::size_t chunk;  // problems per kernel call: B with need_weights, else the scratch's share
 
   AttentionPlan(std::size_t B_, std::size_t n_, std::size_t d_model_, std::size_t d_k_,
                 std::size_t d_v_, bool per_entry_, int heads, std::size_t word_, bool masked_,
-                bool need_weights_)
+                bool mapped_, bool need_weights_)
       : B(B_),
         n(n_),
         d_model(d_model_),
@@ -206,6 +211,7 @@ struct AttentionPlan {
         word(word_),
         per_entry(per_entry_),
         masked(masked_),
+        mapped(mapped_),
         need_weights(need_weights_) {
     const double per_problem = 2.0 * double(H) * double(n) * double(n) * double(word);
     chunk = need_weights ? B
@@ -245,15 +251,16 @@ struct AttentionPlan {
       square = 2.0 * double(word) * double(chunk) * double(H) * double(n) * double(n);
       total += square;
     }
-    total += attention_compute_bytes(chunk, n, d_model, d_k, d_v, per_entry, int(H), masked, word);
+    total += attention_compute_bytes(chunk, n, d_model, d_k, d_v, per_entry, int(H), masked, mapped,
+                                     word);
     return {total, square};
   }
 };
 
 nb::tuple attention_bytes(std::size_t batch, std::size_t n, std::size_t d_model, std::size_t d_k,
                           std::size_t d_v, bool per_entry, int heads, std::size_t word, bool masked,
-                          bool need_weights, const std::vector<std::string>& given) {
-  const AttentionPlan plan(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked,
+                          bool mapped, bool need_weights, const std::vector<std::string>& given) {
+  const AttentionPlan plan(batch, n, d_model, d_k, d_v, per_entry, heads, word, masked, mapped,
                            need_weights);
   const auto [total, square] = plan.bytes(given);
   return nb::make_tuple(total, square);
@@ -261,11 +268,12 @@ nb::tuple attention_bytes(std::size_t batch, std::size_t n, std::size_t d_model,
 
 template <class T>
 nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry, int heads,
-                    bool causal, double scale, std::optional<Mask> mask, const std::string& device,
-                    int threads, bool progress, bool main_thread, bool need_weights,
-                    nb::dict given) {
+                    bool causal, double scale, std::optional<Mask> mask, std::optional<Map<T>> map,
+                    const std::string& device, int threads, bool progress, bool main_thread,
+                    bool need_weights, nb::dict given) {
   const AttentionPlan plan(x.shape(0), x.shape(1), x.shape(2), w_q.shape(2), w_v.shape(2),
-                           per_entry, heads, sizeof(T), mask.has_value(), need_weights);
+                           per_entry, heads, sizeof(T), mask.has_value(), map.has_value(),
+                           need_weights);
   const std::size_t B = plan.B, n = plan.n, d_model = plan.d_model, H = plan.H;
   const std::size_t wc = per_entry ? B : 1;
   const auto check = [&](const char* name, const In3<T>& w, std::size_t cols) {
@@ -279,6 +287,8 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
   if (mask &&
       (mask->shape(0) != B || mask->shape(1) != H || mask->shape(2) != n || mask->shape(3) != n))
     throw nb::value_error("mask: not of shape (batch, heads, n, n)");
+  if (map && (map->shape(0) != B || map->shape(1) != H || map->shape(2) != n || map->shape(3) != n))
+    throw nb::value_error("map: not of shape (batch, heads, n, n)");
   // The caller's outputs, checked, then the others allocated.
   T* ptr[6] = {};
   std::unique_ptr<T[], FreeDeleter> made[6];
@@ -329,6 +339,7 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
       a.causal = causal;
       a.scale = scale;
       a.mask = mask ? mask->data() + b0 * square : nullptr;
+      a.map = map ? map->data() + b0 * square : nullptr;
       a.q = ptr[0] + b0 * n * plan.d_k;
       a.k = ptr[1] + b0 * n * plan.d_k;
       a.v = ptr[2] + b0 * n * plan.d_v;
@@ -552,13 +563,14 @@ NB_MODULE(_core, m) {
   m.attr("built_with_cuda") = kBuiltWithCuda;
   m.def("attention", &attention<float>, "x"_a.noconvert(), "w_q"_a.noconvert(), "w_k"_a.noconvert(),
         "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a, "mask"_a.none(),
-        "device"_a, "threads"_a, "progress"_a, "main_thread"_a, "need_weights"_a, "given"_a);
+        "map"_a.noconvert().none(), "device"_a, "threads"_a, "progress"_a, "main_thread"_a,
+        "need_weights"_a, "given"_a);
   m.def("attention", &attention<double>, "x"_a.noconvert(), "w_q"_a.noconvert(),
         "w_k"_a.noconvert(), "w_v"_a.noconvert(), "per_entry"_a, "heads"_a, "causal"_a, "scale"_a,
-        "mask"_a.none(), "device"_a, "threads"_a, "progress"_a, "main_thread"_a, "need_weights"_a,
-        "given"_a);
+        "mask"_a.none(), "map"_a.noconvert().none(), "device"_a, "threads"_a, "progress"_a,
+        "main_thread"_a, "need_weights"_a, "given"_a);
   m.def("attention_bytes", &attention_bytes, "batch"_a, "n"_a, "d_model"_a, "d_k"_a, "d_v"_a,
-        "per_entry"_a, "heads"_a, "word"_a, "masked"_a, "need_weights"_a, "given"_a);
+        "per_entry"_a, "heads"_a, "word"_a, "masked"_a, "mapped"_a, "need_weights"_a, "given"_a);
   // Every file --per-seed PATH can write, each optional array's included (which of them a run
   // writes depends on its request): the Python layer refuses a run where any of them exists,
   // and reads back those the run wrote.

@@ -399,6 +399,62 @@ def test_mask_refusals():
         attnlab.attention(x, w, w, w, mask=np.ones((3, 3), bool), device="cuda")
 
 
+# ---- a given map -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,heads,causal,masked", [
+    (np.float64, 1, False, False), (np.float32, 2, True, False), (np.float64, 2, False, True)])
+def test_the_computed_map_given_back_is_the_same_output(dtype, heads, causal, masked):
+    # Given back as the map, the computed weights take the softmax's place in the same chain of
+    # operations: every output equals the plain call's, bit for bit.
+    g = np.random.default_rng(23)
+    x = g.standard_normal((3, 7, 8)).astype(dtype)
+    wq, wk, wv = (g.standard_normal((8, 8)).astype(dtype) for _ in range(3))
+    mask = g.random((3, heads, 7, 7)) < 0.6 if masked else None
+    r = attnlab.attention(x, wq, wk, wv, heads=heads, causal=causal, mask=mask)
+    p = attnlab.attention(x, wq, wk, wv, heads=heads, causal=causal, mask=mask, map=r.weights)
+    assert all(same_bits(r[n], p[n]) for n in r), [n for n in r if not same_bits(r[n], p[n])]
+    assert p.provenance["map_given"] and not r.provenance["map_given"]
+
+
+def test_a_given_map_is_numpy_map_times_values():
+    # Any map, rows not summing to 1 included (a zero row ablates), broadcast over the batch:
+    # out = map @ v per head over the visible keys, the scores as without a map.
+    g = np.random.default_rng(29)
+    x = g.standard_normal((2, 5, 6, 8))
+    wq, wk, wv = (g.standard_normal((8, 8)) for _ in range(3))
+    given = g.random((2, 6, 6))  # (heads, n, n), broadcast over the batch axes
+    given[1, 3] = 0
+    r = attnlab.attention(x, wq, wk, wv, heads=2, causal=True, map=given)
+    plain = attnlab.attention(x, wq, wk, wv, heads=2, causal=True)
+    v = x @ wv
+    visible = np.tril(np.ones((6, 6), bool))
+    for h in range(2):
+        ph = np.where(visible, given[h], 0)
+        np.testing.assert_array_equal(r.weights[..., h, :, :], np.broadcast_to(ph, (2, 5, 6, 6)))
+        np.testing.assert_allclose(r.out[..., 4 * h:4 * h + 4], ph @ v[..., 4 * h:4 * h + 4],
+                                   rtol=1e-12, atol=1e-13)
+    assert np.all(r.out[..., 3, 4:] == 0)
+    assert same_bits(r.scores, plain.scores)
+    uniform = attnlab.attention(x, wq, wk, wv, map=np.full((6, 6), 1 / 6))
+    np.testing.assert_allclose(uniform.out, np.broadcast_to(v.mean(-2, keepdims=True), v.shape),
+                               rtol=1e-12, atol=1e-13)
+
+
+def test_map_refusals():
+    x, w = np.ones((3, 2)), np.eye(2)
+    with pytest.raises(ValueError, match=r"map: shape \(2, 3\) does not broadcast to the weights' "
+                                          r"shape \(3, 3\)"):
+        attnlab.attention(x, w, w, w, map=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="map: expected real numbers"):
+        attnlab.attention(x, w, w, w, map=np.ones((3, 3), complex))
+    with pytest.raises(ValueError, match=r"map: entry \(1, 2\) is nan, not a finite number"):
+        bad = np.ones((3, 3))
+        bad[1, 2] = np.nan
+        attnlab.attention(x, w, w, w, map=bad)
+    with pytest.raises(ValueError, match="takes no map"):
+        attnlab.attention(x, w, w, w, map=np.ones((3, 3)), device="cuda")
+
+
 # ---- version 3: many inputs ------------------------------------------------------------------
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "variability_reference.py")
@@ -460,3 +516,40 @@ def test_dk_is_read_as_d_k_with_a_deprecation_warning():
     assert old["std"].tolist() == now["std"].tolist()
     with pytest.raises(ValueError, match="dk= and d_k= name one option"):
         attnlab.dk_std(dk=[2], d_k=[2])
+
+
+# ---- version 3: does the head use its map? ---------------------------------------------------
+
+def test_per_seed_interventions_are_attention_with_the_map_replaced():
+    # --task previous with X = I_n: the measured input is known here. Each seed's uniform and
+    # known interventions recomputed from its exported weights with attention(map=...) and the
+    # loss written from the spec (the sum of squares over the loss rows R = 1..n-1).
+    n = 5
+    t = attnlab.sweep("attention", task="previous", words=n, d_model=n, d_k=2, seeds="0:6",
+                      steps=100, causal=True)
+    ps = t.per_seed
+    for name in ("dl_uniform", "out_uniform", "dl_permuted", "out_permuted", "dl_patched",
+                 "out_patched", "dl_known", "out_known", "adv_jsd", "adv_not_unique", "tau_b"):
+        assert name in ps and ps[name].shape == (6,), (name, sorted(ps))
+    adv = ps["adv_jsd"][~np.isnan(ps["adv_jsd"])]  # NaN where not searched
+    assert np.all((adv >= 0) & (adv <= np.log(2)))
+    assert np.all((ps["tau_b"] >= -1) & (ps["tau_b"] <= 1))
+    x, y = np.eye(n), np.zeros((n, n))
+    y[1:] = x[:-1]
+    visible = np.tril(np.ones((n, n), bool))
+    uniform = np.where(visible, 1 / visible.sum(1, keepdims=True), 0.0)
+    known = np.zeros((n, n))
+    known[np.arange(1, n), np.arange(n - 1)] = 1
+    known[0, 0] = 1  # row 0 reaches no loss
+    checked = 0
+    for s in range(6):
+        if not np.isfinite(ps["loss"][s]):
+            continue
+        w = [ps[m][s] for m in ("w_q", "w_k", "w_v")]
+        for name, given in (("uniform", uniform), ("known", known)):
+            r = attnlab.attention(x, *w, causal=True, map=given)
+            loss = ((r.out[1:] - y[1:]) ** 2).sum()
+            np.testing.assert_allclose(ps["dl_" + name][s], loss - ps["test_loss"][s],
+                                       rtol=1e-9, atol=1e-12, err_msg=f"seed {s} {name}")
+            checked += 1
+    assert checked >= 8
