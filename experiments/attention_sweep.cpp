@@ -929,6 +929,7 @@ struct Sweep {
   const SeedSet* seeds = nullptr;
   std::uint64_t count = 0, per_chunk = 0, chunks = 0;
   std::uint64_t batch = 1;   // chunks per backend call
+  std::uint64_t least = 1;   // and at least (ChunkJob::least)
   std::uint64_t budget = 0;  // values kept per quantity for exact quantiles
   bool keep = false;         // the first pass keeps every seed's training results
   std::string per_seed_file;
@@ -1074,6 +1075,7 @@ struct Sweep {
     j.unit = "seed-steps";
     j.chunks = chunks;
     j.batch = batch;
+    j.least = least;
     j.paced = ctx.backend.kind() == DeviceKind::cpu;
     j.work = [this](std::uint64_t i) { return work_of(i); };
     return j;
@@ -1701,6 +1703,9 @@ std::vector<Table> run(const RunContext& ctx) {
     const std::uint64_t call = std::max<std::uint64_t>(
         static_cast<std::uint64_t>(ctx.backend.head_seeds_per_call(w->m)), w->per_chunk);
     w->batch = std::max<std::uint64_t>(1, call / w->per_chunk);
+    // A call never trains fewer seeds than take its time (a lane pack per CPU thread).
+    w->least =
+        std::min(w->batch, (ctx.backend.least_seeds_per_call() + w->per_chunk - 1) / w->per_chunk);
     // A call's arrays per seed: training results, measured results (twice with --nudge), the
     // start's maps, the evaluation's output, and the per-seed records; the workspaces.
     const double per_seed_call =

@@ -131,6 +131,7 @@ std::vector<Table> run(const RunContext& ctx) {
   job.unit = "model-steps";
   job.chunks = per_config * configs.size();
   job.batch = std::max<std::uint64_t>(1, ctx.backend.seeds_per_call() / kSeedsPerChunk);
+  job.least = (ctx.backend.least_seeds_per_call() + kSeedsPerChunk - 1) / kSeedsPerChunk;
   job.work = [&](std::uint64_t i) { return static_cast<double>(chunk_of(i).count) * train.steps; };
   job.compute = [&](std::uint64_t first, std::uint64_t count) {
     std::vector<ChunkState> states;

@@ -14,6 +14,7 @@
 #include "cpu_threads.hpp"
 #include "host/format.hpp"
 #include "host/progress.hpp"
+#include "lanes.hpp"
 #include "quantiles.hpp"
 
 namespace attn {
@@ -233,12 +234,19 @@ void Backend::train_heads(const head::Model& m, const std::uint64_t* seeds, std:
   head::train_seeds_cpu(m, seeds, count, out, monitor);
 }
 
+std::uint64_t Backend::least_seeds_per_call() const {
+  if (kind_ == DeviceKind::cuda) return 1;
+  return static_cast<std::uint64_t>(kPackLanes) * static_cast<std::uint64_t>(std::max(1, threads_));
+}
+
 std::int64_t Backend::head_seeds_per_call(const head::Model& m) const {
   const auto per_call = static_cast<std::int64_t>(seeds_per_call());
   if (kind_ == DeviceKind::cuda)
     return head_sizing::gpu_seeds_per_call(m, gpu_.multiprocessors,
                                            gpu_.memory_gib * 1024.0 * 1024.0 * 1024.0, per_call);
-  return head_sizing::cpu_seeds_per_call(m, per_call);
+  // kPackLanes is even: so is the least.
+  return std::max(head_sizing::cpu_seeds_per_call(m, per_call),
+                  static_cast<std::int64_t>(least_seeds_per_call()));
 }
 
 void Backend::check_head(const head::Model& m) const {

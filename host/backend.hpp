@@ -58,6 +58,11 @@ class Backend {
   std::uint64_t seeds_per_call() const {
     return kind_ == DeviceKind::cuda ? kGpuSeedsPerCall : kCpuSeedsPerCall;
   }
+  // The fewest seeds a training call (train_seeds, train_heads) should hold: on the CPU one lane
+  // pack (kPackLanes seeds, kernels/lanes.hpp) per thread, since a pack trains its lanes in
+  // lockstep and a call of fewer seeds takes as long; 1 on the GPU, whose calls are sized to
+  // fill it (head_seeds_per_call, seeds_per_call) and not paced.
+  std::uint64_t least_seeds_per_call() const;
 
   // Kernel calls made through this backend so far: a table that made none ran on the host.
   std::uint64_t kernel_calls() const { return calls_; }
@@ -100,8 +105,9 @@ class Backend {
                    double* out, const Monitor& monitor = silent_monitor()) const;
   // How many seeds one train_heads call of model m should hold (even, >= 2). CPU: enough to keep
   // the threads busy while a call stays short (head_sizing::cpu_seeds_per_call with
-  // seeds_per_call()); GPU: one seed per resident thread of the device, fewer where the
-  // workspaces or the results would not fit (head_sizing::gpu_seeds_per_call with gpu()).
+  // seeds_per_call()), and never fewer than least_seeds_per_call(); GPU: one seed per resident
+  // thread of the device, fewer where the workspaces or the results would not fit
+  // (head_sizing::gpu_seeds_per_call with gpu()).
   std::int64_t head_seeds_per_call(const head::Model& m) const;
   // Throws std::invalid_argument (one line, ending with what to do) when this backend should not
   // train model m: on the GPU, a head whose single seed's training on one GPU thread is

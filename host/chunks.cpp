@@ -696,12 +696,28 @@ std::uint64_t compute_batch(JobRun& run, ChunkPacer& pacer, std::uint64_t first)
 // Computes this process's chunks that are not done, batch by batch; then, on MPI, sends what
 // is still queued (ranks but 0) or waits for every other rank's states (rank 0). Chunks per
 // compute() call: up to the backend's batch, paced to about 0.1 s a call so that progress and
-// Ctrl-C stay responsive (the states, and so the result, do not depend on it).
+// Ctrl-C stay responsive, in multiples of the job's least (the states, and so the result, do
+// not depend on it). The debug log gets the calls' sizes.
 void compute_chunks(JobRun& run) {
   const std::uint64_t batch = std::max<std::uint64_t>(1, run.job.batch);
-  ChunkPacer pacer(run.job.paced ? 1 : batch, run.job.paced ? 1 : batch, batch);
-  for (std::uint64_t i = run.lo; i < run.hi;)
-    i = is_done(run, i) ? i + 1 : compute_batch(run, pacer, i);
+  const std::uint64_t least = std::clamp<std::uint64_t>(run.job.least, 1, batch);
+  const std::uint64_t first = run.job.paced ? least : batch;
+  ChunkPacer pacer(first, first, batch, 0.1, run.job.paced ? least : 1);
+  std::uint64_t calls = 0, fewest = ~std::uint64_t{0}, most = 0;
+  for (std::uint64_t i = run.lo; i < run.hi;) {
+    if (is_done(run, i)) {
+      ++i;
+      continue;
+    }
+    const std::uint64_t next = compute_batch(run, pacer, i);
+    ++calls;
+    fewest = std::min(fewest, next - i);
+    most = std::max(most, next - i);
+    i = next;
+  }
+  if (calls > 0)
+    spdlog::debug("{}: {} calls of {} to {} chunks (at least {}, at most {} a call)", run.job.label,
+                  calls, fewest, most, least, batch);
   if (run.mpi && !run.root) cluster::flush(*run.progress);
   while (run.mpi && run.root && run.received < run.expected) {
     run.progress->stop_point();

@@ -71,11 +71,16 @@ struct ChunkJob {
   // Chunks per compute() call: a backend's preference (a GPU wants many). It never changes
   // results: each chunk's state depends on the chunk alone.
   std::uint64_t batch = 1;
-  // Whether calls are paced by time (about 0.1 s a call, growing from one chunk up to `batch`,
-  // so that progress and Ctrl-C stay responsive where a call's time grows with its chunks: the
-  // CPU), or every call takes `batch` chunks (a GPU backend whose call lasts as long as one
-  // seed's training however many seeds fill it, and which asks for stops inside the call).
+  // Whether calls are paced by time (about 0.1 s a call, growing from `least` chunks up to
+  // `batch`, so that progress and Ctrl-C stay responsive where a call's time grows with its
+  // chunks: the CPU), or every call takes `batch` chunks (a GPU backend whose call lasts as long
+  // as one seed's training however many seeds fill it, and which asks for stops inside the call).
   bool paced = true;
+  // The fewest chunks a paced call takes, and paced calls take a whole multiple of it (but a
+  // last one of a process's range, or before a chunk a checkpoint holds, which takes what
+  // remains): as many chunks as the backend computes in the time of one (on the CPU one lane
+  // pack of seeds per thread, Backend::least_seeds_per_call). At most `batch` counts.
+  std::uint64_t least = 1;
   std::function<double(std::uint64_t chunk)> work;  // units of work in chunk i (progress, split)
   // The states of chunks [first, first + count), in order.
   std::function<std::vector<ChunkState>(std::uint64_t first, std::uint64_t count)> compute;

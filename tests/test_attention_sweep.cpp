@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -288,6 +289,36 @@ TEST(AttentionSweep, KeptAndRetrainedSecondPassesGiveTheSameBytes) {
   EXPECT_NE(again.err.find("training every seed again"), std::string::npos) << again.err;
   EXPECT_EQ(again.out, kept.out);
   EXPECT_EQ(test::read_file(dir.file("again.csv")), test::read_file(dir.file("kept.csv")));
+}
+
+// Every training call on the CPU holds at least one lane pack of seeds per thread (a pack
+// trains 8 seeds in lockstep, so a call of fewer takes as long), though a chunk here is 2
+// seeds; the calls' sizes change no byte of the output.
+TEST(AttentionSweep, CpuCallsHoldALanePackPerThread) {
+  const std::string args =
+      "--table attention-sweep --format csv --task teacher --words 8 --d-model 16 --d-k 16 "
+      "--inputs 64 --steps 50 --seeds 0:32 --device cpu -v --threads ";
+  std::string out;
+  for (int threads : {1, 2}) {
+    const auto r = test::run_demo(args + std::to_string(threads));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::smatch chunk, calls;
+    ASSERT_TRUE(std::regex_search(r.err, chunk, std::regex("32 seeds in 16 chunks of (\\d+)")))
+        << r.err;
+    ASSERT_EQ(chunk[1], "2") << r.err;
+    ASSERT_TRUE(std::regex_search(r.err, calls,
+                                  std::regex("attention-sweep: (\\d+) calls of (\\d+) to (\\d+) "
+                                             "chunks \\(at least (\\d+),")))
+        << r.err;
+    const int seeds_least = 8 * threads;  // a lane pack of 8 seeds per thread
+    EXPECT_EQ(std::stoi(calls[4]) * 2, seeds_least) << r.err;
+    EXPECT_GE(std::stoi(calls[2]) * 2, seeds_least) << r.err;  // every call, the last too here
+    EXPECT_LE(std::stoi(calls[1]), 32 / seeds_least) << r.err;
+    if (threads == 1)
+      out = r.out;
+    else
+      EXPECT_EQ(r.out, out);
+  }
 }
 
 // Past --quantile-budget the quantiles come from bins: within the bounds the notes state (map

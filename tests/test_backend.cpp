@@ -1,6 +1,7 @@
 // test_backend.cpp (test_host): Backend on the CPU and the arithmetic that sizes its GPU calls
 // (head_sizing), which runs without a GPU.
-// - head_seeds_per_call on the CPU is the attention-sweep's rule; on the GPU one seed per
+// - head_seeds_per_call on the CPU is the attention-sweep's rule, and at least one lane pack
+//   of seeds per thread (least_seeds_per_call); on the GPU one seed per
 //   resident thread, capped by device memory and host results; even and >= 2 always.
 // - Slices of steps: about kGpuSliceSeconds each by the estimate, within [1, steps].
 // - check_head: nothing refused on the CPU; on the GPU a head whose one seed would train for
@@ -20,6 +21,7 @@
 #include "attention.hpp"
 #include "head.hpp"
 #include "host/backend.hpp"
+#include "lanes.hpp"
 
 namespace attn {
 namespace {
@@ -54,13 +56,27 @@ TEST(HeadSizing, CpuSeedsPerCallIsTheSweepsRule) {
           head::Model m = model(n, d, steps);
           m.grad = grad;
           const std::int64_t got = cpu.head_seeds_per_call(m);
-          EXPECT_EQ(got, sweep_rule(m, double(cpu.seeds_per_call())))
+          EXPECT_EQ(got,
+                    std::max<std::int64_t>(sweep_rule(m, double(cpu.seeds_per_call())), kPackLanes))
               << "n " << n << " d " << d << " steps " << steps;
           EXPECT_EQ(got % 2, 0);
           EXPECT_GE(got, 2);
         }
   // The lesson's size at one step: the backend's whole call.
   EXPECT_EQ(cpu.head_seeds_per_call(model(8, 16, 1)), std::int64_t(cpu.seeds_per_call()));
+}
+
+// A CPU call holds at least one lane pack of seeds per thread (a pack trains its kPackLanes
+// seeds in lockstep: fewer take as long), a large head's too.
+TEST(HeadSizing, CpuCallsHoldALanePackPerThread) {
+  for (int threads : {1, 2, 3}) {
+    const Backend cpu = Backend::select("cpu", threads);
+    ASSERT_EQ(cpu.threads(), threads);
+    EXPECT_EQ(cpu.least_seeds_per_call(), std::uint64_t(kPackLanes) * threads);
+    const head::Model large = model(1024, 1024, 1000);
+    EXPECT_EQ(sweep_rule(large, double(cpu.seeds_per_call())), 2);
+    EXPECT_EQ(cpu.head_seeds_per_call(large), std::int64_t(kPackLanes) * threads);
+  }
 }
 
 TEST(HeadSizing, GpuSeedsFillTheDeviceWithinMemory) {

@@ -1,5 +1,6 @@
 // test_chunks.cpp (test_host): the chunk driver's calls in one process: chunks folded in order,
-// and how many chunks each compute() call takes, paced by time or a fixed batch.
+// and how many chunks each compute() call takes, paced by time (from the job's least, in whole
+// multiples of it) or a fixed batch.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -65,6 +66,40 @@ TEST(ChunkDriver, PacedCallsStartWithOneChunk) {
   }
   EXPECT_EQ(total, 12u);
   EXPECT_EQ(calls.folded.size(), 12u);
+}
+
+// A least of 4: paced calls start at 4 chunks and take whole multiples of 4, but a last one
+// that takes what remains; every chunk is folded once, in order.
+TEST(ChunkDriver, PacedCallsTakeWholeMultiplesOfTheLeast) {
+  Calls calls;
+  ChunkJob j = counting_job(calls, 14, 12, true);
+  j.least = 4;
+  ASSERT_TRUE(run_chunks(quiet_options(), j));
+  ASSERT_GE(calls.sizes.size(), 2u);
+  EXPECT_EQ(calls.sizes[0], 4u);
+  std::uint64_t total = 0;
+  for (std::size_t k = 0; k < calls.sizes.size(); ++k) {
+    EXPECT_LE(calls.sizes[k], 12u);
+    if (k + 1 < calls.sizes.size()) {
+      EXPECT_EQ(calls.sizes[k] % 4, 0u) << k;
+    }
+    total += calls.sizes[k];
+  }
+  EXPECT_EQ(total, 14u);
+  std::vector<std::uint64_t> order(14);
+  for (std::uint64_t i = 0; i < 14; ++i) order[i] = i;
+  EXPECT_EQ(calls.folded, order);
+}
+
+// A least above the batch is the batch; unpaced calls take the batch whatever the least.
+TEST(ChunkDriver, TheLeastIsAtMostTheBatch) {
+  for (bool paced : {true, false}) {
+    Calls calls;
+    ChunkJob j = counting_job(calls, 12, 5, paced);
+    j.least = 8;
+    ASSERT_TRUE(run_chunks(quiet_options(), j));
+    EXPECT_EQ(calls.sizes, (std::vector<std::uint64_t>{5, 5, 2})) << paced;
+  }
 }
 
 }  // namespace
