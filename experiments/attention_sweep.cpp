@@ -733,19 +733,56 @@ std::string scatter_script(const Table& t) {
   return s.str();
 }
 
-// Across a grid, two panels: the fractions of seeds that converged (over all seeds) and, for a
-// task with a known map, that found it (over the finite seeds); and the median JSD between pairs
-// of converged and of finite seeds. Each point with its 95% interval (the table's ci95: Wilson
-// for a fraction, the median's order-statistic interval for a JSD). When d_k is an axis of the
-// grid, the x axis is d_k (log scale) with a line per combination of the other axes; else the x
+// Across a grid, two panels: the fractions of seeds that converged (over all seeds), with held-out
+// inputs that generalized (over all seeds) and, for a task with a known map, that found it (over
+// the finite seeds); and the median JSD between pairs of converged and of finite seeds, beside
+// the same pairs' at their start (the null the trained JSD is read against) and, with a known
+// map, the finite seeds' median JSD to it. Each point with its 95% interval (the table's ci95:
+// Wilson for a fraction, the median's order-statistic interval for a JSD). When d_k is an axis of
+// the grid, the x axis is d_k (log scale) with a line per combination of the other axes; else the x
 // axis is categorical: one position and one label per configuration. The series at one x are
 // set apart by small offsets, the dashed ones (open markers) drawn over the solid ones. The JSD
 // axis is logarithmic when its values span more than a decade. A value that is not defined
 // (NaN: no seed to take it over) is marked "n/a" at its place.
 std::string grid_script(const Table& t) {
   if (!t.extra.contains("grid") || t.extra["grid"].size() < 2) return "";
-  const auto& g = t.extra["grid"];
+  // The grid's points, with the table's rows for the quantities the points do not carry: a
+  // fraction's value is its mean, a distribution's its median, each with its ci95.
+  nlohmann::json g = t.extra["grid"];
+  const auto column = [&t](const char* name) {
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].name == name) return i;
+    return std::string::npos;
+  };
+  const std::size_t c_config = column("configuration"), c_quantity = column("quantity"),
+                    c_over = column("over"), c_mean = column("mean"), c_p50 = column("p50"),
+                    c_lo = column("ci95_low"), c_hi = column("ci95_high");
+  const bool has_rows = c_config != std::string::npos && c_quantity != std::string::npos &&
+                        c_over != std::string::npos && c_mean != std::string::npos &&
+                        c_p50 != std::string::npos && c_lo != std::string::npos &&
+                        c_hi != std::string::npos;
+  const auto from_rows = [&](nlohmann::json& point, const std::string& key,
+                             const std::string& quantity, const std::string& over, bool fraction) {
+    if (!has_rows) return;
+    for (const auto& row : t.rows)
+      if (plot::text(row[c_config]) == point["name"].get<std::string>() &&
+          plot::text(row[c_quantity]) == quantity && plot::text(row[c_over]) == over) {
+        point[key] = plot::num(row[fraction ? c_mean : c_p50]);
+        point[key + "_ci95"] = {plot::num(row[c_lo]), plot::num(row[c_hi])};
+        return;
+      }
+  };
+  for (auto& point : g) {
+    from_rows(point, "generalized", "generalized (fraction)", "all", true);
+    from_rows(point, "pair_jsd_start_finite_median", "JSD between pairs at the start", "finite",
+              false);
+    from_rows(point, "known_jsd_finite_median", "JSD to the known map", "finite", false);
+  }
+  const auto any_has = [&g](const char* key) {
+    return std::any_of(g.begin(), g.end(), [key](const auto& p) { return p.contains(key); });
+  };
   const bool known = g[0].contains("found");
+  const bool held_out = any_has("generalized_ci95");
   const auto value = [](const nlohmann::json& point, const std::string& key,
                         int at = -1) -> double {
     if (!point.contains(key)) return NAN;
@@ -774,6 +811,10 @@ std::string grid_script(const Table& t) {
     std::string key, what;
   };
   std::ostringstream s;
+  // A quantity's line and marker: the first solid with filled circles, the others dashed with
+  // open markers, each its own.
+  static constexpr const char* kStyles[4] = {" dt 1 pt 7", " dt 2 pt 6", " dt 3 pt 4",
+                                             " dt 4 pt 8"};
   // One panel: for each group and quantity a series (x, y, low, high), solid quantity first.
   const auto panel = [&](const char* name, const std::vector<Quantity>& qs, bool log_y) {
     const std::size_t series = groups.size() * qs.size();
@@ -811,7 +852,7 @@ std::string grid_script(const Table& t) {
             (groups[k].empty() || !by_dk ? "" : groups[k] + ": ") + qs[q].what;
         plots << (plots.tellp() > 0 ? ", " : "") << block << " using 1:2:3:4 with "
               << (by_dk ? "yerrorlines" : "yerrorbars") << " lw 2 ps 1.2 lc " << (by_dk ? k : q) + 1
-              << (q == 0 ? " dt 1 pt 7" : " dt 2 pt 6") << " title " << plot::quote(title);
+              << kStyles[std::min<std::size_t>(q, 3)] << " title " << plot::quote(title);
       }
     s << "unset label\n" << labels.str();
     if (log_y)
@@ -822,8 +863,12 @@ std::string grid_script(const Table& t) {
   };
   // The JSD axis: logarithmic when the finite positive values (and their intervals) span more
   // than a decade.
-  const std::vector<Quantity> jsd = {{"pair_jsd_converged_median", "converged seeds"},
-                                     {"pair_jsd_finite_median", "all finite seeds"}};
+  std::vector<Quantity> jsd = {{"pair_jsd_converged_median", "pairs, converged seeds"},
+                               {"pair_jsd_finite_median", "pairs, all finite seeds"}};
+  if (any_has("pair_jsd_start_finite_median"))
+    jsd.push_back({"pair_jsd_start_finite_median", "pairs at the start, all finite seeds"});
+  if (any_has("known_jsd_finite_median"))
+    jsd.push_back({"known_jsd_finite_median", "to the known map, all finite seeds"});
   double lo = INFINITY, hi = 0;
   for (const auto& point : g)
     for (const Quantity& q : jsd)
@@ -863,10 +908,10 @@ std::string grid_script(const Table& t) {
   }
   s << "set title 'fraction of seeds'\nset ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
   std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
+  if (held_out) fractions.push_back({"generalized", "generalized (all seeds)"});
   if (known) fractions.push_back({"found", "found the known map (finite seeds)"});
   panel("F", fractions, false);
-  s << "set title 'median JSD between pairs of seeds'\nset ylabel 'JSD between pairs (nats)'\n"
-    << (log_jsd ? "" : "set yrange [0:*]\n");
+  s << "set title 'median JSD'\nset ylabel 'JSD (nats)'\n" << (log_jsd ? "" : "set yrange [0:*]\n");
   panel("J", jsd, log_jsd);
   s << "unset multiplot\n";
   return s.str();

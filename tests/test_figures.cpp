@@ -117,6 +117,53 @@ TEST(AttentionSweepFigures, CategoricalConfigurationsHaveTheirOwnPositionsAndLab
   EXPECT_NE(s.find("converged: loss < 0.01"), std::string::npos);
 }
 
+TEST(AttentionSweepFigures, HeldOutInputsAddGeneralizedTheStartNullAndTheKnownMap) {
+  // A grid over inputs with held-out inputs and a known map: the table's rows carry generalized,
+  // the pairs' JSD at the start and the JSD to the known map; the figure draws each from them.
+  const Table points = grid_table(
+      {point("inputs=1", "8", 1.0, 0.0, 0.3, 0.3), point("inputs=64", "8", 0.9, 1.0, 1e-6, 2e-6)});
+  Table t = points;
+  for (const char* c :
+       {"configuration", "quantity", "over", "seeds", "mean", "p50", "ci95_low", "ci95_high"})
+    t.columns.push_back({c});
+  const auto row = [&t](const char* config, const char* quantity, const char* over, double mean,
+                        double p50, double lo, double hi) {
+    t.add_row({std::string(config), std::string(quantity), std::string(over), std::int64_t(100),
+               mean, p50, lo, hi});
+  };
+  row("inputs=1", "generalized (fraction)", "all", 0.25, NAN, 0.2, 0.3);
+  row("inputs=64", "generalized (fraction)", "all", 0.875, NAN, 0.8, 0.9);
+  row("inputs=1", "JSD between pairs at the start", "finite", 0.1, 0.125, 0.11, 0.14);
+  row("inputs=64", "JSD between pairs at the start", "finite", 0.1, 0.0625, 0.06, 0.07);
+  row("inputs=1", "JSD between pairs at the start", "converged", 0.1, 0.5, 0.4, 0.6);
+  row("inputs=1", "JSD to the known map", "finite", 0.3, 0.25, 0.2, 0.3);
+  row("inputs=64", "JSD to the known map", "finite", 1e-5, 2e-5, 1e-5, 3e-5);
+  const std::string s = script("attention-sweep-grid", t);
+  // Fractions: converged, generalized, found; generalized is the rows' mean with their interval.
+  const auto generalized = block(s, "$F1_0");
+  ASSERT_EQ(generalized.size(), 2u) << s;
+  EXPECT_EQ(generalized[0][1], 0.25);
+  EXPECT_EQ(generalized[1][1], 0.875);
+  EXPECT_EQ(generalized[1][2], 0.8);
+  EXPECT_EQ(generalized[1][3], 0.9);
+  EXPECT_EQ(block(s, "$F2_0").size(), 2u);  // found, after generalized
+  // JSD: pairs (converged, finite), the pairs at the start (finite seeds' medians) and the JSD
+  // to the known map (finite), on a log axis (the values span decades).
+  const auto start = block(s, "$J2_0"), known = block(s, "$J3_0");
+  ASSERT_EQ(start.size(), 2u) << s;
+  ASSERT_EQ(known.size(), 2u) << s;
+  EXPECT_EQ(start[0][1], 0.125);
+  EXPECT_EQ(start[1][1], 0.0625);
+  EXPECT_EQ(known[1][1], 2e-5);
+  EXPECT_EQ(known[1][2], 1e-5);
+  EXPECT_NE(s.find("pairs at the start, all finite seeds"), std::string::npos);
+  EXPECT_NE(s.find("set logscale y"), std::string::npos);
+  // Without the rows (an older result's grid), those series are left out, not drawn as n/a.
+  const std::string old = script("attention-sweep-grid", points);
+  EXPECT_EQ(old.find("$J2_0"), std::string::npos);
+  EXPECT_EQ(old.find("generalized"), std::string::npos);
+}
+
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   const Table t = grid_table(
       {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
