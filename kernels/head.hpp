@@ -1,6 +1,7 @@
 // head.hpp: trainable multi-head attention of any size, trained by gradient descent or Adam on
 // one or many inputs, the math shared by the CPU twin (kernels/head_cpu.cpp and head_pack.hpp,
-// lane packs of seeds) and the GPU kernel (kernels/head_cuda.cu, one seed per thread). Spec:
+// lane packs of seeds) and the GPU kernels (kernels/head_cuda.cu: a warp per seed, or one seed
+// per thread). Spec:
 // docs/spec/VARIABILITY.md, "Model", "Start and training", "Version 2"
 // and "Version 3" (many inputs).
 //
@@ -907,25 +908,47 @@ void evaluate_seeds_cpu(const Model& m, const double* weights, std::int64_t stri
 // out: what a training starts from, for measuring a start.
 void start_weights(const Model& m, std::uint64_t seed, double* out);
 
+// The GPU's two training kernels (head_cuda.cu, docs/GPU.md): a warp per seed with the seed's
+// workspace in shared memory, where it fits and the gradient is analytic; else one seed per
+// thread with the workspace in global memory. automatic picks the warp where it can.
+enum class GpuKernel : int { automatic, warp, thread };
+
+// Shared memory the warp kernel needs for a seed (one block): its whole workspace, bytes.
+inline std::int64_t warp_shared_bytes(const Model& m) {
+  return static_cast<std::int64_t>(sizeof(double)) * layout(m).total;
+}
+// Whether the warp kernel trains m on a device whose blocks may have `shared_limit` bytes of
+// shared memory (an H200's 227 KiB at most): an analytic gradient, the workspace within it.
+inline bool warp_fits(const Model& m, std::int64_t shared_limit) {
+  return m.grad == Grad::analytic && warp_shared_bytes(m) <= shared_limit;
+}
+
 #if defined(ATTNLAB_WITH_CUDA)
-// GPU, one seed per thread (head_cuda.cu says why), device-resident: steps [s0, s1) of the
-// training of seeds d_seeds[0 .. count) (0 <= s0 <= s1 <= m.steps). m.x, m.y, d_seeds,
-// d_workspace and d_out are device memory; d_workspace holds count * layout(m).total doubles,
-// element e of seed i at [e * count + i], and carries each seed's state from one call to the
-// next (the same count every call). s0 == 0 first draws the starting weights; s1 == m.steps
-// then writes seed i's training result to d_out + i * result_size(m). Nothing is allocated or
-// copied; returns once the launch is queued on the default stream. Throws
-// std::invalid_argument for a step range outside [0, m.steps], std::runtime_error for a CUDA
-// error (file and line).
+// GPU, device-resident: steps [s0, s1) of the training of seeds d_seeds[0 .. count) (0 <= s0
+// <= s1 <= m.steps) by `kernel` (automatic: the warp kernel where warp_fits, else the thread
+// kernel; warp where it does not fit throws std::invalid_argument). m.x, m.y, d_seeds,
+// d_workspace and d_out are device memory; d_workspace holds count * layout(m).total doubles
+// and carries each seed's state from one call to the next (the same count and kernel every
+// call; the thread kernel keeps element e of seed i at [e * count + i], the warp kernel at
+// [i * total + e]); the warp kernel reads it only when s0 > 0 and writes it only when s1 <
+// m.steps (a whole training in one call may pass nullptr). s0 == 0 first draws the starting
+// weights; s1 == m.steps then writes seed i's training result to d_out + i * result_size(m).
+// Nothing is allocated or copied; returns once the launch is queued on the default stream.
+// Throws std::invalid_argument for a step range outside [0, m.steps], std::runtime_error for a
+// CUDA error (file and line).
 void train_seeds_cuda_device(const Model& m, const std::uint64_t* d_seeds, std::int64_t count,
-                             double* d_workspace, double* d_out, int s0, int s1);
+                             double* d_workspace, double* d_out, int s0, int s1,
+                             GpuKernel kernel = GpuKernel::automatic);
+// The kernel train_seeds_cuda_device runs for m with `kernel` on the current device.
+GpuKernel chosen_kernel(const Model& m, GpuKernel kernel = GpuKernel::automatic);
 // Host wrapper: x, y (in m: m.inputs inputs), seeds and out in host memory, as train_seeds_cpu.
 // Trains in slices of steps_per_slice steps (<= 0: all m.steps in one launch), one launch each,
 // and asks monitor.stop_requested() after each slice but the last has finished, throwing
 // Interrupted when it says true. The results are those of one uninterrupted training, bit for
-// bit, however the steps are sliced.
+// bit, however the steps are sliced and whichever kernel trains.
 void train_seeds_cuda(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
-                      int steps_per_slice = 0, const Monitor& monitor = silent_monitor());
+                      int steps_per_slice = 0, const Monitor& monitor = silent_monitor(),
+                      GpuKernel kernel = GpuKernel::automatic);
 #endif
 
 }  // namespace attn::head

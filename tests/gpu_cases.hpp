@@ -331,27 +331,34 @@ inline bool head_close(double gpu, double cpu) {
 }
 
 #if defined(ATTNLAB_WITH_CUDA)
-// The head trained on the device and on the CPU twin (the case's task, drawn with `normal`, at
-// `steps` steps) for the given seeds: how many results disagree by head_close, and the first five.
+// The head trained on the device (by `kernel`) and on the CPU twin (the case's task, drawn with
+// `normal`, at `steps` steps) for the given seeds: how many results disagree, and the first five.
+// Agreement is head_close, or with `bits` the same bits (NaN on both sides agrees): where the
+// device's exp is the CPU's (the SIMT emulation), the twins compute the same numbers.
 struct HeadTwins {
   std::size_t outside = 0;
   std::vector<std::string> first_outside;
 };
 template <class Normal>
 HeadTwins head_twins(const HeadCase& c, const std::vector<std::uint64_t>& seeds, int steps,
-                     Normal normal) {
+                     Normal normal, head::GpuKernel kernel = head::GpuKernel::automatic,
+                     bool bits = false) {
   std::vector<double> x, y;
   head_task(c, x, y, normal);
   head::Model m = head_model(c, x, y);
   m.steps = steps;
   std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
   head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());
-  head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data());
+  head::train_seeds_cuda(m, seeds.data(), seeds.size(), gpu.data(), 0, silent_monitor(), kernel);
   HeadTwins r;
-  for (std::size_t i = 0; i < cpu.size(); ++i)
-    if (!head_close(gpu[i], cpu[i]) && r.outside++ < 5)
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const bool same = bits ? (gpu[i] == cpu[i] && std::signbit(gpu[i]) == std::signbit(cpu[i])) ||
+                                 (std::isnan(gpu[i]) && std::isnan(cpu[i]))
+                           : head_close(gpu[i], cpu[i]);
+    if (!same && r.outside++ < 5)
       r.first_outside.push_back("result " + std::to_string(i) + ": gpu " + std::to_string(gpu[i]) +
                                 " cpu " + std::to_string(cpu[i]));
+  }
   return r;
 }
 #endif

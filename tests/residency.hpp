@@ -60,7 +60,15 @@ struct Design {
   bool stack;          // may keep a stack frame (local arrays indexed at run time)
   const char* why;
   long spill_bytes = 0;  // the spill stores and loads (bytes) its design accepts
+  // Dynamic shared memory a block of it has at the configuration its design is for (bytes), on
+  // top of the static shared memory the report gives.
+  long dynamic_shared = 0;
 };
+
+// The head's warp kernel's design configuration: the 8×16 head (n = 8, d_model = d_k = d_v = 16,
+// one head, --train qkv, SGD, one input) of tests/gpu_cases.hpp, whose workspace is 1,921
+// doubles (head::warp_shared_bytes; tests/test_residency.cpp checks the figure).
+inline constexpr long kHeadWarpSharedBytes = 15368;
 
 inline const std::vector<Design>& designs() {
   // Latency arguments, per multiprocessor (4 schedulers): an arithmetic chain of 4 to 6 cycles
@@ -83,8 +91,14 @@ inline const std::vector<Design>& designs() {
       {"attn::head::train_kernel", "train_kernel", 128, 8, true,
        "one seed per thread, every operand in global memory, 255 registers a thread: 8 warps; "
        "a stack frame, and with many inputs the fused products' accumulators spill (a bounded "
-       "few hundred bytes: this design's limit, which a warp per seed removes)",
+       "few hundred bytes: this design's limit; the warp kernel trains whatever fits shared "
+       "memory instead)",
        256},
+      {"attn::head::train_warp_kernel", "train_warp_kernel", 32, 8, false,
+       "a warp per seed (a block), the seed's workspace in shared memory (15 KiB at the 8x16 "
+       "head): each lane's FP64 chain waits on shared loads (~30 cycles), 2 warps a scheduler "
+       "with the next operands' loads in flight cover it: 8 warps; shared memory limits it to 14",
+       0, kHeadWarpSharedBytes},
       {"attn::saturation::fill_kernel", "fill_kernel", 256, 32, false,
        "Philox then stores of q and k: memory-bound, 32 warps"},
       {"attn::saturation::stats_kernel", "stats_kernel", 256, 32, false,

@@ -284,25 +284,32 @@ TEST(GpuTraining, SeedsMatchCpuTwin) {
   }
 }
 
-// The general head, one seed per thread, against the CPU's lane packs (gpu_cases.hpp gives the
-// tolerance).
+// The general head against the CPU's lane packs (gpu_cases.hpp gives the tolerance), by each of
+// its kernels: the warp kernel (every case fits its shared memory) and the thread kernel. The
+// emulated device runs the warp kernel's lanes as fibers that switch at every __syncwarp(), so
+// it trains fewer seeds and steps there.
 TEST(GpuHead, SeedsMatchCpuTwin) {
   REQUIRE_GPU();
   std::mt19937_64 rng(4);
   std::normal_distribution<double> nd;
   for (const auto& c : gpu_cases::head_cases()) {
-    SCOPED_TRACE(c.name);
-    std::vector<std::uint64_t> seeds;
-    for (std::int64_t s = 0; s < cap<std::int64_t>(c.seeds, 131); ++s)
-      seeds.push_back(s * 7919 + 3);
-    const auto r = gpu_cases::head_twins(c, seeds, cap(c.steps, 200), [&] { return nd(rng); });
-    for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
-    EXPECT_EQ(r.outside, 0u);
+    for (const head::GpuKernel kernel : {head::GpuKernel::warp, head::GpuKernel::thread}) {
+      const bool warp = kernel == head::GpuKernel::warp;
+      SCOPED_TRACE(std::string(c.name) + (warp ? ", warp kernel" : ", thread kernel"));
+      std::vector<std::uint64_t> seeds;
+      for (std::int64_t s = 0; s < cap<std::int64_t>(c.seeds, warp ? 5 : 131); ++s)
+        seeds.push_back(s * 7919 + 3);
+      const auto r = gpu_cases::head_twins(
+          c, seeds, cap(c.steps, warp ? 12 : 200), [&] { return nd(rng); }, kernel);
+      for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
+      EXPECT_EQ(r.outside, 0u);
+    }
   }
 }
 
 // A training cut into slices of steps across launches gives the bits of one launch: slices of
-// 1, 7 and the backend's own size (head_sizing::gpu_steps_per_slice), on every head case.
+// 1, 7 and the backend's own size (head_sizing::gpu_steps_per_slice), on every head case, by the
+// kernel the backend runs (the warp kernel: fewer seeds and steps emulated, as above).
 TEST(GpuHead, SlicesEqualOneLaunchBitForBit) {
   REQUIRE_GPU();
   std::mt19937_64 rng(5);
@@ -311,11 +318,11 @@ TEST(GpuHead, SlicesEqualOneLaunchBitForBit) {
   for (const auto& c : gpu_cases::head_cases()) {
     SCOPED_TRACE(c.name);
     std::vector<std::uint64_t> seeds;
-    for (std::int64_t s = 0; s < cap<std::int64_t>(257, 131); ++s) seeds.push_back(s * 104729 + 11);
+    for (std::int64_t s = 0; s < cap<std::int64_t>(257, 5); ++s) seeds.push_back(s * 104729 + 11);
     std::vector<double> x, y;
     gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
     head::Model m = gpu_cases::head_model(c, x, y);
-    m.steps = std::min(m.steps, cap(100, 30));
+    m.steps = std::min(m.steps, cap(100, 12));
     std::vector<double> whole(seeds.size() * head::result_size(m));
     head::train_seeds_cuda(m, seeds.data(), seeds.size(), whole.data());
     const int own = head_sizing::gpu_steps_per_slice(m, static_cast<std::int64_t>(seeds.size()),

@@ -20,6 +20,7 @@
 
 #include "dkstd.hpp"
 #include "dkstd_numpy.hpp"
+#include "head.hpp"
 #include "host/backend.hpp"
 #include "residency.hpp"
 
@@ -138,11 +139,12 @@ TEST(Residency, EveryKernelMeetsItsDesign) {
     const auto it = r.find(d.kernel);
     if (it == r.end()) continue;
     const Function& f = it->second;
-    const residency::Resident res = residency::resident(d.threads, f.registers, f.shared);
+    const residency::Resident res =
+        residency::resident(d.threads, f.registers, f.shared + d.dynamic_shared);
     const long stack = std::max(f.stack, f.cumulative_stack);
     std::printf("%-42s %5d %5ld %6ld %6ld %7d %6d  (%d; %s)\n", d.kernel, f.registers, stack,
-                f.spill_stores + f.spill_loads, f.shared, d.threads, res.warps, d.warps,
-                res.limited_by);
+                f.spill_stores + f.spill_loads, f.shared + d.dynamic_shared, d.threads, res.warps,
+                d.warps, res.limited_by);
     RecordProperty(std::string(d.kernel) + " registers", f.registers);
     RecordProperty(std::string(d.kernel) + " resident warps", res.warps);
     EXPECT_LE(f.spill_stores + f.spill_loads, d.spill_bytes)
@@ -200,6 +202,18 @@ TEST(Residency, BulkCallsLaunchAtLeastTheResidentThreads) {
                            << numpy << " resident threads";
   RecordProperty("numpy decoder waves of resident threads",
                  std::to_string(double(pieces) / double(numpy)));
+}
+
+// The warp kernel's design figure is the shared memory its launch asks for at the design's
+// configuration (tests/test_simt.cpp checks that the launches ask for warp_shared_bytes).
+TEST(Residency, TheHeadWarpDesignHasItsConfigurationsSharedMemory) {
+  head::Model m;
+  m.n = 8;
+  m.d_model = m.d_k = m.d_v = 16;
+  EXPECT_EQ(head::warp_shared_bytes(m), residency::kHeadWarpSharedBytes);
+  const residency::Design* d = residency::design_of("attn::head::train_warp_kernel");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->dynamic_shared, residency::kHeadWarpSharedBytes);
 }
 
 // The occupancy rule itself, on figures the CUDA occupancy calculator gives for sm_90.

@@ -676,18 +676,73 @@ TEST(SimtAttention, CallsKeepTheirBuffersAndCopyThroughPinnedMemory) {
   in_fresh_thread(attention_calls);
 }
 
-// The general head on the emulated device against the CPU twin, on the first head case of
-// tests/gpu_cases.hpp with few seeds and steps (a partial block): every result written and
-// within the case's tolerance. test_gpu runs every case.
-TEST(SimtKernels, HeadMatchesTheCpu) {
-  std::mt19937_64 rng(4);
+// The general head on the emulated device against the CPU twin: every head case of
+// tests/gpu_cases.hpp (heads, causal mask, scales, W_O, Adam, both schedules, many inputs), by
+// each kernel, few seeds and steps, every result the CPU twin's bits (the emulated device's exp
+// is the CPU's). The warp kernel runs a block of one warp a seed with the seed's workspace as its
+// shared memory; the thread kernel a partial block. test_gpu runs every case at full size.
+TEST(SimtKernels, HeadKernelsTrainEveryCaseToTheCpuTwinsBits) {
+  for (const gpu_cases::HeadCase& c : gpu_cases::head_cases()) {
+    for (const head::GpuKernel kernel : {head::GpuKernel::warp, head::GpuKernel::thread}) {
+      const bool warp = kernel == head::GpuKernel::warp;
+      SCOPED_TRACE(std::string(c.name) + (warp ? ", warp kernel" : ", thread kernel"));
+      std::mt19937_64 rng(4);
+      std::normal_distribution<double> nd;
+      std::vector<std::uint64_t> seeds;
+      for (std::uint64_t s = 0; s < (warp ? 3u : 37u); ++s) seeds.push_back(s * 7919 + 3);
+      simt::clear_launches();
+      const auto r = gpu_cases::head_twins(
+          c, seeds, std::min(c.steps, 6), [&] { return nd(rng); }, kernel, true);
+      for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
+      EXPECT_EQ(r.outside, 0u);
+      const auto l = launches_of(warp ? "train_warp_kernel" : "train_kernel");
+      ASSERT_EQ(l.size(), 1u);
+      if (warp) {
+        std::vector<double> x, y;
+        gpu_cases::head_task(c, x, y, [] { return 0.0; });
+        EXPECT_EQ(l[0].grid.x, seeds.size());
+        EXPECT_EQ(l[0].shared_bytes, static_cast<std::size_t>(
+                                         head::warp_shared_bytes(gpu_cases::head_model(c, x, y))));
+      }
+      expect_designed_blocks(c.name);
+    }
+  }
+}
+
+// The warp kernel trained in slices of steps (its state kept in global memory between
+// launches) gives one launch's bits.
+TEST(SimtKernels, HeadWarpKernelSlicesEqualOneLaunch) {
+  const gpu_cases::HeadCase& c = gpu_cases::head_cases()[9];  // 3 inputs, rows from 1, Adam, W_O
+  std::vector<double> x, y;
+  std::mt19937_64 rng(5);
   std::normal_distribution<double> nd;
-  const gpu_cases::HeadCase& c = gpu_cases::head_cases().front();
-  std::vector<std::uint64_t> seeds;
-  for (std::uint64_t s = 0; s < 37; ++s) seeds.push_back(s * 7919 + 3);
-  const auto r = gpu_cases::head_twins(c, seeds, std::min(c.steps, 20), [&] { return nd(rng); });
-  for (const std::string& why : r.first_outside) ADD_FAILURE() << why;
-  EXPECT_EQ(r.outside, 0u);
+  gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
+  head::Model m = gpu_cases::head_model(c, x, y);
+  m.steps = 7;
+  const std::uint64_t seeds[3] = {1, 2, 3};
+  std::vector<double> whole(3 * head::result_size(m)), sliced(whole.size());
+  head::train_seeds_cuda(m, seeds, 3, whole.data(), 0, silent_monitor(), head::GpuKernel::warp);
+  head::train_seeds_cuda(m, seeds, 3, sliced.data(), 3, silent_monitor(), head::GpuKernel::warp);
+  EXPECT_EQ(std::memcmp(whole.data(), sliced.data(), whole.size() * sizeof(double)), 0);
+}
+
+// Which kernel trains what: the warp kernel where the seed's workspace fits a block's shared
+// memory (227 KiB on the emulated H200) and the gradient is analytic, else the thread kernel;
+// the warp kernel asked for where it does not fit is an error, before any work.
+TEST(SimtKernels, HeadKernelChoice) {
+  head::Model m;
+  m.n = 8, m.d_model = m.d_k = m.d_v = 16;
+  EXPECT_EQ(head::chosen_kernel(m), head::GpuKernel::warp);
+  EXPECT_EQ(head::chosen_kernel(m, head::GpuKernel::thread), head::GpuKernel::thread);
+  head::Model numeric = m;
+  numeric.grad = head::Grad::numeric;
+  EXPECT_EQ(head::chosen_kernel(numeric), head::GpuKernel::thread);
+  EXPECT_THROW(head::chosen_kernel(numeric, head::GpuKernel::warp), std::invalid_argument);
+  head::Model large = m;  // 8 inputs of 64 rows: ~1 MB a seed
+  large.n = 64, large.d_model = large.d_k = large.d_v = 64, large.inputs = 8;
+  EXPECT_GT(head::warp_shared_bytes(large), 227 * 1024);
+  EXPECT_EQ(head::chosen_kernel(large), head::GpuKernel::thread);
+  EXPECT_THROW(head::chosen_kernel(large, head::GpuKernel::warp), std::invalid_argument);
 }
 
 // ---- Streams -------------------------------------------------------------------------------
@@ -917,6 +972,48 @@ TEST(SimtRaceCheck, DkStdTreeHasNoRace) {
   dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
   for (std::uint64_t i = 0; i < p.chunks(); ++i)
     EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0) << "chunk " << i;
+}
+
+// The head's warp kernel under the race check (each lane switching at every shared access):
+// every phase's writes end in a __syncwarp() before another lane reads them, on cases with a
+// causal mask, heads, W_O, Adam, both schedules and many inputs; and the same bits.
+TEST(SimtRaceCheck, HeadWarpKernelHasNoRace) {
+  RaceCheck on;
+  for (const int i : {0, 3, 6, 9}) {
+    const gpu_cases::HeadCase& c = gpu_cases::head_cases()[i];
+    SCOPED_TRACE(c.name);
+    std::mt19937_64 rng(6);
+    std::normal_distribution<double> nd;
+    const std::vector<std::uint64_t> seeds = {5, 6};
+    gpu_cases::HeadTwins r;
+    EXPECT_NO_THROW(r = gpu_cases::head_twins(
+                        c, seeds, 2, [&] { return nd(rng); }, head::GpuKernel::warp, true));
+    EXPECT_EQ(r.outside, 0u);
+  }
+}
+
+// A __syncwarp() of the whole warp orders its lanes' shared accesses for the race check; a
+// shuffle does not, nor does the warp sync of another warp.
+void warp_neighbour_kernel(int* out, int sync) {
+  __shared__ simt::SharedArray<int, 64> s;
+  const unsigned t = threadIdx.x;
+  s[t] = static_cast<int>(t);
+  if (sync == 1) __syncwarp();
+  if (sync == 2) (void)__shfl_sync(0xffffffffu, 0, 0);
+  // sync 0, 1, 2: the next lane of the same warp; 3: the same lane of the other warp, after a
+  // __syncwarp().
+  if (sync == 3) __syncwarp();
+  out[t] = s[sync == 3 ? (t + 32) % 64 : (t / 32) * 32 + (t + 1) % 32];
+}
+
+TEST(SimtRaceCheck, AWholeWarpSyncOrdersItsLanesOnly) {
+  DeviceBuffer<int> d(64);
+  RaceCheck on;
+  for (const int sync : {0, 1, 2, 3}) {
+    warp_neighbour_kernel % simt::launch_config("warp_neighbour_kernel", 1, 64) %
+        simt::kernel_args(d.data(), sync);
+    EXPECT_EQ(finish(), sync == 1 ? cudaSuccess : cudaErrorLaunchFailure) << "sync " << sync;
+  }
 }
 
 // Dynamic shared memory (`extern __shared__ double w[]`): the launch's bytes, and no more.

@@ -22,7 +22,8 @@
 //   error (the kernel must synchronise alike in every block). The race check
 //   (simt::set_race_check, ATTNLAB_SIMT_RACECHECK=1) switches threads at every access to a
 //   shared array too and reports two threads that touch one element between the same barriers,
-//   one of them writing.
+//   one of them writing; a __syncwarp() of a whole warp orders its lanes' accesses (not those of
+//   other warps, not a shuffle, not a part of a warp).
 // - Streams: launches, copies, memsets, cuBLAS calls and event records are queued and run only
 //   when something waits for them (cudaStreamSynchronize, cudaEventSynchronize,
 //   cudaDeviceSynchronize, a copy that the host waits for), then only what that wait needs, in a
@@ -101,7 +102,11 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice = 3,
   cudaMemcpyDefault = 4,
 };
-enum cudaDeviceAttr { cudaDevAttrComputeMode = 20, cudaDevAttrMultiProcessorCount = 16 };
+enum cudaDeviceAttr {
+  cudaDevAttrComputeMode = 20,
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
 enum cudaComputeMode {
   cudaComputeModeDefault = 0,
   cudaComputeModeExclusive = 1,
@@ -195,8 +200,10 @@ cudaError_t cudaFuncSetAttribute(F* fn, cudaFuncAttribute attr, int value) {
 namespace simt::detail {
 void block_barrier();
 // Waits for every lane of `mask` in the calling thread's warp (an error if the caller is not in
-// the mask, or a lane of the mask has returned or does not exist).
-void warp_sync(unsigned mask);
+// the mask, or a lane of the mask has returned or does not exist). orders: a __syncwarp(), which
+// for the race check orders the shared-memory accesses of the lanes when the mask is the whole
+// warp (a shuffle does not).
+void warp_sync(unsigned mask, bool orders);
 // The calling lane offers `bits`; returns what lane `src` offered (src in the mask).
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t bits, int src);
 int lane_id();
@@ -214,7 +221,7 @@ T shuffle(unsigned mask, T v, int src) {
 }  // namespace simt::detail
 
 inline void __syncthreads() { simt::detail::block_barrier(); }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { simt::detail::warp_sync(mask); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { simt::detail::warp_sync(mask, true); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // CUDA's rules for the source lane: within segments of `width` lanes; a source outside the

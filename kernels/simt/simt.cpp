@@ -129,12 +129,17 @@ struct Fiber {
 struct Warp {
   unsigned arrived = 0;
   std::uint64_t slot[32] = {};
+  // __syncwarp()s of the whole warp so far in this block: an access made in an earlier epoch
+  // is ordered before every access of the warp's lanes now (the race check).
+  std::uint64_t epoch = 0;
 };
 
 // The race check's record of one shared-memory element since the last barrier: the thread that
-// wrote it and up to two threads that read it (two different readers conflict with any writer).
+// wrote it and up to two threads that read it (two different readers conflict with any writer),
+// each with its warp's epoch at the access.
 struct Access {
   int writer = -1, reader = -1, other_reader = -1;
+  std::uint64_t writer_epoch = 0, reader_epoch = 0, other_epoch = 0;
 };
 
 struct Block {
@@ -621,15 +626,20 @@ void shared_access(const void* p, std::size_t bytes, bool write, const char* arr
   if (!g_race_check || t_direct || t_block == nullptr || t_block->current < 0) return;
   Block& b = *t_block;
   const int t = linear_id(current_fiber().tid);
+  const std::uint64_t now = b.warps[t / 32].epoch;
   Access& a = b.accesses[reinterpret_cast<std::uintptr_t>(p)];
-  const auto other = [t](int u) { return u >= 0 && u != t; };
+  // Thread u's access in its warp's epoch `at` conflicts with this one unless u is this thread
+  // or a lane of this warp that made it before a __syncwarp() of the whole warp since.
+  const auto other = [t, now](int u, std::uint64_t at) {
+    return u >= 0 && u != t && !(u / 32 == t / 32 && at < now);
+  };
   int conflict = -1;
   const char* kind = nullptr;
-  if (write && other(a.writer)) {
+  if (write && other(a.writer, a.writer_epoch)) {
     conflict = a.writer, kind = " wrote";
-  } else if (write && (other(a.reader) || other(a.other_reader))) {
-    conflict = other(a.reader) ? a.reader : a.other_reader, kind = " read";
-  } else if (!write && other(a.writer)) {
+  } else if (write && (other(a.reader, a.reader_epoch) || other(a.other_reader, a.other_epoch))) {
+    conflict = other(a.reader, a.reader_epoch) ? a.reader : a.other_reader, kind = " read";
+  } else if (!write && other(a.writer, a.writer_epoch)) {
     conflict = a.writer, kind = " wrote";
   }
   if (kind != nullptr) {
@@ -638,12 +648,13 @@ void shared_access(const void* p, std::size_t bytes, bool write, const char* arr
            " since the last barrier (a shared-memory race)");
     abandon();
   }
-  if (write) {
-    a.writer = t;
-  } else if (a.reader < 0 || a.reader == t) {
-    a.reader = t;
-  } else if (a.other_reader < 0) {
-    a.other_reader = t;
+  if (write) {  // every earlier access is ordered before it, or this one conflicted
+    a = Access{};
+    a.writer = t, a.writer_epoch = now;
+  } else if (a.reader < 0 || a.reader == t || !other(a.reader, a.reader_epoch)) {
+    a.reader = t, a.reader_epoch = now;
+  } else if (a.other_reader < 0 || a.other_reader == t || !other(a.other_reader, a.other_epoch)) {
+    a.other_reader = t, a.other_epoch = now;
   }
   // Another thread may run before this access: the race check interleaves threads here.
   current_fiber().state = State::ready;
@@ -677,7 +688,7 @@ void block_barrier() {
 
 int lane_id() { return linear_id(threadIdx) % 32; }
 
-void warp_sync(unsigned mask) {
+void warp_sync(unsigned mask, bool orders) {
   if (t_direct) direct_sync("a warp intrinsic");
   t_block->synced = true;
   Block& b = *t_block;
@@ -705,6 +716,11 @@ void warp_sync(unsigned mask) {
   wp.arrived |= 1u << lane;
   if ((wp.arrived & mask) == mask) {  // the last lane to arrive releases the others
     wp.arrived &= ~mask;
+    // A __syncwarp() of every lane of the warp orders their shared-memory accesses (CUDA's
+    // memory ordering among the participating threads); a shuffle or part of a warp does not,
+    // for the race check.
+    const int lanes = std::min(32, b.threads - w * 32);
+    if (orders && mask == (lanes == 32 ? ~0u : (1u << lanes) - 1u)) ++wp.epoch;
     for (int l = 0; l < 32; ++l) {
       const int t = w * 32 + l;
       if (l != lane && (mask >> l & 1u) && (*b.fibers)[t].state == State::warp) {
@@ -723,14 +739,14 @@ std::uint64_t warp_exchange(unsigned mask, std::uint64_t bits, int src) {
   Block& b = *t_block;
   const int id = linear_id(current_fiber().tid), w = id / 32;
   b.warps[w].slot[id % 32] = bits;
-  warp_sync(mask);
+  warp_sync(mask, false);
   if (src < 0 || src > 31 || (mask >> src & 1u) == 0) {
     record("shuffle from lane " + std::to_string(src) + ", outside the mask " +
            std::to_string(mask));
     abandon();
   }
   const std::uint64_t r = b.warps[w].slot[src];
-  warp_sync(mask);  // no lane offers its next value before every lane has read this one
+  warp_sync(mask, false);  // no lane offers its next value before every lane has read this one
   return r;
 }
 
@@ -751,7 +767,8 @@ cudaError_t func_attributes(cudaFuncAttributes* attr, const void* fn) {
 cudaError_t func_set_attribute(const void* fn, cudaFuncAttribute attr, int value) {
   if (fn == nullptr) return set_error(cudaErrorInvalidDeviceFunction);
   if (!device_visible()) return set_error(cudaErrorNoDevice);
-  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > 227 * 1024)
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      value > simt::kSharedPerBlockOptin)
     return set_error(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_max_dynamic_shared[fn] = static_cast<std::size_t>(value);
@@ -825,7 +842,9 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (value == nullptr) return set_error(cudaErrorInvalidValue);
   if (!simt::device_visible()) return set_error(cudaErrorNoDevice);
   if (device != 0) return set_error(cudaErrorInvalidDevice);
-  *value = attr == cudaDevAttrMultiProcessorCount ? simt::kMultiprocessors : cudaComputeModeDefault;
+  *value = attr == cudaDevAttrMultiProcessorCount            ? simt::kMultiprocessors
+           : attr == cudaDevAttrMaxSharedMemoryPerBlockOptin ? simt::kSharedPerBlockOptin
+                                                             : cudaComputeModeDefault;
   return cudaSuccess;
 }
 cudaError_t cudaDriverGetVersion(int* v) {

@@ -48,10 +48,12 @@ void set_race_check(bool on);
 bool race_check();
 
 // The emulated device: an H200 (compute capability 9.0, 132 SMs of 2,048 resident threads and
-// 64 Ki registers, blocks of at most 1,024 threads, grids of at most 2^31 - 1 x 65,535 x 65,535).
+// 64 Ki registers, blocks of at most 1,024 threads and 227 KiB of shared memory (opted in),
+// grids of at most 2^31 - 1 x 65,535 x 65,535).
 inline constexpr int kMultiprocessors = 132;
 inline constexpr int kThreadsPerMultiprocessor = 2048;
 inline constexpr int kRegistersPerBlock = 65536;
+inline constexpr int kSharedPerBlockOptin = 227 * 1024;
 inline constexpr unsigned kMaxGridX = 0x7fffffffu;
 inline constexpr unsigned kMaxGridYZ = 65535;
 
