@@ -634,8 +634,24 @@ double adversarial_row(const double* p, const double* v, int k, int d, int strid
     if (out != nullptr) std::copy_n(p, k, out);
     return 0;
   }
+  // V and ε scaled by the same power of 2 (exact: the same F), V's largest entry to [0.5, 1):
+  // G = V Vᵀ and ‖(x − p)V‖² neither overflow nor underflow for a head of huge or tiny values.
+  double largest = 0;
+  for (int j = 0; j < k; ++j)
+    for (int c = 0; c < d; ++c) largest = std::max(largest, std::fabs(v[j * stride + c]));
+  if (!std::isfinite(largest) || !(epsilon >= 0)) {
+    if (out != nullptr) std::fill(out, out + k, NAN);
+    return NAN;
+  }
+  int exponent = 0;
+  if (largest > 0) std::frexp(largest, &exponent);
+  thread_local std::vector<double> scaled;
+  if (scaled.size() < static_cast<std::size_t>(k) * d)
+    scaled.resize(static_cast<std::size_t>(k) * d);
+  for (int j = 0; j < k; ++j)
+    for (int c = 0; c < d; ++c) scaled[j * d + c] = std::ldexp(v[j * stride + c], -exponent);
   thread_local std::vector<double> scratch;
-  Adversary adversary(scratch, p, v, k, d, stride, epsilon);
+  Adversary adversary(scratch, p, scaled.data(), k, d, d, std::ldexp(epsilon, -exponent));
   return adversary.search(out);
 }
 
@@ -751,7 +767,7 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
         }
     }
     double* o = out + i * kInterventionFields;
-    if (adv_rows > 0) {
+    if (adv_rows > 0 && !std::isnan(adv_sum)) {  // (NaN: a row's values not finite; both NaN)
       o[kAdversarialJsd] = adv_sum / static_cast<double>(adv_rows);
       o[kNotUnique] = static_cast<double>(far) / static_cast<double>(adv_rows);
     }
