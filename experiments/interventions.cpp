@@ -121,193 +121,509 @@ void permute_row(std::uint64_t seed, int head, int input, int row, const double*
 
 namespace {
 
-// The eigenvalues g and orthonormal eigenvectors (columns of q, k x k row-major) of the
-// symmetric k x k matrix a (destroyed): cyclic Jacobi rotations (Golub and Van Loan, 8.5) until
-// the off-diagonal part is below 1e-30 of the whole.
-void symmetric_eigen(std::vector<double>& a, int k, std::vector<double>& g,
-                     std::vector<double>& q) {
-  q.assign(static_cast<std::size_t>(k) * k, 0.0);
-  for (int i = 0; i < k; ++i) q[i * k + i] = 1;
+// The eigenvalues g (m of them) and orthonormal eigenvectors (columns of q, m x m row-major) of
+// the symmetric m x m matrix a (row-major, destroyed): cyclic Jacobi rotations (Golub and Van
+// Loan, 8.5) until the off-diagonal part is below 1e-30 of the whole.
+void symmetric_eigen(double* a, int m, double* g, double* q) {
+  std::fill(q, q + m * m, 0.0);
+  for (int i = 0; i < m; ++i) q[i * m + i] = 1;
   for (int sweep = 0; sweep < 50; ++sweep) {
     double off = 0, all = 0;
-    for (int i = 0; i < k; ++i)
-      for (int j = 0; j < k; ++j) (i == j ? all : off) += a[i * k + j] * a[i * k + j];
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < m; ++j) (i == j ? all : off) += a[i * m + j] * a[i * m + j];
     if (off <= 1e-30 * (all + off)) break;
-    for (int p = 0; p < k; ++p)
-      for (int r = p + 1; r < k; ++r) {
-        if (a[p * k + r] == 0) continue;
-        const double theta = (a[r * k + r] - a[p * k + p]) / (2 * a[p * k + r]);
+    for (int p = 0; p < m; ++p)
+      for (int r = p + 1; r < m; ++r) {
+        if (a[p * m + r] == 0) continue;
+        const double theta = (a[r * m + r] - a[p * m + p]) / (2 * a[p * m + r]);
         const double t = (theta >= 0 ? 1 : -1) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
         const double c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (int i = 0; i < k; ++i) {  // columns p, r
-          const double ip = a[i * k + p], ir = a[i * k + r];
-          a[i * k + p] = c * ip - s * ir;
-          a[i * k + r] = s * ip + c * ir;
+        for (int i = 0; i < m; ++i) {  // columns p, r
+          const double ip = a[i * m + p], ir = a[i * m + r];
+          a[i * m + p] = c * ip - s * ir;
+          a[i * m + r] = s * ip + c * ir;
         }
-        for (int i = 0; i < k; ++i) {  // rows p, r
-          const double pi = a[p * k + i], ri = a[r * k + i];
-          a[p * k + i] = c * pi - s * ri;
-          a[r * k + i] = s * pi + c * ri;
+        for (int i = 0; i < m; ++i) {  // rows p, r
+          const double pi = a[p * m + i], ri = a[r * m + i];
+          a[p * m + i] = c * pi - s * ri;
+          a[r * m + i] = s * pi + c * ri;
         }
-        for (int i = 0; i < k; ++i) {
-          const double ip = q[i * k + p], ir = q[i * k + r];
-          q[i * k + p] = c * ip - s * ir;
-          q[i * k + r] = s * ip + c * ir;
+        for (int i = 0; i < m; ++i) {
+          const double ip = q[i * m + p], ir = q[i * m + r];
+          q[i * m + p] = c * ip - s * ir;
+          q[i * m + r] = s * ip + c * ir;
         }
       }
   }
-  g.resize(k);
-  for (int i = 0; i < k; ++i) g[i] = std::max(a[i * k + i], 0.0);
+  for (int i = 0; i < m; ++i) g[i] = a[i * m + i];
 }
 
-// The adversary's search (docs/spec/VARIABILITY.md, "The adversarial map's method"): projected
-// gradient ascent of f(x) = JSD(x, p), convex in x, with ∂f/∂x_i = ½ ln(2 x_i / (x_i + p_i)) (½ ln
-// 2 where p_i = 0), on F = simplex ∩ B, B = {x : ‖(x − p) V‖ ≤ ε}. The projection onto F is
-// Dykstra's alternating projection onto the simplex and onto B (B's: x = p + (I + λ V Vᵀ)⁻¹ (z − p)
-// in V Vᵀ's eigenbasis, λ the root of the secular equation), its end made feasible by a simplex
-// projection and a pull towards p (a point of a segment from p stays on the simplex).
-struct Adversary {
-  const double* p;
-  int k;
-  double epsilon;
-  std::vector<double> g, q;  // V Vᵀ = q diag(g) qᵀ
-  std::vector<double> coef;
-  double null_below = 0;  // eigenvalues at or below it: directions that keep the output exactly
+// The adversary's search (docs/spec/VARIABILITY.md, "The adversarial map's method"): the largest
+// f(x) = JSD(x, p) over F = simplex ∩ B, B = {x : ‖(x − p) V‖ ≤ ε} = {x : (x − p)ᵀ G (x − p) ≤ ε²},
+// G = V Vᵀ. f is convex, so its maximum over F is at an extreme point of F. The search climbs by
+// successive linearisation (climb) from points on rays of p: the quadratic model f ≈ ⅛ Σ δ_i² /
+// p_i's top two directions on B's ellipse (δ = x − p; generalized eigenvectors, both ways) and,
+// unless every point of the ellipse is near p (each key within kNear of its weight: there F is
+// the ellipse and f near its model), the directions that keep the output exactly (both ways)
+// and every vertex e_j. Every start and every step is a point of F.
+//
+// All memory is the thread's scratch (no allocation a row once it has grown to k keys).
+constexpr double kNear = 0.5;
 
-  Adversary(const double* p_, const double* v, int k_, int d, int stride, double eps)
-      : p(p_), k(k_), epsilon(eps) {
-    std::vector<double> a(static_cast<std::size_t>(k) * k, 0.0);
+class Adversary {
+ public:
+  Adversary(std::vector<double>& scratch, const double* p, const double* v, int k, int d,
+            int stride, double epsilon)
+      : p_(p), v_(v), k_(k), d_(d), stride_(stride), epsilon_(epsilon) {
+    const std::size_t kk = static_cast<std::size_t>(k) * k;
+    const std::size_t need =
+        9 * kk + 16 * static_cast<std::size_t>(k) + static_cast<std::size_t>(d);
+    if (scratch.size() < need) scratch.resize(need);
+    double* at = scratch.data();
+    const auto take = [&](std::size_t count) {
+      double* here = at;
+      at += count;
+      return here;
+    };
+    g_ = take(kk);
+    basis_ = take(kk);
+    face_ = take(kk);
+    eigen_ = take(kk);
+    ranges_ = take(kk);
+    nulls_ = take(kk);
+    null_starts_ = take(kk);
+    whole_ = take(kk);
+    model_ = take(2 * static_cast<std::size_t>(k));
+    lambda_ = take(k);
+    x_ = take(k);
+    y_ = take(k);
+    grad_ = take(k);
+    grad_y_ = take(k);
+    normal_ = take(k);
+    step_ = take(k);
+    best_ = take(k);
+    zero_ = take(k);
+    index_ = take(k);
+    h_ = take(k);
+    out_ = take(d);
     for (int i = 0; i < k; ++i)
-      for (int j = 0; j < k; ++j)
-        for (int c = 0; c < d; ++c) a[i * k + j] += v[i * stride + c] * v[j * stride + c];
-    symmetric_eigen(a, k, g, q);
-    null_below = 1e-13 * std::max(*std::max_element(g.begin(), g.end()), 1e-300);
-    coef.resize(k);
+      for (int j = 0; j <= i; ++j) {
+        double s = 0;
+        for (int c = 0; c < d; ++c) s += v[i * stride + c] * v[j * stride + c];
+        g_[i * k + j] = g_[j * k + i] = s;
+      }
+    std::fill(zero_, zero_ + k, 0.0);
+    build_face();
+    null_start_count_ = null_count_;
+    whole_ranges_ = range_count_;
+    std::copy_n(nulls_, static_cast<std::size_t>(null_count_) * k, null_starts_);
+    std::copy_n(ranges_, static_cast<std::size_t>(range_count_) * k, whole_);
+    // The quadratic model's top two on the ellipse: z maximising zᵀ Wᵀ diag(1/p) W z with
+    // ‖z‖ = 1 (W: ranges_, G's unit directions; p_i floored at 1e-12: a key of weight 0 gains
+    // at the first order), δ = W z.
+    const int r = range_count_;
+    if (r > 0) {
+      double* a = face_;  // r x r
+      for (int c = 0; c < r; ++c)
+        for (int e = 0; e <= c; ++e) {
+          double s = 0;
+          for (int i = 0; i < k; ++i)
+            s += ranges_[c * k + i] * ranges_[e * k + i] / std::max(p[i], 1e-12);
+          a[c * r + e] = a[e * r + c] = s;
+        }
+      symmetric_eigen(a, r, lambda_, eigen_);
+      int first = 0, second = -1;
+      for (int i = 1; i < r; ++i)
+        if (lambda_[i] > lambda_[first]) first = i;
+      for (int i = 0; i < r; ++i)
+        if (i != first && (second < 0 || lambda_[i] > lambda_[second])) second = i;
+      models_ = second < 0 ? 1 : 2;
+      for (int e = 0; e < models_; ++e) {
+        const int col = e == 0 ? first : second;
+        for (int i = 0; i < k; ++i) {
+          double s = 0;
+          for (int c = 0; c < r; ++c) s += ranges_[c * k + i] * eigen_[c * r + col];
+          model_[e * k + i] = s;
+        }
+      }
+    }
+    // Every point p + W z (‖z‖ ≤ ε) moves key i by at most ε ‖(W_i1, W_i2, ...)‖.
+    near_ = null_count_ == 0 && r > 0;
+    for (int i = 0; i < k && near_; ++i) {
+      double reach = 0;
+      for (int c = 0; c < r; ++c) reach += ranges_[c * k + i] * ranges_[c * k + i];
+      near_ = epsilon_ * std::sqrt(reach) <= kNear * p[i];
+    }
   }
-  bool null(int i) const { return g[i] <= null_below; }
 
-  // ‖(x − p) V‖².
+  // The best point found (out, k values when not nullptr) and JSD(out, p).
+  double search(double* out) {
+    const int k = k_;
+    std::copy_n(p_, k, best_);
+    best_f_ = 0;
+    for (int e = 0; e < models_; ++e) {
+      climb_ray(model_ + e * k, 1);
+      climb_ray(model_ + e * k, -1);
+    }
+    if (!near_) {
+      for (int e = 0; e < null_start_count_; ++e) {
+        climb_ray(null_starts_ + e * k, 1);
+        climb_ray(null_starts_ + e * k, -1);
+      }
+      for (int j = 0; j < k; ++j) {
+        for (int i = 0; i < k; ++i) step_[i] = (i == j ? 1.0 : 0.0) - p_[i];
+        climb_ray(step_, 1);
+      }
+      edge_ends();
+      antipode();
+    }
+    // Rounding may have moved the sum of the best point off 1 by ulps: normalised, into B.
+    double sum = 0;
+    for (int j = 0; j < k; ++j) sum += best_[j];
+    for (int j = 0; j < k; ++j) best_[j] /= sum;
+    into_b(best_);
+    if (out != nullptr) std::copy_n(best_, k, out);
+    return jsd(best_, p_, k);
+  }
+
+ private:
+  // The face of the simplex with the keys zero_ at 0: its moves {δ : δ_i = 0 on those keys,
+  // Σ δ = 0} in Helmert's orthonormal basis over the other keys (column c: 1 on the first c + 1
+  // of them, −(c + 1) on the next, over √((c + 1)(c + 2))); G on it, M = Bᵀ G B = U Λ Uᵀ; the
+  // directions B u_c / √λ_c (δᵀ G δ = 1; range_count_ of them, k values each, in ranges_) and
+  // B u_c with λ_c at most 1e-12 of the largest (they keep the output: null_count_, in nulls_).
+  void build_face() {
+    const int k = k_;
+    int free = 0;
+    for (int i = 0; i < k; ++i)
+      if (zero_[i] == 0) index_[free++] = i;
+    const int m = free - 1;
+    range_count_ = null_count_ = 0;
+    if (m < 1) return;
+    std::fill(basis_, basis_ + static_cast<std::size_t>(m) * k, 0.0);  // m x k: column c's keys
+    for (int c = 0; c < m; ++c) {
+      const double norm = 1 / std::sqrt((c + 1.0) * (c + 2.0));
+      for (int t = 0; t <= c; ++t) basis_[c * k + static_cast<int>(index_[t])] = norm;
+      basis_[c * k + static_cast<int>(index_[c + 1])] = -(c + 1) * norm;
+    }
+    for (int c = 0; c < m; ++c) {
+      for (int i = 0; i < k; ++i) {
+        double s = 0;
+        for (int j = 0; j < k; ++j) s += g_[i * k + j] * basis_[c * k + j];
+        step_[i] = s;
+      }
+      for (int e = 0; e <= c; ++e) {
+        double s = 0;
+        for (int i = 0; i < k; ++i) s += basis_[e * k + i] * step_[i];
+        face_[c * m + e] = face_[e * m + c] = s;
+      }
+    }
+    symmetric_eigen(face_, m, lambda_, eigen_);
+    double top = 0;
+    for (int c = 0; c < m; ++c) top = std::max(top, lambda_[c]);
+    for (int c = 0; c < m; ++c) {
+      const bool null = !(lambda_[c] > 1e-12 * top);
+      double* to = null ? nulls_ + null_count_++ * k : ranges_ + range_count_++ * k;
+      const double scale = null ? 1.0 : 1 / std::sqrt(lambda_[c]);
+      for (int i = 0; i < k; ++i) {
+        double s = 0;
+        for (int e = 0; e < m; ++e) s += basis_[e * k + i] * eigen_[e * m + c];
+        to[i] = s * scale;
+      }
+    }
+  }
+  // ‖(x − p) V‖², and G (x − p) = V ((x − p) V)ᵀ in normal_: from V, not G, so that a move
+  // that keeps the output (keys of one value trading weight) gives 0 to rounding of its size.
   double shift2(const double* x) {
+    const int k = k_;
     double s = 0;
+    for (int c = 0; c < d_; ++c) {
+      double o = 0;
+      for (int j = 0; j < k; ++j) o += (x[j] - p_[j]) * v_[j * stride_ + c];
+      out_[c] = o;
+      s += o * o;
+    }
     for (int i = 0; i < k; ++i) {
-      double c = 0;
-      for (int j = 0; j < k; ++j) c += q[j * k + i] * (x[j] - p[j]);
-      if (!null(i)) s += g[i] * c * c;
+      double r = 0;
+      for (int c = 0; c < d_; ++c) r += v_[i * stride_ + c] * out_[c];
+      normal_[i] = r;
     }
     return s;
   }
-  // Euclidean projection of z onto B, in place.
-  void to_cylinder(double* z) {
-    double phi = 0;
-    for (int i = 0; i < k; ++i) {
-      double c = 0;
-      for (int j = 0; j < k; ++j) c += q[j * k + i] * (z[j] - p[j]);
-      coef[i] = c;
-      if (!null(i)) phi += g[i] * c * c;
-    }
-    const double e2 = epsilon * epsilon;
-    if (phi <= e2) return;
-    // Shrink factors 1 / (1 + λ g_i): λ from Newton's method on 1/ε − 1/√φ(λ) (monotone from
-    // λ = 0 for the trust-region secular equation; Moré and Sorensen 1983).
-    double lambda = 0;
-    for (int it = 0; it < 60 && epsilon > 0; ++it) {
-      double f = 0, df = 0;
-      for (int i = 0; i < k; ++i) {
-        if (null(i)) continue;
-        const double s = 1 / (1 + lambda * g[i]), t = g[i] * coef[i] * coef[i];
-        f += t * s * s;
-        df -= 2 * g[i] * t * s * s * s;
-      }
-      const double root = std::sqrt(f);
-      if (std::fabs(root - epsilon) <= 1e-13 * epsilon) break;
-      const double h = 1 / epsilon - 1 / root, dh = df / (2 * root * f);
-      const double next = lambda - h / dh;
-      if (!(next > lambda)) break;
-      lambda = next;
-    }
-    for (int j = 0; j < k; ++j) {
-      double u = 0;
-      for (int i = 0; i < k; ++i) {
-        const double s = null(i) ? 1.0 : epsilon > 0 ? 1 / (1 + lambda * g[i]) : 0.0;
-        u += q[j * k + i] * coef[i] * s;
-      }
-      z[j] = p[j] + u;
-    }
-  }
-  // Pulled towards p onto B where it is outside (a point of the segment from p).
+  // Pulled towards p into B where it is outside (a point of the segment from p: on the simplex
+  // when x is).
   void retract(double* x) {
     const double norm2 = shift2(x);
-    if (norm2 <= epsilon * epsilon) return;
-    const double t = epsilon / std::sqrt(norm2) * (1 - 1e-12);
-    for (int j = 0; j < k; ++j) x[j] = p[j] + t * (x[j] - p[j]);
+    if (norm2 <= epsilon_ * epsilon_) return;
+    const double t = epsilon_ / std::sqrt(norm2) * (1 - 1e-12);
+    for (int j = 0; j < k_; ++j) x[j] = p_[j] + t * (x[j] - p_[j]);
   }
-  // Euclidean projection onto the simplex (sort-based: Held, Wolfe and Crowder 1974).
-  static void to_simplex(double* y, int k) {
-    std::vector<double> s(y, y + k);
-    std::sort(s.begin(), s.end(), std::greater<>());
-    double sum = 0, theta = 0;
-    for (int j = 0; j < k; ++j) {
-      sum += s[j];
-      const double t = (sum - 1) / static_cast<double>(j + 1);
-      if (s[j] - t > 0) theta = t;
+  // x (on the simplex) into B where rounding left it outside: along B's normal on x's face (m =
+  // G (x − p) on x's positive keys less its mean there; its keys at 0 stay at 0), a step c m
+  // with c from the linear prediction, doubled until inside; where that fails, pulled towards
+  // p. (Pulling towards p alone lifts every key at 0 by the relative excess times p_i, which
+  // costs f much where ‖(x − p)V‖ is far below the size of x − p: a move along the directions
+  // that keep the output.)
+  void into_b(double* x) {
+    const int k = k_;
+    const double e2 = epsilon_ * epsilon_;
+    double s = shift2(x);
+    if (s <= e2) return;
+    double count = 0, mean = 0;
+    for (int i = 0; i < k; ++i)
+      if (x[i] > 0) count += 1, mean += normal_[i];
+    mean /= count;
+    double b = 0;
+    for (int i = 0; i < k; ++i) {
+      step_[i] = x[i] > 0 ? normal_[i] - mean : 0.0;
+      b += step_[i] * normal_[i];
     }
-    for (int j = 0; j < k; ++j) y[j] = std::max(y[j] - theta, 0.0);
-  }
-  // Onto F (Dykstra), then made feasible.
-  void to_feasible(std::vector<double>& z) {
-    // The simplex's projection inside B is F's (F lies in the simplex).
-    std::vector<double> y = z;
-    to_simplex(y.data(), k);
-    if (shift2(y.data()) <= epsilon * epsilon) {
-      z = y;
-      return;
-    }
-    y = z;
-    std::vector<double> P(k, 0.0), Q(k, 0.0), a(k);
-    for (int it = 0; it < 40; ++it) {
-      for (int j = 0; j < k; ++j) a[j] = y[j] + P[j];
-      to_simplex(a.data(), k);
-      for (int j = 0; j < k; ++j) P[j] = y[j] + P[j] - a[j];
-      std::vector<double> b(k);
-      for (int j = 0; j < k; ++j) b[j] = a[j] + Q[j];
-      to_cylinder(b.data());
-      for (int j = 0; j < k; ++j) Q[j] = a[j] + Q[j] - b[j];
-      double moved = 0;
-      for (int j = 0; j < k; ++j) moved = std::max(moved, std::fabs(b[j] - y[j]));
-      y = b;
-      if (moved < 1e-10) break;
-    }
-    to_simplex(y.data(), k);
-    retract(y.data());
-    z = y;
-  }
-  double f(const double* x) const { return jsd(x, p, k); }
-
-  // Ascent from x (feasible), in place; returns f(x) at the end.
-  double ascend(std::vector<double>& x) {
-    double fx = f(x.data()), eta = 0.25;
-    std::vector<double> grad(k), y(k);
-    for (int it = 0; it < 100 && eta > 1e-6; ++it) {
-      double top = 0;
-      for (int j = 0; j < k; ++j) {
-        grad[j] = p[j] == 0 ? 0.5 * std::log(2.0)
-                            : 0.5 * std::log(std::max(2 * x[j] / (x[j] + p[j]), 1e-300));
-        top = std::max(top, std::fabs(grad[j]));
+    if (b > 0)
+      for (double c = (s - e2) / b; c * b <= s; c *= 2) {
+        bool inside = true;
+        for (int i = 0; i < k; ++i) inside = inside && (y_[i] = x[i] - c * step_[i]) >= 0;
+        if (!inside) break;
+        if (shift2(y_) <= e2) {
+          std::copy_n(y_, k, x);
+          return;
+        }
       }
-      if (!(top > 0)) break;
-      for (int j = 0; j < k; ++j) y[j] = x[j] + eta * grad[j] / top;
-      to_feasible(y);
-      const double fy = f(y.data());
-      if (fy > fx * (1 + 1e-14)) {
-        x = y;
-        fx = fy;
-        eta = std::min(eta * 2, 4.0);
+    retract(x);
+  }
+  // f(x) = JSD(x, p) (map_measures' jsd, term by term) and its gradient ∂f/∂x_i =
+  // ½ ln(2 x_i / (x_i + p_i)): ½ ln 2 where p_i = 0, −∞ where x_i = 0 < p_i.
+  double value(const double* x, double* grad) const {
+    double f = 0;
+    for (int j = 0; j < k_; ++j) {
+      const double s = x[j] + p_[j];
+      if (x[j] > 0) {
+        const double l = std::log(2 * x[j] / s);
+        f += 0.5 * x[j] * l;
+        grad[j] = 0.5 * l;
       } else {
-        eta *= 0.25;
+        grad[j] = p_[j] > 0 ? -INFINITY : 0.5 * std::log(2.0);
+      }
+      if (p_[j] > 0) f += 0.5 * p_[j] * std::log(2 * p_[j] / s);
+    }
+    return f;
+  }
+  // Successive linearisation from x (a point of F), in place; returns f(x) at the end. On the
+  // face of the keys at 0 (a key at 0 with p_i > 0 has gradient −∞: it stays there), each step
+  // goes to the maximum of f's linearisation g = ∇f(x) over the face's part of F, or as far
+  // towards it as the simplex allows (the key that reaches 0 joins the face's zeros): along
+  // the output-keeping directions N when g has a part there (to the simplex's edge), else to
+  // x + W w with w = −a + R h / ‖h‖ (h = Wᵀg, a = Wᵀ G (x − p), R² = ε² − ‖(x − p)V‖² + ‖a‖²:
+  // the ellipse ‖w + a‖ ≤ R). f is convex, so f(x′) ≥ f(x) + gᵀ(x′ − x) ≥ f(x): f never falls.
+  // It stops when f gains less than 1e-8 of itself, after 200 steps, or at a vertex.
+  double climb(double* x) {
+    const int k = k_;
+    bool whole = true;
+    for (int i = 0; i < k; ++i) {
+      zero_[i] = x[i] <= 0 && p_[i] > 0 ? 1 : 0;
+      whole = whole && zero_[i] == 0;
+    }
+    if (whole) {  // the whole simplex's face, as the constructor built it
+      range_count_ = whole_ranges_;
+      null_count_ = null_start_count_;
+      std::copy_n(whole_, static_cast<std::size_t>(range_count_) * k, ranges_);
+      std::copy_n(null_starts_, static_cast<std::size_t>(null_count_) * k, nulls_);
+    } else {
+      build_face();
+    }
+    double fx = value(x, grad_);
+    // The face's directions are 0 on its zeros: their gradient (−∞) taken as 0 in the products.
+    const auto on_face = [&](double* g) {
+      for (int i = 0; i < k; ++i)
+        if (zero_[i] != 0) g[i] = 0;
+    };
+    on_face(grad_);
+    for (int it = 0; it < 200 && range_count_ + null_count_ > 0; ++it) {
+      double norm = 0;
+      std::fill(step_, step_ + k, 0.0);
+      for (int c = 0; c < null_count_; ++c) {
+        double s = 0;
+        for (int i = 0; i < k; ++i) s += nulls_[c * k + i] * grad_[i];
+        for (int i = 0; i < k; ++i) step_[i] += s * nulls_[c * k + i];
+        norm += s * s;
+      }
+      const bool along_null = norm > 1e-24;
+      if (!along_null) {
+        const double s = shift2(x);
+        double a2 = 0, h2 = 0;
+        for (int c = 0; c < range_count_; ++c) {
+          double a = 0, h = 0;
+          for (int i = 0; i < k; ++i) {
+            a += ranges_[c * k + i] * normal_[i];
+            h += ranges_[c * k + i] * grad_[i];
+          }
+          lambda_[c] = a;
+          h_[c] = h;
+          a2 += a * a;
+          h2 += h * h;
+        }
+        if (!(h2 > 0)) break;
+        const double scale = std::sqrt(std::max(epsilon_ * epsilon_ - s + a2, 0.0) / h2);
+        for (int c = 0; c < range_count_; ++c) {
+          const double w = scale * h_[c] - lambda_[c];
+          for (int i = 0; i < k; ++i) step_[i] += w * ranges_[c * k + i];
+        }
+      }
+      // As far along the step as the simplex allows (along N: to its edge).
+      double tau = along_null ? INFINITY : 1.0;
+      int hits = -1;
+      for (int i = 0; i < k; ++i)
+        if (step_[i] < 0 && x[i] < -step_[i] * tau) tau = x[i] / -step_[i], hits = i;
+      if (along_null && hits < 0) break;  // (a sum-zero step has a negative entry)
+      for (int i = 0; i < k; ++i) y_[i] = std::max(x[i] + tau * step_[i], 0.0);
+      if (hits >= 0) y_[hits] = 0;
+      const double fy = value(y_, grad_y_);
+      if (!(fy >= fx)) break;
+      const bool stalled = fy <= fx * (1 + 1e-8);
+      std::copy_n(y_, k, x);
+      std::swap(grad_, grad_y_);
+      fx = fy;
+      if (hits >= 0 && p_[hits] > 0) {
+        zero_[hits] = 1;
+        build_face();
+      }
+      on_face(grad_);
+      if (hits < 0 && stalled) {
+        break;
       }
     }
     return fx;
   }
+  // A climb from the best point's antipode on its face's ellipse (x + W w with w = −2a: the
+  // ellipse ‖w + a‖ ≤ R seen from x, as in climb), as far towards it as the simplex allows:
+  // f on an ellipse can have a maximum at either end of it.
+  void antipode() {
+    const int k = k_;
+    std::copy_n(best_, k, x_);
+    for (int i = 0; i < k; ++i) zero_[i] = x_[i] <= 0 && p_[i] > 0 ? 1 : 0;
+    build_face();
+    if (range_count_ == 0) return;
+    shift2(x_);
+    std::fill(step_, step_ + k, 0.0);
+    for (int c = 0; c < range_count_; ++c) {
+      double a = 0;
+      for (int i = 0; i < k; ++i) a += ranges_[c * k + i] * normal_[i];
+      for (int i = 0; i < k; ++i) step_[i] -= 2 * a * ranges_[c * k + i];
+    }
+    double tau = 1;
+    int hits = -1;
+    for (int i = 0; i < k; ++i)
+      if (step_[i] < 0 && x_[i] < -step_[i] * tau) tau = x_[i] / -step_[i], hits = i;
+    for (int i = 0; i < k; ++i) x_[i] = std::max(x_[i] + tau * step_[i], 0.0);
+    if (hits >= 0) x_[hits] = 0;
+    retract(x_);
+    const double fx = climb(x_);
+    if (fx > best_f_) {
+      best_f_ = fx;
+      std::copy_n(x_, k, best_);
+    }
+  }
+  // The ends of F on each edge of the simplex, x = a e_i + (1 − a) e_j with a in [0, 1] and
+  // ‖(x − p)V‖² = ‖u + a w‖²_G ≤ ε² (u = e_j − p, w = e_i − e_j): extreme points of F that a
+  // climb from inside need not reach (a key at 0 stays there); the best kept.
+  void edge_ends() {
+    const int k = k_;
+    double pgp = 0;
+    for (int i = 0; i < k; ++i) {
+      double r = 0;
+      for (int j = 0; j < k; ++j) r += g_[i * k + j] * p_[j];
+      step_[i] = r;  // G p
+      pgp += p_[i] * r;
+    }
+    const double ln2 = std::log(2.0);
+    for (int i = 0; i < k; ++i)
+      for (int j = i + 1; j < k; ++j) {
+        const double gii = g_[i * k + i], gij = g_[i * k + j], gjj = g_[j * k + j];
+        const double a2 = gii - 2 * gij + gjj, a1 = gij - step_[i] - gjj + step_[j];
+        const double a0 = gjj - 2 * step_[j] + pgp - epsilon_ * epsilon_;
+        double lo = 0, hi = 1;
+        if (a2 > 0) {
+          const double disc = a1 * a1 - a2 * a0;
+          if (disc < 0) continue;
+          lo = std::max(lo, (-a1 - std::sqrt(disc)) / a2);
+          hi = std::min(hi, (-a1 + std::sqrt(disc)) / a2);
+        } else if (a0 > 0) {
+          continue;
+        }
+        if (!(lo <= hi)) continue;
+        for (const double a : {lo, hi}) {
+          // f with x_i = a, x_j = 1 − a and every other key at 0 (½ p_l ln 2 each).
+          double f = 0.5 * ln2 * (1 - p_[i] - p_[j]);
+          for (const auto& [xl, pl] : {std::pair{a, p_[i]}, std::pair{1 - a, p_[j]}}) {
+            if (xl > 0) f += 0.5 * xl * std::log(2 * xl / (xl + pl));
+            if (pl > 0) f += 0.5 * pl * std::log(2 * pl / (xl + pl));
+          }
+          if (!(f > best_f_)) continue;
+          // G's roots can be off by the square root of rounding: the end taken into B (by
+          // ‖(x − p)V‖ from V) and its f computed again.
+          std::fill(y_, y_ + k, 0.0);
+          y_[i] = a;
+          y_[j] = 1 - a;
+          into_b(y_);
+          f = value(y_, grad_y_);
+          if (f > best_f_) {
+            best_f_ = f;
+            std::copy_n(y_, k, best_);
+          }
+        }
+      }
+  }
+  // From p along sign × delta (sum zero) as far as F allows, then the climb; the best kept.
+  void climb_ray(const double* delta, double sign) {
+    const int k = k_;
+    double t = INFINITY;
+    int hits = -1;  // the key that reaches 0 first
+    for (int j = 0; j < k; ++j)
+      if (sign * delta[j] < 0 && p_[j] < -sign * delta[j] * t) {
+        t = p_[j] / (-sign * delta[j]);
+        hits = j;
+      }
+    double q = 0;  // ‖delta V‖², from V (an output-keeping delta: 0 to rounding of its size)
+    for (int c = 0; c < d_; ++c) {
+      double o = 0;
+      for (int j = 0; j < k; ++j) o += delta[j] * v_[j * stride_ + c];
+      q += o * o;
+    }
+    if (q > 0 && epsilon_ < std::sqrt(q) * t) {
+      t = epsilon_ / std::sqrt(q);
+      hits = -1;
+    }
+    if (!std::isfinite(t)) return;
+    double sum = 0;
+    for (int j = 0; j < k; ++j) x_[j] = std::max(p_[j] + t * sign * delta[j], 0.0);
+    if (hits >= 0) x_[hits] = 0;
+    for (int j = 0; j < k; ++j) sum += x_[j];
+    for (int j = 0; j < k; ++j) x_[j] /= sum;
+    retract(x_);
+    const double fx = climb(x_);
+    if (fx > best_f_) {
+      best_f_ = fx;
+      std::copy_n(x_, k, best_);
+    }
+  }
+
+  const double* p_;
+  const double* v_;
+  int k_, d_, stride_;
+  double epsilon_;
+  double* out_;          // d: (x − p) V
+  double* g_;            // k x k: G = V Vᵀ
+  double* basis_;        // the face's Helmert basis, column c at c * k
+  double* face_;         // the face's M, then the model's matrix
+  double* eigen_;        // their eigenvectors
+  double* ranges_;       // range_count_ x k: the face's G-unit directions
+  double* nulls_;        // null_count_ x k: the face's output-keeping directions
+  double* null_starts_;  // null_start_count_ x k: the whole simplex's
+  double* whole_;        // whole_ranges_ x k: the whole simplex's G-unit directions
+  double* model_;        // models_ x k: the quadratic model's top two directions (G-unit)
+  double *lambda_, *x_, *y_, *grad_, *grad_y_, *normal_, *step_, *best_, *zero_, *index_, *h_;
+  int range_count_ = 0, null_count_ = 0, null_start_count_ = 0, whole_ranges_ = 0, models_ = 0;
+  bool near_ = false;
+  double best_f_ = 0;
 };
 
 }  // namespace
@@ -318,54 +634,25 @@ double adversarial_row(const double* p, const double* v, int k, int d, int strid
     if (out != nullptr) std::copy_n(p, k, out);
     return 0;
   }
-  Adversary adv(p, v, k, d, stride, epsilon);
-  std::vector<double> best(p, p + k), x(static_cast<std::size_t>(k));
-  double top = 0;
-  const auto from = [&](std::vector<double> start) {
-    const double fx = adv.ascend(start);
-    if (fx > top) {
-      top = fx;
-      best = start;
-    }
-  };
-  // Starts: towards the vertices e_j of the simplex, as far as B allows (f grows along a ray
-  // from p, being convex and 0 at p), every one (fewer lose the maximum on the grid test); and
-  // along each direction that keeps the output exactly (an eigenvector of V Vᵀ of eigenvalue 0,
-  // made sum-zero), both ways, to the simplex's edge.
-  std::vector<std::pair<double, int>> rays;
-  for (int j = 0; j < k; ++j) {
-    for (int i = 0; i < k; ++i) x[i] = (i == j ? 1.0 : 0.0);
-    adv.retract(x.data());
-    rays.emplace_back(-adv.f(x.data()), j);
+  // V and ε scaled by the same power of 2 (exact: the same F), V's largest entry to [0.5, 1):
+  // G = V Vᵀ and ‖(x − p)V‖² neither overflow nor underflow for a head of huge or tiny values.
+  double largest = 0;
+  for (int j = 0; j < k; ++j)
+    for (int c = 0; c < d; ++c) largest = std::max(largest, std::fabs(v[j * stride + c]));
+  if (!std::isfinite(largest) || !(epsilon >= 0)) {
+    if (out != nullptr) std::fill(out, out + k, NAN);
+    return NAN;
   }
-  std::sort(rays.begin(), rays.end());  // the rays that reach farthest first
-  for (int r = 0; r < k; ++r) {
-    const int j = rays[r].second;
-    for (int i = 0; i < k; ++i) x[i] = (i == j ? 1.0 : 0.0);
-    adv.retract(x.data());
-    from(x);
-  }
-  for (int e = 0; e < k; ++e) {
-    if (!adv.null(e)) continue;
-    std::vector<double> dir(k);
-    double mean = 0;
-    for (int j = 0; j < k; ++j) mean += adv.q[j * k + e] / k;
-    for (int j = 0; j < k; ++j) dir[j] = adv.q[j * k + e] - mean;
-    for (double sign : {1.0, -1.0}) {
-      double t = INFINITY;
-      for (int j = 0; j < k; ++j)
-        if (sign * dir[j] < -1e-15) t = std::min(t, p[j] / (-sign * dir[j]));
-      if (!std::isfinite(t)) continue;
-      for (int j = 0; j < k; ++j) x[j] = std::max(p[j] + t * sign * dir[j], 0.0);
-      double sum = 0;
-      for (double xj : x) sum += xj;
-      for (double& xj : x) xj /= sum;
-      adv.retract(x.data());
-      from(x);
-    }
-  }
-  if (out != nullptr) std::copy(best.begin(), best.end(), out);
-  return top;
+  int exponent = 0;
+  if (largest > 0) std::frexp(largest, &exponent);
+  thread_local std::vector<double> scaled;
+  if (scaled.size() < static_cast<std::size_t>(k) * d)
+    scaled.resize(static_cast<std::size_t>(k) * d);
+  for (int j = 0; j < k; ++j)
+    for (int c = 0; c < d; ++c) scaled[j * d + c] = std::ldexp(v[j * stride + c], -exponent);
+  thread_local std::vector<double> scratch;
+  Adversary adversary(scratch, p, scaled.data(), k, d, d, std::ldexp(epsilon, -exponent));
+  return adversary.search(out);
 }
 
 std::vector<int> matched_heads(const SeedResults& shape, const double* a, const double* b) {
@@ -480,7 +767,7 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
         }
     }
     double* o = out + i * kInterventionFields;
-    if (adv_rows > 0) {
+    if (adv_rows > 0 && !std::isnan(adv_sum)) {  // (NaN: a row's values not finite; both NaN)
       o[kAdversarialJsd] = adv_sum / static_cast<double>(adv_rows);
       o[kNotUnique] = static_cast<double>(far) / static_cast<double>(adv_rows);
     }

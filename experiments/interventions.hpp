@@ -9,9 +9,9 @@
 //   (L the seed's loss on the measured inputs, its test loss) and the output distance
 //   √(mean over measured inputs and loss rows of ‖F′_r − F_r‖²) (rms_distance).
 // - The adversarial map (Jain and Wallace 2019, section 4): per head, measured input and loss
-//   row, the largest JSD(p′, p) with ‖(p′ − p) V_h‖₂ ≤ ε (adversarial_row; docs/ATTENTION.md,
-//   "The adversarial map", says how); per seed the mean over rows of the JSD reached and the
-//   fraction of rows where it is above kNotUniqueJsd ("not unique").
+//   row, the largest JSD(p′, p) with ‖(p′ − p) V_h‖₂ ≤ ε (adversarial_row; docs/spec/
+//   VARIABILITY.md, "The adversarial map's method", says how); per seed the mean over rows of
+//   the JSD reached and the fraction of rows where it is above kNotUniqueJsd ("not unique").
 // - Importance (Jain and Wallace, section 3): per head, measured input and loss row with k >= 2
 //   visible keys, the leave-one-out importance I_j = ‖p V_h − p⁽⁻ʲ⁾ V_h‖₂ (p⁽⁻ʲ⁾: the row without
 //   key j, renormalised; keys with p_j = 1 skipped), and Kendall's τ_b between the p_j and the
@@ -51,7 +51,8 @@ void permute_row(std::uint64_t seed, int head, int input, int row, const double*
 // The adversarial row (see the top): for the k visible weights p of a row and their values v (row
 // j at v + j * stride, d of them), the p′ on the simplex with ‖(p′ − p) V‖₂ ≤ epsilon that the
 // method finds (docs/spec/VARIABILITY.md, "The adversarial map's method"), written to out (k
-// values) when not nullptr; returns JSD(p′, p). k = 1: p′ = p, 0.
+// values) when not nullptr; returns JSD(p′, p). k = 1: p′ = p, 0. A value not finite, or epsilon
+// NaN or negative: NaN (out NaN). No allocation once the thread has searched a row of k keys.
 double adversarial_row(const double* p, const double* v, int k, int d, int stride, double epsilon,
                        double* out = nullptr);
 

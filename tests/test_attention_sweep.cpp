@@ -379,8 +379,8 @@ TEST(AttentionSweep, BinnedQuantilesAreWithinTheirBounds) {
   }
   // Over the finite seeds (none converged): loss, JSD to mean, pair JSD trained and at the
   // start, distance, 9 entries, the changes of the loss and output distances of three
-  // interventions (no known map), tau_b.
-  EXPECT_EQ(binned_rows, 5 + 9 + 6 + 1);
+  // interventions (no known map), the adversarial JSD and not-unique fraction, tau_b.
+  EXPECT_EQ(binned_rows, 5 + 9 + 6 + 2 + 1);
 }
 
 // --per-seed FILE.npy: the maps as one array (seeds, |R|, n) numpy maps without reading, and

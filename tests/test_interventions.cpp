@@ -238,6 +238,59 @@ TEST(AdversarialRow, ClosedForms) {
   EXPECT_EQ(adversarial_row(one, v1, 1, 1, 1, 0.5), 0.0);
 }
 
+// For small epsilon the maximum is the quadratic form's: JSD(p + δ, p) = ⅛ Σ δ_i² / p_i + O(δ³),
+// so the maximum over the sum-zero δ with ‖δ V‖ = ε is ⅛ ε² λ, λ the largest value of
+// Σ (δ_i² / p_i) / ‖δ V‖² there: here found by a scan of the sum-zero circle (k = 3).
+TEST(AdversarialRow, SmallEpsilonReachesTheQuadraticForm) {
+  std::mt19937_64 g(3);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 10; ++trial) {
+    const int k = 3, d = 2;
+    std::vector<double> p(k), v(k * d);
+    double sum = 0;
+    for (double& e : p) sum += (e = std::exp(0.5 * normal(g)));
+    for (double& e : p) e /= sum;
+    for (double& e : v) e = normal(g);
+    // The sum-zero plane's orthonormal basis (1, −1, 0)/√2, (1, 1, −2)/√6.
+    const double b1[] = {1 / std::sqrt(2.0), -1 / std::sqrt(2.0), 0};
+    const double b2[] = {1 / std::sqrt(6.0), 1 / std::sqrt(6.0), -2 / std::sqrt(6.0)};
+    double lambda = 0;
+    for (int t = 0; t < 200000; ++t) {
+      const double angle = M_PI * t / 200000;
+      double delta[3], quad = 0, out2 = 0;
+      for (int i = 0; i < k; ++i) delta[i] = std::cos(angle) * b1[i] + std::sin(angle) * b2[i];
+      for (int i = 0; i < k; ++i) quad += delta[i] * delta[i] / p[i];
+      for (int c = 0; c < d; ++c) {
+        double o = 0;
+        for (int i = 0; i < k; ++i) o += delta[i] * v[i * d + c];
+        out2 += o * o;
+      }
+      lambda = std::max(lambda, quad / out2);
+    }
+    const double epsilon = 1e-6, want = epsilon * epsilon * lambda / 8;
+    EXPECT_NEAR(adversarial_row(p.data(), v.data(), k, d, d, epsilon), want, 1e-3 * want)
+        << "trial " << trial;
+  }
+}
+
+// F is the same with V and epsilon scaled together: values of 1e200 or 1e-200 (whose V Vᵀ would
+// overflow or underflow) reach what values of 1 reach. A value not finite: NaN.
+TEST(AdversarialRow, ScalesWithTheValues) {
+  const std::vector<double> p = {0.2, 0.5, 0.3}, v = {1, 0.5, -0.25, 2, 0.75, -1};  // d = 2
+  const double base = adversarial_row(p.data(), v.data(), 3, 2, 2, 0.3);
+  EXPECT_GT(base, 0.0);
+  for (const double scale : {0x1p664, 0x1p-664}) {  // powers of 2: F exactly the same
+    std::vector<double> w = v;
+    for (double& e : w) e *= scale;
+    EXPECT_EQ(adversarial_row(p.data(), w.data(), 3, 2, 2, 0.3 * scale), base) << scale;
+  }
+  std::vector<double> bad = v;
+  bad[3] = INFINITY;
+  EXPECT_TRUE(std::isnan(adversarial_row(p.data(), bad.data(), 3, 2, 2, 0.3)));
+  bad[3] = NAN;
+  EXPECT_TRUE(std::isnan(adversarial_row(p.data(), bad.data(), 3, 2, 2, 0.3)));
+}
+
 // A head whose W_Q and W_K are 0 has uniform maps (every score 0): the uniform and permuted
 // interventions change nothing, and patching in a partner of the same weights neither.
 TEST(MeasureInterventions, UniformHeadsAreUnchangedByUniformMaps) {
