@@ -145,24 +145,26 @@ Param test_inputs_param() {
   return p;
 }
 
-// --nudge on|off (alone: on): every seed trained a second time from W_Q[0][0] one ulp up.
-// --adversary on|off (alone: on): the adversarial map searched for every row of every seed.
-Param adversary_param() {
-  Param p = param::choice("--adversary", "on",
-                          "Search each seed's adversarial map within --epsilon for every head, "
-                          "measured input and loss row (off: skipped, its rows left out)",
-                          {"on", "off"});
+// An on|off option that alone means on.
+Param switch_param(const std::string& flag, const std::string& default_value,
+                   const std::string& help) {
+  Param p = param::choice(flag, default_value, help, {"on", "off"});
   p.implicit_value = "on";
   return p;
 }
 
+// --nudge on|off: every seed trained a second time from W_Q[0][0] one ulp up.
 Param nudge_param() {
-  Param p = param::choice("--nudge", "off",
-                          "Train every seed again from W_Q[0][0] one ulp up and measure how far "
-                          "its map moves (rounding-sensitive seeds; twice the training)",
-                          {"on", "off"});
-  p.implicit_value = "on";
-  return p;
+  return switch_param("--nudge", "off",
+                      "Train every seed again from W_Q[0][0] one ulp up and measure how far "
+                      "its map moves (rounding-sensitive seeds; twice the training)");
+}
+
+// --adversary on|off: the adversarial map searched for every row of every seed.
+Param adversary_param() {
+  return switch_param("--adversary", "on",
+                      "Search each seed's adversarial map within --epsilon for every head, "
+                      "measured input and loss row (off: skipped, its rows left out)");
 }
 
 // A grid axis: a comma-separated list of `inner`'s values, each checked by inner's parser (so
@@ -518,8 +520,9 @@ std::string run_text(const Table& t, const char* key) {
   return "";
 }
 
-// The configuration as one title line, from t.run: task, words, d_model, d_k, heads, train,
-// optimizer, scale, causal, steps and the convergence threshold; in a grid the axes whose values
+// The configuration as one title line, from t.run: task, words, vocabulary, d_model, d_k, heads,
+// train, optimizer, lr, scale, causal, steps, held-out inputs and the convergence threshold; in a
+// grid the axes whose values
 // differ between its configurations are left out (the figure shows them).
 std::string configuration_line(const Table& t) {
   std::set<std::string> varies;  // t.run's keys of the grid's axes that take several values
@@ -541,14 +544,18 @@ std::string configuration_line(const Table& t) {
   };
   add("task", "task ", "");
   add("words", "", " words");
+  if (!run_text(t, "vocab").empty() && run_text(t, "vocab") != "0") add("vocab", "vocabulary ", "");
   add("d_model", "d_model ", "");
   add("d_k", "d_k ", "");
   if (run_text(t, "heads") != "1") add("heads", "heads ", "");
   add("train", "train ", "");
   add("optimizer", "optimizer ", "");
+  add("lr", "lr ", "");
   if (run_text(t, "scale") != "sqrt") add("scale", "scale ", "");
   if (run_text(t, "causal") == "on" && !varies.count("causal")) s += ", causal";
   add("steps", "", " steps");
+  if (!run_text(t, "test_inputs").empty() && run_text(t, "test_inputs") != "0")
+    add("test_inputs", "measured on ", " held-out inputs");
   add("converged_below", "converged: loss < ", "");
   return s;
 }

@@ -384,11 +384,7 @@ def _mask_arguments(mask, lengths, batch_shape, heads, n):
         m = _np.asarray(mask)
         if m.dtype != _np.bool_:
             raise ValueError(f"mask: expected booleans (True: may attend), got dtype {m.dtype}")
-        try:
-            fits = _np.broadcast_shapes(m.shape, target) == target
-        except ValueError:
-            fits = False
-        if not fits:
+        if not _broadcasts_to(m.shape, target):
             raise ValueError(f"mask: shape {_shape(m.shape)} does not broadcast to (batch..., heads, n, n) "
                              f"= {_shape(target)}")
     if lengths is not None:
@@ -407,16 +403,20 @@ def _mask_arguments(mask, lengths, batch_shape, heads, n):
     return m, ln
 
 
+def _broadcasts_to(shape, target):
+    """Whether an array of shape broadcasts to target, target unchanged."""
+    try:
+        return _np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
 def _map_argument(given, target):
     """attention's map=: an array of real numbers that broadcasts to target (None: no map)."""
     if given is None:
         return None
     a = _real_array("map", given)
-    try:
-        fits = _np.broadcast_shapes(a.shape, target) == target
-    except ValueError:
-        fits = False
-    if not fits:
+    if not _broadcasts_to(a.shape, target):
         raise ValueError(f"map: shape {_shape(a.shape)} does not broadcast to the weights' shape "
                          f"{_shape(target)}")
     bad = _np.flatnonzero(~_np.isfinite(a))
