@@ -924,6 +924,166 @@ std::string grid_script(const Table& t) {
   return s.str();
 }
 
+// Does the head use its map? Three panels over the configurations (a categorical x axis, one
+// position each): the output distance under each intervention (uniform, permuted, patched, known)
+// beside the distance between pairs of seeds' outputs, the scale the interventions are read
+// against; the adversarial map's JSD within epsilon, with the line at 0.1 nats above which a map
+// counts as not unique; Kendall's tau_b between weights and importance, with the line at 0. Each
+// point the median over the finite seeds, its bar the 5th to 95th percentile (the spread over
+// seeds); log axes where the values span decades. From the table's rows alone; "" when it has no
+// intervention rows (an older result, or --adversary off leaves only its own panel out).
+std::string interventions_script(const Table& t) {
+  const auto column = [&t](const char* name) {
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      if (t.columns[i].name == name) return i;
+    return std::string::npos;
+  };
+  const std::size_t c_quantity = column("quantity"), c_over = column("over"), c_p05 = column("p05"),
+                    c_p50 = column("p50"), c_p95 = column("p95"),
+                    c_config = column("configuration");
+  if (c_quantity == std::string::npos || c_over == std::string::npos ||
+      c_p05 == std::string::npos || c_p50 == std::string::npos || c_p95 == std::string::npos ||
+      !find_row(t, "output distance (uniform map)", "finite"))
+    return "";
+  // The configurations in the table's order ("" for a table of one).
+  std::vector<std::string> configs;
+  for (const auto& r : t.rows) {
+    const std::string c = c_config == std::string::npos ? "" : plot::text(r[c_config]);
+    if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  }
+  // A quantity's median and 5th/95th percentiles over the finite seeds of configuration i.
+  struct Spread {
+    double p05 = NAN, p50 = NAN, p95 = NAN;
+  };
+  const auto spread = [&](std::size_t i, const std::string& quantity) {
+    Spread v;
+    for (const auto& r : t.rows)
+      if ((c_config == std::string::npos || plot::text(r[c_config]) == configs[i]) &&
+          plot::text(r[c_quantity]) == quantity && plot::text(r[c_over]) == "finite") {
+        v = {plot::num(r[c_p05]), plot::num(r[c_p50]), plot::num(r[c_p95])};
+        break;
+      }
+    return v;
+  };
+  struct Series {
+    std::string quantity, what;
+  };
+  std::ostringstream s, labels;
+  int block_count = 0;
+  struct Drawn {
+    std::string plots;  // the panel's plot command's list
+    bool log_axis;      // its values span more than a decade
+    double lo, hi;      // the smallest and largest finite positive values
+  };
+  // One panel: each series a block of (x, median, p05, p95) with its own offset and style; a
+  // series with no finite value anywhere is left out (the known map of a task without one).
+  const auto panel = [&](const std::vector<Series>& series, bool log_y) {
+    std::vector<const Series*> drawn;
+    std::vector<std::vector<Spread>> values;
+    double lo = INFINITY, hi = 0;
+    for (const Series& q : series) {
+      std::vector<Spread> v;
+      bool any = false;
+      for (std::size_t i = 0; i < configs.size(); ++i) {
+        v.push_back(spread(i, q.quantity));
+        any = any || std::isfinite(v.back().p50);
+        for (const double x : {v.back().p05, v.back().p50, v.back().p95})
+          if (std::isfinite(x) && x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
+      }
+      if (any) drawn.push_back(&q), values.push_back(std::move(v));
+    }
+    const bool log_axis = log_y && hi > 10 * lo;
+    const double width = std::min(0.15, 0.7 / std::max<std::size_t>(drawn.size(), 1));
+    std::ostringstream plots;
+    for (std::size_t q = 0; q < drawn.size(); ++q) {
+      const std::string block = "$I" + std::to_string(block_count++);
+      s << block << " << EOD\n";
+      const double offset = (static_cast<double>(q) - (drawn.size() - 1) / 2.0) * width;
+      for (std::size_t i = 0; i < configs.size(); ++i) {
+        const Spread& v = values[q][i];
+        const bool ok = std::isfinite(v.p50) && (!log_axis || v.p50 > 0);
+        const auto bound = [&](double b) {
+          return !ok                                        ? std::string("NaN")
+                 : std::isfinite(b) && (!log_axis || b > 0) ? round_trip(b)
+                                                            : round_trip(v.p50);
+        };
+        const double x = static_cast<double>(i) + offset;
+        s << round_trip(x) << " " << (ok ? round_trip(v.p50) : "NaN") << " " << bound(v.p05) << " "
+          << bound(v.p95) << "\n";
+        if (!ok)
+          labels << "set label 'n/a' at " << round_trip(x) << ", graph 0.06 center tc lt " << q + 1
+                 << " font ',9'\n";
+      }
+      s << "EOD\n";
+      static constexpr const char* kStyles[6] = {" pt 7", " pt 6", " pt 4",
+                                                 " pt 8", " pt 5", " pt 9"};
+      plots << (q ? ", " : "") << block << " using 1:2:3:4 with yerrorbars lw 2 ps 1.2 lc " << q + 1
+            << kStyles[std::min<std::size_t>(q, 5)] << " title " << plot::quote(drawn[q]->what);
+    }
+    return Drawn{plots.str(), log_axis, lo, hi};
+  };
+  // A log axis with room beyond the values (points at its edges stay whole), else a linear one.
+  const auto axis = [&](bool log_axis, double lo, double hi) {
+    if (!log_axis) return std::string("unset logscale y\nset format y '%g'\n");
+    return "set logscale y\nset format y '10^{%L}'\nset yrange [" + round_trip(lo / 2) + ":" +
+           round_trip(hi * 2) + "]\n";
+  };
+
+  const std::string over = seeds_text(t);
+  s << "set multiplot layout 1,3 title "
+    << title_lines({"attention-sweep: does the head use its map? (each map replaced, nothing "
+                    "retrained)",
+                    configuration_line(t),
+                    (configs.size() > 1 ? "each configuration over the same " : "over ") + over +
+                        "; points: the median over the finite seeds; bars: their 5th to 95th "
+                        "percentile"},
+                   170)
+    << " noenhanced\nset grid\nset key below noenhanced\nset bars small\nunset xlabel\n";
+  s << "set xtics (";
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    s << (i ? ", " : "") << plot::quote(configs[i].empty() ? "the run" : configs[i]) << " " << i;
+  s << ") noenhanced" << (configs.size() > 4 ? " rotate by 30 right" : "")
+    << "\nset xrange [-0.5:" << configs.size() - 0.5 << "]\n";
+
+  const Drawn outputs =
+      panel({{"output distance between pairs", "two seeds (pairs), no intervention"},
+             {"output distance (uniform map)", "uniform map"},
+             {"output distance (permuted map)", "permuted map"},
+             {"output distance (patched map)", "the pair partner's map"},
+             {"output distance (known map)", "the known map"}},
+            true);
+  s << "set title 'output distance when the map is replaced'\nset ylabel 'RMS distance'\n"
+    << axis(outputs.log_axis, outputs.lo, outputs.hi) << "unset label\n"
+    << labels.str() << "plot " << outputs.plots << "\n";
+  labels.str("");
+
+  if (find_row(t, "adversarial JSD within epsilon", "finite")) {
+    // A log axis up to the 0.1 nats line at least, so that the line is drawn.
+    const std::string epsilon = run_text(t, "epsilon");
+    const Drawn adversarial =
+        panel({{"adversarial JSD within epsilon",
+                "adversarial map within epsilon" + (epsilon.empty() ? "" : " " + epsilon)}},
+              true);
+    s << "set title 'how far a map keeps the output'\nset ylabel 'JSD (nats)'\n"
+      << axis(true, std::min(0.1, adversarial.lo), std::max(0.1, adversarial.hi)) << "unset label\n"
+      << labels.str()
+      << "set arrow 1 from graph 0, first 0.1 to graph 1, first 0.1 nohead dt 2 lw 1.5\n"
+      << "set label 'not unique above 0.1 nats' at graph 0.02, first 0.1 offset 0,0.6 "
+         "font ',9'\nplot "
+      << adversarial.plots << "\nunset arrow 1\n";
+    labels.str("");
+  }
+  const Drawn tau =
+      panel({{"Kendall's tau_b (weights vs importance)", "Kendall's tau_b, weights vs importance"}},
+            false);
+  s << "set title 'do the weights rank the keys by importance?'\nset ylabel 'tau_b'\n"
+    << axis(false, 0, 0) << "set yrange [-1.05:1.05]\nunset label\n"
+    << labels.str()
+    << "set arrow 2 from graph 0, first 0 to graph 1, first 0 nohead dt 2 lw 1.5\nplot "
+    << tau.plots << "\nunset arrow 2\nunset multiplot\n";
+  return s.str();
+}
+
 // The run --------------------------------------------------------------------------------
 
 // Seeds per chunk: a whole number of pairs, about 2^28 FLOPs of training (so that a chunk takes a
@@ -1978,6 +2138,8 @@ std::vector<Table> run(const RunContext& ctx) {
     t.run["found_below"] = ctx.get<double>("--found-below");
   }
   t.run["nudge"] = nudge;
+  t.run["adversary"] = ctx.get<std::string>("--adversary") == "on";
+  t.run["epsilon"] = ctx.get<double>("--epsilon");
   return {t};
 }
 }  // namespace
@@ -2068,7 +2230,8 @@ const Experiment& attention_sweep_experiment() {
       .figures = {{"attention-sweep-map", true, heatmap_script},
                   {"attention-sweep-jsd", false, jsd_histogram_script},
                   {"attention-sweep-loss-jsd", false, scatter_script},
-                  {"attention-sweep-grid", true, grid_script}},
+                  {"attention-sweep-grid", true, grid_script},
+                  {"attention-sweep-interventions", true, interventions_script}},
       .examples = {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
                    "--seeds 0:10000 --steps 1000",
                    "demo --table attention-sweep --task previous --words 8 --d-model 8 --d-k 8 "

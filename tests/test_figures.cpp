@@ -164,6 +164,67 @@ TEST(AttentionSweepFigures, HeldOutInputsAddGeneralizedTheStartNullAndTheKnownMa
   EXPECT_EQ(old.find("generalized"), std::string::npos);
 }
 
+TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresholds) {
+  // Two configurations' intervention rows over finite seeds (the converged rows must not be
+  // drawn); no known map (random task): its series is left out, not drawn as n/a.
+  Table t;
+  t.name = "attention-sweep";
+  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
+    t.columns.push_back({c});
+  t.run = {{"task", "teacher"}, {"steps", 1000}, {"epsilon", 0.01}, {"seeds", "0:100"}};
+  const auto row = [&t](const char* config, const char* quantity, const char* over, double p05,
+                        double p50, double p95) {
+    t.add_row({std::string(config), std::string(quantity), std::string(over), std::int64_t(100),
+               p05, p50, p95});
+  };
+  for (const char* c : {"inputs=1", "inputs=64"}) {
+    const double k = std::string(c) == "inputs=1" ? 1 : 1e-3;
+    row(c, "converged (fraction)", "all", NAN, NAN, NAN);
+    row(c, "output distance between pairs", "converged", 9, 9, 9);
+    row(c, "output distance between pairs", "finite", 0.5 * k, k, 2 * k);
+    row(c, "output distance (uniform map)", "finite", 0.25, 0.5, 0.75);
+    row(c, "output distance (permuted map)", "finite", 0.5, 1, 1.5);
+    row(c, "output distance (patched map)", "finite", 0.1 * k, 0.2 * k, 0.3 * k);
+    row(c, "output distance (known map)", "finite", NAN, NAN, NAN);
+    row(c, "adversarial JSD within epsilon", "finite", 1e-3, 2e-3, 4e-2);
+    row(c, "Kendall's tau_b (weights vs importance)", "finite", -0.5, 0.25, 0.75);
+  }
+  const std::string s = script("attention-sweep-interventions", t);
+  ASSERT_FALSE(s.empty());
+  EXPECT_NE(s.find("set xtics (\"inputs=1\" 0, \"inputs=64\" 1)"), std::string::npos) << s;
+  // Output distances: pairs, uniform, permuted, patched ($I0..$I3); the known map has no value.
+  const auto pairs = block(s, "$I0"), uniform = block(s, "$I1"), patched = block(s, "$I3");
+  ASSERT_EQ(pairs.size(), 2u) << s;
+  EXPECT_EQ(pairs[0][1], 1.0);  // the finite seeds' median, not the converged row's 9
+  EXPECT_EQ(pairs[1][1], 1e-3);
+  EXPECT_EQ(pairs[1][2], 0.5e-3);
+  EXPECT_EQ(pairs[1][3], 2e-3);
+  EXPECT_EQ(uniform[0][1], 0.5);
+  EXPECT_EQ(patched[1][1], 0.2e-3);
+  EXPECT_NEAR(pairs[0][0], 0, 0.3);
+  EXPECT_NE(pairs[0][0], uniform[0][0]);  // series at one configuration set apart
+  EXPECT_EQ(s.find("the known map"), std::string::npos) << s;
+  EXPECT_NE(s.find("set logscale y"), std::string::npos);  // 2e-4 to 1.5: decades
+  // The adversarial map ($I4, after patched) with the 0.1 nats line; tau_b ($I5) with 0.
+  const auto adversarial = block(s, "$I4"), tau = block(s, "$I5");
+  ASSERT_EQ(adversarial.size(), 2u) << s;
+  EXPECT_EQ(adversarial[0][1], 2e-3);
+  EXPECT_EQ(adversarial[0][3], 4e-2);
+  EXPECT_NE(s.find("first 0.1 to graph 1, first 0.1"), std::string::npos);
+  EXPECT_NE(s.find("within epsilon 0.01"), std::string::npos);
+  ASSERT_EQ(tau.size(), 2u);
+  EXPECT_EQ(tau[1][1], 0.25);
+  EXPECT_EQ(tau[1][2], -0.5);
+  EXPECT_NE(s.find("first 0 to graph 1, first 0"), std::string::npos);
+  // The title: the configuration, the seeds and what the points and bars are.
+  EXPECT_NE(s.find("task teacher"), std::string::npos);
+  EXPECT_NE(s.find("5th to 95th percentile"), std::string::npos);
+  // A table without intervention rows draws no such figure.
+  Table none = t;
+  none.rows = {t.rows[0]};  // the converged fraction alone
+  EXPECT_EQ(script("attention-sweep-interventions", none), "");
+}
+
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   const Table t = grid_table(
       {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
