@@ -42,7 +42,7 @@ TEST(Registry, FigureFilesAreUnique) {
       EXPECT_NE(f, e.name + ".csv");
       EXPECT_NE(f, e.name + ".json");
     }
-  EXPECT_EQ(files.size(), 18u);  // nine figures, PNG and SVG
+  EXPECT_EQ(files.size(), 20u);  // ten figures, PNG and SVG
 }
 
 // Settings: given values override defaults; errors name the flag; types are checked.
