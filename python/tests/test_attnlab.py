@@ -521,11 +521,13 @@ def test_dk_is_read_as_d_k_with_a_deprecation_warning():
 # ---- version 3: does the head use its map? ---------------------------------------------------
 
 def test_per_seed_interventions_are_attention_with_the_map_replaced():
-    # --task previous with X = I_n: the measured input is known here. Each seed's uniform and
-    # known interventions recomputed from its exported weights with attention(map=...) and the
-    # loss written from the spec (the sum of squares over the loss rows R = 1..n-1).
-    n = 5
-    t = attnlab.sweep("attention", task="previous", words=n, d_model=n, d_k=2, seeds="0:6",
+    # --task previous with X = I_n: the measured input is known here. Each seed's loss and its
+    # uniform, known and patched interventions recomputed in numpy from its exported weights
+    # (the head's map softmax(X W_Q (X W_K)^T / sqrt(d_k)) under the causal mask, the output
+    # P X W_V, the loss from the spec: the sum of squares over the loss rows R = 1..n-1), and
+    # the uniform and known ones again through attention(map=...).
+    n, d_k = 5, 2
+    t = attnlab.sweep("attention", task="previous", words=n, d_model=n, d_k=d_k, seeds="0:6",
                       steps=100, causal=True)
     ps = t.per_seed
     for name in ("dl_uniform", "out_uniform", "dl_permuted", "out_permuted", "dl_patched",
@@ -541,15 +543,36 @@ def test_per_seed_interventions_are_attention_with_the_map_replaced():
     known = np.zeros((n, n))
     known[np.arange(1, n), np.arange(n - 1)] = 1
     known[0, 0] = 1  # row 0 reaches no loss
+
+    def weights(s):
+        return [ps[m][s] for m in ("w_q", "w_k", "w_v")]
+
+    def head_map(s):
+        w_q, w_k, _ = weights(s)
+        scores = np.where(visible, (x @ w_q) @ (x @ w_k).T / np.sqrt(d_k), -np.inf)
+        e = np.exp(scores - scores.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def loss(p, s):
+        out = p @ (x @ weights(s)[2])
+        return ((out[1:] - y[1:]) ** 2).sum()
+
     checked = 0
     for s in range(6):
         if not np.isfinite(ps["loss"][s]):
             continue
-        w = [ps[m][s] for m in ("w_q", "w_k", "w_v")]
-        for name, given in (("uniform", uniform), ("known", known)):
-            r = attnlab.attention(x, *w, causal=True, map=given)
-            loss = ((r.out[1:] - y[1:]) ** 2).sum()
-            np.testing.assert_allclose(ps["dl_" + name][s], loss - ps["test_loss"][s],
-                                       rtol=1e-9, atol=1e-12, err_msg=f"seed {s} {name}")
+        base = loss(head_map(s), s)
+        np.testing.assert_allclose(ps["test_loss"][s], base, rtol=1e-9, atol=1e-12)
+        partner = s ^ 1  # the pairs of the pairwise JSD: (0, 1), (2, 3), (4, 5)
+        given = {"uniform": uniform, "known": known}
+        if np.isfinite(ps["loss"][partner]):
+            given["patched"] = head_map(partner)
+        for name, p in given.items():
+            np.testing.assert_allclose(ps["dl_" + name][s], loss(p, s) - base, rtol=1e-9,
+                                       atol=1e-12, err_msg=f"seed {s} {name}")
             checked += 1
-    assert checked >= 8
+        for name, p in (("uniform", uniform), ("known", known)):
+            r = attnlab.attention(x, *weights(s), causal=True, map=p)
+            np.testing.assert_allclose(((r.out[1:] - y[1:]) ** 2).sum() - ps["test_loss"][s],
+                                       ps["dl_" + name][s], rtol=1e-9, atol=1e-12)
+    assert checked >= 12
