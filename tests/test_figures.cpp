@@ -7,8 +7,8 @@
 //   threshold drawn.
 // - The map: ticks at the cells' centres, each cell's value up to 16 words.
 // - The other tables' figures, drawn from tables run here: each title names the configuration
-//   and the seeds or samples each value is over (training-sweep, softmax-saturation, dk-std);
-//   the references drawn.
+//   and the seeds or samples each value is over (training-sweep, softmax-saturation, dk-std),
+//   or the words and matrices of each panel (weighted-average, qkv); the references drawn.
 // - replot: the figures of a result file, byte for byte the same script as the run's; each bad
 //   input refused with one line.
 #include <gtest/gtest.h>
@@ -364,6 +364,30 @@ TEST(DkStdFigure, TitleNamesTheSamplesTheGeneratorAndItsSeed) {
   // The relative error's axis is padded so that its theory line (0) is inside, never on its edge.
   EXPECT_NE(s.find("set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"),
             std::string::npos);
+}
+
+TEST(WeightHeatmaps, TitleNamesTheWordsAndEachPanelItsMatrices) {
+  // The lesson's words (section 2) and matrices (section 3).
+  std::string s = figure_script("qkv", "qkv-weights", test::run_table("qkv"));
+  EXPECT_NE(multiplot_title(s).find("X: cat [2, 0], dog [1, 1], car [0, 2]"), std::string::npos)
+      << s;
+  for (const char* panel :
+       {"swapped keys\\nW_K = [[0, 1], [1, 0]]", "one-way keys\\nW_K = [[0, 0], [1, 0]]",
+        "V keeps only x\\nW_V = [[1, 0], [0, 0]]"})
+    EXPECT_NE(s.find(std::string("set title \"") + panel + "\" noenhanced"), std::string::npos)
+        << panel << "\n"
+        << s;
+  s = figure_script("weighted-average", "weighted-average-weights",
+                    test::run_table("weighted-average"));
+  EXPECT_NE(multiplot_title(s).find("Q = K = V = X"), std::string::npos) << s;
+  EXPECT_NE(multiplot_title(s).find("softmax(Q K^T / sqrt(2))"), std::string::npos);
+  for (const char* panel : {"lesson, no scaling\\nX: cat [2, 0], dog [1, 1], car [0, 2]",
+                            "lesson\\nX: cat [2, 0], dog [1, 1], car [0, 2]",
+                            "car=[5,5]\\nX: cat [2, 0], dog [1, 1], car [5, 5]",
+                            "all equal\\nX: cat [1, 1], dog [1, 1], car [1, 1]"})
+    EXPECT_NE(s.find(std::string("set title \"") + panel + "\" noenhanced"), std::string::npos)
+        << panel << "\n"
+        << s;
 }
 
 TEST(TitleLines, BreaksLongLinesAfterACommaAndEscapesQuotes) {
