@@ -165,21 +165,44 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
   return run_chunks(ctx.opt, job);
 }
 
-// The figure: std against d_k with sqrt(d_k), and the relative error with its interval.
+// The figure: std against d_k with sqrt(d_k), and the relative error with its interval, drawn
+// from the table alone. The title names the samples per d_k, the generator and its seed.
 std::string figure_script(const Table& t) {
+  if (t.rows.empty()) return "";
+  double samples = plot::num(t.rows.front()[t.column("samples")]);
+  std::string rng = plot::text(t.rows.front()[t.column("rng")]);
+  bool intervals = false;
+  for (const auto& r : t.rows) {
+    if (plot::num(r[t.column("samples")]) != samples) samples = NAN;  // not one count for all
+    if (plot::text(r[t.column("rng")]) != rng) rng.clear();
+    intervals = intervals || std::isfinite(plot::num(r[t.column("std_ci95_low")]));
+  }
+  std::string source = std::isfinite(samples) ? plot::count(samples) + " samples of q.k per d_k"
+                                              : "the samples of q.k";
+  const std::string seed = plot::run_text(t, "seed");
+  if (rng == "numpy")
+    source += "; numpy default_rng(" + seed + "): one stream, q then k for each d_k in turn";
+  else if (rng == "philox")
+    source += "; Philox4x32-10 + Box-Muller (float32) normals, seed " + seed;
+  const std::string bars = intervals
+                               ? "bars: 95% intervals for the std (Bonett 2006)"
+                               : "no intervals: the table has none below 1000 samples per d_k";
   std::ostringstream s;
   s << plot::columns(t, {"d_k", "std", "std_ci95_low", "std_ci95_high", "std_scaled"})
-    << "set multiplot layout 1,2 title 'std of q.k, q and k with N(0, 1) entries'\n"
+    << "set multiplot layout 1,2 title "
+    << plot::title_lines({"std of q.k, q and k with N(0, 1) entries", source, bars}, 160)
+    << " noenhanced\n"
     << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
     << "set key top left\nset offsets graph 0.05, graph 0.05, 0, 0\n"
     << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"
     << "plot sqrt(x) with lines lw 2 lc rgb '#888888' title 'sqrt(d_k) (theory)', \\\n"
     << "     1 with lines dt 2 lc rgb '#888888' title '1 (theory, scaled)', \\\n"
-    << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k (95% CI)', "
-       "\\\n"
+    << "     $D using 1:2:3:4 with yerrorbars pt 7 lc rgb '#1f77b4' title 'std of q.k"
+    << (intervals ? " (95% CI)" : "") << "', \\\n"
     << "     $D using 1:5 with points pt 5 lc rgb '#d62728' title 'std of q.k / sqrt(d_k)'\n"
     << "unset logscale y\nset ylabel 'std / sqrt(d_k) - 1'\nset key top right\n"
-    << "set title 'relative error, with its 95% interval'\n"
+    << "set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"
+    << "set title 'relative error" << (intervals ? ", with its 95% interval" : "") << "'\n"
     << "plot 0 with lines dt 2 lc rgb '#888888' title 'theory', \\\n"
     << "     $D using 1:($2/sqrt($1)-1):($3/sqrt($1)-1):($4/sqrt($1)-1) with yerrorbars pt 7 "
        "lc rgb '#1f77b4' title 'measured'\n"

@@ -58,6 +58,12 @@ std::vector<Table> run(const RunContext& ctx) {
   t.add_row({"5 words, d_k = 4", "shape of Q K^T", "-",
              std::vector<double>{double(n), double(s.size() / n)}});
 
+  t.run["setup"] = "X: " + words_text(kCatDogCar) +
+                   "; W_Q = W_K = W_V = I but the one named; weights = softmax(Q K^T / sqrt(2))";
+  t.run["cases"] = {{"swapped keys", "W_K = " + matrix_text(swap)},
+                    {"one-way keys", "W_K = " + matrix_text(one_way)},
+                    {"V keeps only x", "W_V = " + matrix_text(keep_x)}};
+
   const bool same = scaled[3].weights == scaled[0].weights;
   t.notes = {
       "swapped keys: cat's weights " + fixed(scaled[1].weights[0], 3) + ", " +

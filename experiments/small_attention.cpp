@@ -50,29 +50,58 @@ std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase
   return r;
 }
 
+std::string matrix_text(const Mat22& m) {
+  return "[[" + human_number(m[0]) + ", " + human_number(m[1]) + "], [" + human_number(m[2]) +
+         ", " + human_number(m[3]) + "]]";
+}
+
+std::string words_text(const Mat32& x) {
+  std::string s;
+  for (std::size_t i = 0; i < kWords.size(); ++i)
+    s += (i ? ", " : "") + kWords[i] + " [" + human_number(x[2 * i]) + ", " +
+         human_number(x[2 * i + 1]) + "]";
+  return s;
+}
+
 std::string weight_heatmaps_script(const Table& t) {
-  using plot::quote;
   using plot::text;
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>> mats;
+  std::vector<std::string> cases;  // each panel's case
   for (const auto& r : t.rows) {
     const std::string quantity = text(r[1]);
     if (quantity.rfind("weights", 0) != 0) continue;
     const std::string label = text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
-    if (mats.empty() || mats.back().first != label) mats.push_back({label, {}});
+    if (mats.empty() || mats.back().first != label) {
+      mats.push_back({label, {}});
+      cases.push_back(text(r[0]));
+    }
     mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
   }
+  if (mats.empty()) return "";
+  const auto case_text = [&t](const std::string& name) -> std::string {
+    if (!t.run.is_object() || !t.run.contains("cases")) return "";
+    const nlohmann::json& c = t.run["cases"];
+    return c.is_object() && c.contains(name) && c[name].is_string() ? c[name].get<std::string>()
+                                                                    : "";
+  };
   std::ostringstream s;
   s << "set multiplot layout 1," << mats.size() << " title "
-    << quote(t.name + ": attention weights (row looks at column)") << "\n"
+    << plot::title_lines(
+           {t.name + ": attention weights (row: the query, column: the key it looks at)",
+            plot::run_text(t, "setup")},
+           160)
+    << " noenhanced\n"
     << "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\nunset colorbox\n"
     << "set xtics ('cat' 0, 'dog' 1, 'car' 2)\nset ytics ('cat' 0, 'dog' 1, 'car' 2)\n"
     << "set yrange [2.5:-0.5]\nset xrange [-0.5:2.5]\nset size ratio 1\n";
+  const std::size_t width = mats.size() <= 3 ? 60 : 45;  // characters across one panel
   for (std::size_t m = 0; m < mats.size(); ++m) {
     s << "$M" << m << " << EOD\n";
     for (std::size_t i = 0; i < mats[m].second.size(); ++i)
       for (std::size_t j = 0; j < mats[m].second[i].size(); ++j)
         s << j << " " << i << " " << round_trip(mats[m].second[i][j]) << "\n";
-    s << "EOD\nset title " << quote(mats[m].first) << "\n"
+    s << "EOD\nset title " << plot::title_lines({mats[m].first, case_text(cases[m])}, width)
+      << " noenhanced\n"
       << "plot $M" << m << " using 1:2:3 with image notitle, $M" << m
       << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#000000' notitle\n";
   }

@@ -34,8 +34,15 @@ struct SmallResult {
 std::vector<SmallResult> run_small(const Backend& b, const std::vector<SmallCase>& cases,
                                    double scale = 0);
 
+// "[[0, 1], [1, 0]]": a 2 x 2 matrix as numpy prints its nested list.
+std::string matrix_text(const Mat22& m);
+// "cat [2, 0], dog [1, 1], car [0, 2]": the words of x by name.
+std::string words_text(const Mat32& x);
+
 // The figure of the weighted-average and qkv tables: a heatmap panel of every 3 x 3 weight
-// matrix in the table (rows "weights..." of matrix_columns()), row looks at column.
+// matrix in the table (rows "weights..." of matrix_columns()), row looks at column, drawn from
+// the table alone. The title adds t.run["setup"] (what every case shares), each panel
+// t.run["cases"][its case] (what sets it apart: its X or weight matrices), where given.
 std::string weight_heatmaps_script(const Table& t);
 
 }  // namespace attn

@@ -20,22 +20,60 @@ namespace attn {
 
 namespace {
 
-// The figure: the three measures against d_k, unscaled and scaled.
+// The figure: the three measures against d_k, unscaled and scaled, with the value equal
+// scores give (dotted), drawn from the table alone. The title names the rows each mean is over,
+// their generator and seed, and the rows left out.
 std::string figure_script(const Table& t) {
+  if (t.rows.empty()) return "";
+  const auto& first = t.rows.front();
+  const double keys = plot::num(first[t.column("keys")]);
+  if (!(keys >= 1)) return "";
+  double samples = plot::num(first[t.column("samples")]), non_finite = 0;
+  for (const auto& r : t.rows) {
+    non_finite += plot::num(r[t.column("non_finite")]);
+    if (plot::num(r[t.column("samples")]) != samples) samples = NAN;  // not one count for all
+  }
+  std::string rows = "each point: the mean over " +
+                     (std::isfinite(samples) ? plot::count(samples) + " rows" : "the rows") +
+                     " per d_k (a query and its " +
+                     human_count(static_cast<std::uint64_t>(keys), "key", "keys") +
+                     ", N(0, 1) entries";
+  if (!plot::run_text(t, "generator").empty())
+    rows +=
+        ": " +
+        plot::run_text(t, "generator").substr(0, plot::run_text(t, "generator").find(", counter"));
+  if (!plot::run_text(t, "seed").empty()) rows += ", seed " + plot::run_text(t, "seed");
+  rows += ")";
+  if (non_finite > 0)
+    rows += "; " + plot::count(non_finite) + " rows with a non-finite measure left out";
+  // Equal scores: every weight 1/n, entropy ln n, ||J||_F = sqrt(n - 1) / n.
+  const std::string uniform = round_trip(1 / keys), entropy = round_trip(std::log(keys)),
+                    jacobian = round_trip(std::sqrt(keys - 1) / keys);
   std::ostringstream s;
   s << plot::columns(t, {"d_k", "max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
                          "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
-    << "set multiplot layout 1,3 title " << plot::quote(t.title) << "\n"
-    << "set logscale x 2\nset xlabel 'd_k'\nset grid\nset key bottom left\n"
+    << "set multiplot layout 1,3 title "
+    << plot::title_lines(
+           {t.title, rows,
+            "dotted: equal scores (every weight 1/" + plot::count(keys) + "): max weight " +
+                human_number(1 / keys) + ", entropy ln " + plot::count(keys) + " = " +
+                human_number(std::log(keys)) + ", ||J||_F = sqrt(" + plot::count(keys - 1) + ")/" +
+                plot::count(keys) + " = " + human_number(std::sqrt(keys - 1) / keys)},
+           160)
+    << " noenhanced\n"
+    << "set logscale x 2\nset xlabel 'd_k'\nset grid\n"
     << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"
     << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints "
-       "pt 5 title 'scaled'\n"
+       "pt 5 title 'scaled', "
+    << uniform << " with lines dt 3 lw 2 lc rgb '#888888' title 'equal scores'\n"
     << "set ylabel 'mean entropy (nats)'\nset yrange [0:*]\nset key bottom left\n"
     << "plot $D using 1:4 with linespoints pt 7 title 'unscaled', $D using 1:5 with linespoints "
-       "pt 5 title 'scaled'\n"
+       "pt 5 title 'scaled', "
+    << entropy << " with lines dt 3 lw 2 lc rgb '#888888' title 'equal scores'\n"
     << "set ylabel 'mean ||J||_F of softmax'\n"
     << "plot $D using 1:6 with linespoints pt 7 title 'unscaled', $D using 1:7 with linespoints "
-       "pt 5 title 'scaled'\n"
+       "pt 5 title 'scaled', "
+    << jacobian << " with lines dt 3 lw 2 lc rgb '#888888' title 'equal scores'\n"
     << "unset multiplot\n";
   return s.str();
 }

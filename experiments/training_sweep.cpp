@@ -14,6 +14,7 @@
 #include "experiments/sweep_summary.hpp"
 #include "experiments/training_common.hpp"
 #include "host/chunks.hpp"
+#include "host/format.hpp"
 #include "host/output.hpp"
 #include "host/plots.hpp"
 
@@ -31,17 +32,24 @@ std::string too_many_seeds(std::uint64_t) {
          "range into several runs";
 }
 
-// The figure: a histogram of the weight on apple per config, one panel each.
+// The figure: a histogram of the weight on apple per config, one panel each, drawn from the
+// table alone (a stored result draws the same figure). The title names the model, the training
+// settings and the seeds; each panel its seeds, diverged runs, converged fraction and the
+// median with p05 and p95 (also drawn: dashed, dotted), which tell a config whose weights all
+// fall in one bin apart from another's.
 std::string histogram_script(const Table& t) {
   if (!t.extra.contains("histogram")) return "";
   const auto& h = t.extra["histogram"];
   const int bins = h["bins"].get<int>();
   std::vector<std::string> names;
+  for (const auto& [name, counts] : h["counts"].items()) names.push_back(name);
+  if (names.empty()) return "";
   std::ostringstream s;
   s << "$D << EOD\n";
   for (int b = 0; b < bins; ++b) {
     s << (b + 0.5) / bins;
-    for (const auto& [name, counts] : h["counts"].items()) {
+    for (const std::string& name : names) {
+      const auto& counts = h["counts"][name];
       double total = 0;
       for (const auto& c : counts) total += c.get<double>();
       s << " " << (total > 0 ? counts[b].get<double>() / total : 0.0);
@@ -49,14 +57,67 @@ std::string histogram_script(const Table& t) {
     s << "\n";
   }
   s << "EOD\n";
-  for (const auto& [name, counts] : h["counts"].items()) names.push_back(name);
-  s << "set multiplot layout 1," << names.size()
-    << " title 'sweet''s weight on apple across seeds (20 bins on [0, 1])'\n"
+  // The config's row of the table, or null.
+  const auto row_of = [&t](const std::string& name) -> const std::vector<Cell>* {
+    for (const auto& r : t.rows)
+      if (plot::text(r[t.column("config")]) == name) return &r;
+    return nullptr;
+  };
+  const auto value = [&t](const std::vector<Cell>* r, const char* column) {
+    return r ? plot::num((*r)[t.column(column)]) : NAN;
+  };
+  std::string settings = plot::run_text(t, "steps") + " steps, lr " + plot::run_text(t, "lr");
+  if (plot::run_text(t, "grad") == "numeric")
+    settings += ", numeric gradients (h " + plot::run_text(t, "h") + ")";
+  else if (!plot::run_text(t, "grad").empty())
+    settings += ", " + plot::run_text(t, "grad") + " gradients";
+  if (!plot::run_text(t, "schedule").empty())
+    settings += ", " + plot::run_text(t, "schedule") + " schedule";
+  if (!plot::run_text(t, "dtype").empty()) settings += ", " + plot::run_text(t, "dtype");
+  std::string seeds = "each config over the same seeds";
+  const double n = value(row_of(names[0]), "seeds");
+  if (std::isfinite(n)) seeds = "each config over the same " + plot::count(n) + " seeds";
+  if (!plot::run_text(t, "seeds").empty()) seeds += " (" + plot::run_text(t, "seeds") + ")";
+  if (!plot::run_text(t, "converged_below").empty())
+    seeds += "; converged: final loss < " + plot::run_text(t, "converged_below");
+  s << "set multiplot layout 1," << names.size() << " title "
+    << plot::title_lines(
+           {"sweet's weight on apple after training, across seeds: fraction of seeds in " +
+                std::to_string(bins) + " bins on [0, 1]; dashed: median, dotted: p05 and p95",
+            "the lesson's model: apple [1, 0], sweet [0, 1], sweet's target [1, 0]; " + settings,
+            "all-*: W_Q, W_K, W_V trained; qk-*: W_Q, W_K trained, W_V = I; *-random: each seed "
+            "starts at numpy default_rng(seed).normal(size=(2, 2)); *-identity: at I",
+            seeds},
+           160)
+    << " noenhanced\n"
     << "set xlabel 'weight on apple'\nset ylabel 'fraction of seeds'\nset xrange [0:1]\n"
     << "set yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth " << 1.0 / bins << "\n";
-  for (std::size_t i = 0; i < names.size(); ++i)
-    s << "set title " << plot::quote(names[i]) << "\nplot $D using 1:" << i + 2
-      << " with boxes lc rgb '#1f77b4' notitle\n";
+  const std::size_t width = 160 / names.size();  // characters across one panel
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto* r = row_of(names[i]);
+    std::vector<std::string> caption = {names[i]};
+    if (r) {
+      std::string runs = names[i] + ": " + plot::count(value(r, "seeds")) + " seeds, " +
+                         human_number(100 * value(r, "converged")) + "% converged";
+      if (value(r, "diverged") > 0)
+        runs += ", " + plot::count(value(r, "diverged")) + " diverged (left out)";
+      const double p05 = value(r, "p05"), p50 = value(r, "p50"), p95 = value(r, "p95");
+      caption = {runs, std::isfinite(p50) ? "median " + human_number(p50) + ", p05 " +
+                                                human_number(p05) + ", p95 " + human_number(p95)
+                                          : "no finite weight"};
+    }
+    s << "unset arrow\n";
+    const auto line = [&s](double x, const char* dash) {
+      if (std::isfinite(x))
+        s << "set arrow from " << round_trip(x) << ", graph 0 to " << round_trip(x)
+          << ", graph 1 nohead lw 2 " << dash << " lc rgb '#d62728' front\n";
+    };
+    line(value(r, "p50"), "dt 2");
+    line(value(r, "p05"), "dt 3");
+    line(value(r, "p95"), "dt 3");
+    s << "set title " << plot::title_lines(caption, width)
+      << " noenhanced\nplot $D using 1:" << i + 2 << " with boxes lc rgb '#1f77b4' notitle\n";
+  }
   s << "unset multiplot\n";
   return s.str();
 }

@@ -29,6 +29,12 @@ std::vector<Table> run(const RunContext& ctx) {
   add_matrix_rows(t, "lesson", "output", scaled[0].out.data(), 3, 2, kWords);
   add_matrix_rows(t, "car=[5,5]", "weights", scaled[1].weights.data(), 3, 3, kWords);
   add_matrix_rows(t, "all equal", "weights", scaled[2].weights.data(), 3, 3, kWords);
+  t.run["setup"] =
+      "Q = K = V = X (W_Q = W_K = W_V = I, d_k = 2); weights = softmax(Q K^T / sqrt(2)), "
+      "\"no scaling\": softmax(Q K^T)";
+  t.run["cases"] = {{"lesson", "X: " + words_text(kCatDogCar)},
+                    {"car=[5,5]", "X: " + words_text(car55)},
+                    {"all equal", "X: " + words_text(equal)}};
   const auto& w = scaled[0].weights;
   t.notes = {
       "score of cat looking at dog (before scaling): " + fixed(raw[0].scores[1], 0),

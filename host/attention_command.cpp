@@ -452,17 +452,34 @@ Table summary_view(const Plan& p, const Result<T>& r) {
   return t;
 }
 
-// Heatmap of entry 0's weights, one panel per head (up to 8).
+// Heatmap of entry 0's weights, one panel per head (up to 8). The title names the inputs (x's
+// file and shape), the sizes, heads, scale, causal, mask and lengths, and the dtype.
 template <class T>
-std::string heatmap_script(const Plan& p, const Result<T>& r) {
+std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Result<T>& r) {
   const std::size_t n = p.n, panels = std::min<std::size_t>(p.heads, 8);
-  std::string s = "set multiplot layout 1," + std::to_string(panels) +
-                  " title \"weights of entry 0 (row = query, column = key)\"\n"
-                  "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\n"
-                  "set xlabel 'key'\nset ylabel 'query'\nset size ratio 1\n"
-                  "set xrange [-0.5:" +
-                  std::to_string(n - 0.5) + "]\nset yrange [" + std::to_string(n - 0.5) +
-                  ":-0.5]\n";
+  std::string config = "x " + std::filesystem::path(q.x).filename().string() + " " +
+                       p.x.shape_text() + ": n " + std::to_string(p.n) + ", d_model " +
+                       std::to_string(p.d_model) + ", d_k " + std::to_string(p.d_k) + ", d_v " +
+                       std::to_string(p.d_v) + ", " + human_count(p.heads, "head", "heads") +
+                       ", scale " + human_number(p.scale);
+  if (p.causal) config += ", causal";
+  if (!q.mask.empty()) config += ", mask " + std::filesystem::path(q.mask).filename().string();
+  if (!q.lengths.empty())
+    config += ", lengths " + std::filesystem::path(q.lengths).filename().string();
+  config += p.f32 ? ", float32" : ", float64";
+  std::string s =
+      "set multiplot layout 1," + std::to_string(panels) + " title " +
+      plot::title_lines(
+          {"attention weights of entry 0" +
+               (p.batch > 1 ? " of " + std::to_string(p.batch) : std::string()) +
+               " (row = query, column = key)",
+           config, p.heads > 8 ? "heads 0 to 7 of " + std::to_string(p.heads) + " drawn" : ""},
+          std::max<std::size_t>(60, panels * 70)) +
+      " noenhanced\n"
+      "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\n"
+      "set xlabel 'key'\nset ylabel 'query'\nset size ratio 1\n"
+      "set xrange [-0.5:" +
+      std::to_string(n - 0.5) + "]\nset yrange [" + std::to_string(n - 0.5) + ":-0.5]\n";
   const std::size_t step = n <= 16 ? 1 : (n + 15) / 16;
   s += "set xtics 0," + std::to_string(step) + "\nset ytics 0," + std::to_string(step) + "\n";
   for (std::size_t h = 0; h < panels; ++h) {
@@ -624,7 +641,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
       write_file_atomic(d + name + ".npy", npy_bytes(a.first->data(), a.second), r.force);
     write_file_atomic(d + "attention.json", render({t}, Format::json, provenance), r.force);
     if (plots) {
-      const std::string body = heatmap_script(p, res);
+      const std::string body = heatmap_script(r, p, res);
       const std::string size =
           std::to_string(std::min(8, p.heads) * 560 + 40) + "," + std::to_string(560);
       for (const char* ext : {".png", ".svg"})

@@ -50,6 +50,38 @@ std::string columns(const Table& t, std::initializer_list<const char*> names) {
   }
   return s + "EOD\n";
 }
+std::string title_lines(const std::vector<std::string>& lines, std::size_t width) {
+  std::string out = "\"";
+  for (std::string line : lines) {
+    while (!line.empty()) {
+      std::size_t cut = line.size();
+      if (line.size() > width) {
+        const std::size_t comma = line.rfind(", ", width), semicolon = line.rfind("; ", width);
+        const std::size_t at = comma == std::string::npos       ? semicolon
+                               : semicolon == std::string::npos ? comma
+                                                                : std::max(comma, semicolon);
+        if (at != std::string::npos && at > 0) cut = at + 1;
+      }
+      if (out.size() > 1) out += "\\n";
+      for (char c : line.substr(0, cut))
+        out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      line = cut < line.size() ? line.substr(cut + 1) : "";
+    }
+  }
+  return out + "\"";
+}
+std::string count(double n) {
+  return n >= 0 && n < 1e15 && n == std::floor(n) ? std::to_string(static_cast<std::int64_t>(n))
+                                                  : human_number(n);
+}
+std::string run_text(const Table& t, const char* key) {
+  if (!t.run.is_object() || !t.run.contains(key)) return "";
+  const nlohmann::json& v = t.run[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_number()) return human_number(v.get<double>());
+  return "";
+}
 }  // namespace plot
 
 namespace {

@@ -48,6 +48,16 @@ std::string quote(const std::string& s);  // a gnuplot string literal
 // The datablock $D: a line per row of t with the named numeric columns, each in round-trip
 // precision (format.hpp), for `plot $D using ...`.
 std::string columns(const Table& t, std::initializer_list<const char*> names);
+// A gnuplot string literal of several lines (gnuplot's "\n" between them), for titles and
+// captions; an empty line is left out, a line longer than `width` characters is broken after
+// its last ", " or "; " that fits. Meant for `noenhanced` titles (names such as default_rng
+// keep their underscores).
+std::string title_lines(const std::vector<std::string>& lines, std::size_t width = 90);
+// A count as a person reads it: 1000000, not 1e+06 (human_number beyond 1e15 or a fraction).
+std::string count(double n);
+// A value of t.run as a person reads it: a string as is, a number by human_number, a boolean
+// "on" or "off"; "" when absent or of another kind.
+std::string run_text(const Table& t, const char* key);
 }  // namespace plot
 
 // Whether a figure file gnuplot wrote (a PNG when png, else an SVG) is complete: not empty; a PNG

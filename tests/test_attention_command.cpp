@@ -297,6 +297,28 @@ void expect_same_files(const std::string& a, const std::string& b) {
         << name;
 }
 
+// The figure's title names the input, the sizes, heads, scale, mask and dtype; with more heads
+// than the 8 panels drawn, which heads are drawn.
+TEST(AttentionCommand, FigureTitleNamesTheConfiguration) {
+  if (std::system("gnuplot --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  TempDir d;
+  std::vector<double> x(2 * 3 * 16), w(16 * 16);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * i + 0.3);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(1.3 * i);
+  const std::string wf = save(d, "w.npy", w, {16, 16});
+  const auto r = run_demo(
+      "attention --x " + save(d, "words.npy", x, {2, 3, 16}) + " --w-q " + wf + " --w-k " + wf +
+      " --w-v " + wf + " --mask " + bool_npy(d, "m.npy", {1, 0, 0, 1, 1, 0, 1, 1, 1}, "(3, 3)") +
+      " --heads 16 --scale 0.25 --dtype f32 --device cpu -q --out " + d.file("o"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string svg = test::read_file(d.file("o/attention-weights.svg"));
+  for (const char* want : {"attention weights of entry 0 of 2",
+                           "x words.npy (2, 3, 16): n 3, d_model 16, d_k 16, d_v 16, 16 heads, "
+                           "scale 0.25, mask m.npy, float32",
+                           "heads 0 to 7 of 16 drawn"})
+    EXPECT_NE(svg.find(want), std::string::npos) << want;
+}
+
 // --mask and --lengths against the masked formula computed here in double: each query's
 // softmax of scale q.k over its kept keys, zeros for a query with none.
 TEST(AttentionCommand, MaskAndLengthsAgreeWithTheMaskedFormula) {

@@ -1,4 +1,4 @@
-// test_figures.cpp (test_tables): the gnuplot scripts of attention-sweep's figures, read as text
+// test_figures.cpp (test_tables): the gnuplot scripts of the tables' figures, read as text
 // (what gnuplot is told to draw), and `demo replot`, which draws a stored result's figures again.
 // - The grid: a categorical configuration has its own x position and its own label; series at
 //   one x are set apart, dashed drawn after solid; intervals from the grid points; a fraction
@@ -6,6 +6,9 @@
 // - The loss-JSD scatter: a diverged loss left out and counted in the title, the convergence
 //   threshold drawn.
 // - The map: ticks at the cells' centres, each cell's value up to 16 words.
+// - The other tables' figures, drawn from tables run here: each title names the configuration
+//   and the seeds or samples each value is over (training-sweep, softmax-saturation, dk-std),
+//   or the words and matrices of each panel (weighted-average, qkv); the references drawn.
 // - replot: the figures of a result file, byte for byte the same script as the run's; each bad
 //   input refused with one line.
 #include <gtest/gtest.h>
@@ -320,6 +323,139 @@ TEST(AttentionSweepFigures, MapTicksAtCellCentresWithValuesUpTo16Words) {
     EXPECT_NE(s.find("set xrange [-0.5:" + std::to_string(n - 1) + ".5]"), std::string::npos);
     EXPECT_EQ(s.find("with labels") != std::string::npos, n <= 16) << n;
   }
+}
+
+// ---- the other tables' figures -----------------------------------------------------------------
+
+// Table `table`'s figure `stem`'s script for t.
+std::string figure_script(const std::string& table, const std::string& stem, const Table& t) {
+  for (const Figure& f : find_experiment(table)->figures)
+    if (f.stem == stem) return f.script(t);
+  ADD_FAILURE() << "no figure " << stem << " of " << table;
+  return "";
+}
+
+// The multiplot's title line of a script (its gnuplot string and options).
+std::string multiplot_title(const std::string& s) {
+  const std::size_t at = s.find("set multiplot");
+  return at == std::string::npos ? "" : s.substr(at, s.find('\n', at) - at);
+}
+
+// The cell `column` of the row whose first cell is `key`.
+double cell(const Table& t, const std::string& key, const char* column) {
+  for (const auto& r : t.rows)
+    if (plot::text(r[0]) == key) return plot::num(r[t.column(column)]);
+  ADD_FAILURE() << "no row " << key;
+  return NAN;
+}
+
+TEST(TrainingSweepFigure, TitleNamesTheSettingsTheSeedsAndEachConfigsCounts) {
+  Table t = test::run_table("training-sweep", {{"--seeds", "3:43"},
+                                               {"--steps", "40"},
+                                               {"--lr", "0.25"},
+                                               {"--grad", "analytic"},
+                                               {"--converged-below", "0.01"}});
+  std::string s = figure_script("training-sweep", "training-sweep", t);
+  const std::string title = multiplot_title(s);
+  for (const char* want :
+       {"40 steps, lr 0.25, analytic gradients, sequential schedule, f64",
+        "each config over the same 40 seeds (3:43)", "converged: final loss < 0.01", "W_V = I",
+        "numpy default_rng(seed)", "dashed: median, dotted: p05 and p95"})
+    EXPECT_NE(title.find(want), std::string::npos) << want << "\n" << title;
+  EXPECT_NE(title.find(" noenhanced"), std::string::npos);  // default_rng keeps its underscore
+  for (const char* config : {"all-random", "qk-random"}) {
+    // Each panel: its seeds, converged fraction and quantiles; the median drawn where it is.
+    const double converged = cell(t, config, "converged"), p50 = cell(t, config, "p50");
+    EXPECT_NE(s.find(std::string("set title \"") + config + ": 40 seeds, " +
+                     human_number(100 * converged) + "% converged\\nmedian " + human_number(p50) +
+                     ", p05 " + human_number(cell(t, config, "p05")) + ", p95 " +
+                     human_number(cell(t, config, "p95"))),
+              std::string::npos)
+        << config << "\n"
+        << s;
+    EXPECT_NE(s.find("set arrow from " + round_trip(p50) + ", graph 0 to " + round_trip(p50)),
+              std::string::npos);
+  }
+  // Diverged runs are counted in their panel.
+  t.rows[0][t.column("diverged")] = std::int64_t{3};
+  s = figure_script("training-sweep", "training-sweep", t);
+  EXPECT_NE(s.find(plot::text(t.rows[0][0]) + ": 40 seeds, "), std::string::npos);
+  EXPECT_NE(s.find("% converged, 3 diverged (left out)"), std::string::npos) << s;
+}
+
+TEST(SoftmaxSaturationFigure, TitleNamesTheRowsTheGeneratorAndEqualScoresAreDrawn) {
+  Table t =
+      test::run_table("softmax-saturation",
+                      {{"--d-k", "1,4"}, {"--samples", "300"}, {"--keys", "5"}, {"--seed", "7"}});
+  std::string s = figure_script("softmax-saturation", "softmax-saturation", t);
+  const std::string title = multiplot_title(s);
+  for (const char* want : {"the mean over 300 rows per d_k (a query and its 5 keys, N(0, 1)",
+                           "Philox4x32-10", "seed 7)"})
+    EXPECT_NE(title.find(want), std::string::npos) << want << "\n" << title;
+  // Equal scores: every weight 1/5, entropy ln 5, ||J||_F = sqrt(4)/5 (J = diag(p) - p p^T).
+  for (const double v : {1.0 / 5, std::log(5.0), 2.0 / 5})
+    EXPECT_NE(s.find(", " + round_trip(v) + " with lines dt 3"), std::string::npos) << v << "\n"
+                                                                                    << s;
+  EXPECT_EQ(title.find("left out"), std::string::npos);
+  t.rows[1][t.column("non_finite")] = std::int64_t{2};
+  EXPECT_NE(multiplot_title(figure_script("softmax-saturation", "softmax-saturation", t))
+                .find("2 rows with a non-finite measure left out"),
+            std::string::npos);
+}
+
+TEST(DkStdFigure, TitleNamesTheSamplesTheGeneratorAndItsSeed) {
+  const auto title_of = [](const std::map<std::string, std::string>& flags) {
+    return multiplot_title(figure_script("dk-std", "dk-std", test::run_table("dk-std", flags)));
+  };
+  std::string title = title_of({{"--d-k", "2,4"}, {"--samples", "2000"}, {"--seed", "3"}});
+  EXPECT_NE(title.find("2000 samples of q.k per d_k; numpy default_rng(3)"), std::string::npos)
+      << title;
+  EXPECT_NE(title.find("bars: 95% intervals for the std (Bonett 2006)"), std::string::npos);
+  title = title_of({{"--d-k", "2,4"}, {"--samples", "2000"}, {"--seed", "5"}, {"--rng", "philox"}});
+  EXPECT_NE(title.find("2000 samples of q.k per d_k; Philox4x32-10 + Box-Muller (float32) "
+                       "normals, seed 5"),
+            std::string::npos)
+      << title;
+  // Below 1000 samples the table has no intervals: the figure says so and claims none.
+  const std::string s = figure_script(
+      "dk-std", "dk-std", test::run_table("dk-std", {{"--d-k", "2,4"}, {"--samples", "100"}}));
+  EXPECT_NE(multiplot_title(s).find("no intervals"), std::string::npos) << s;
+  EXPECT_EQ(s.find("95% CI"), std::string::npos);
+  EXPECT_EQ(s.find("95% interval'"), std::string::npos);
+  // The relative error's axis is padded so that its theory line (0) is inside, never on its edge.
+  EXPECT_NE(s.find("set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"),
+            std::string::npos);
+}
+
+TEST(WeightHeatmaps, TitleNamesTheWordsAndEachPanelItsMatrices) {
+  // The lesson's words (section 2) and matrices (section 3).
+  std::string s = figure_script("qkv", "qkv-weights", test::run_table("qkv"));
+  EXPECT_NE(multiplot_title(s).find("X: cat [2, 0], dog [1, 1], car [0, 2]"), std::string::npos)
+      << s;
+  for (const char* panel :
+       {"swapped keys\\nW_K = [[0, 1], [1, 0]]", "one-way keys\\nW_K = [[0, 0], [1, 0]]",
+        "V keeps only x\\nW_V = [[1, 0], [0, 0]]"})
+    EXPECT_NE(s.find(std::string("set title \"") + panel + "\" noenhanced"), std::string::npos)
+        << panel << "\n"
+        << s;
+  s = figure_script("weighted-average", "weighted-average-weights",
+                    test::run_table("weighted-average"));
+  EXPECT_NE(multiplot_title(s).find("Q = K = V = X"), std::string::npos) << s;
+  EXPECT_NE(multiplot_title(s).find("softmax(Q K^T / sqrt(2))"), std::string::npos);
+  for (const char* panel : {"lesson, no scaling\\nX: cat [2, 0], dog [1, 1], car [0, 2]",
+                            "lesson\\nX: cat [2, 0], dog [1, 1], car [0, 2]",
+                            "car=[5,5]\\nX: cat [2, 0], dog [1, 1], car [5, 5]",
+                            "all equal\\nX: cat [1, 1], dog [1, 1], car [1, 1]"})
+    EXPECT_NE(s.find(std::string("set title \"") + panel + "\" noenhanced"), std::string::npos)
+        << panel << "\n"
+        << s;
+}
+
+TEST(TitleLines, BreaksLongLinesAfterACommaAndEscapesQuotes) {
+  EXPECT_EQ(plot::title_lines({"a, b, c", "", "say \"x\""}, 3), "\"a,\\nb,\\nc\\nsay \\\"x\\\"\"");
+  EXPECT_EQ(plot::title_lines({"one line"}), "\"one line\"");
+  EXPECT_EQ(plot::count(1e6), "1000000");
+  EXPECT_EQ(plot::count(0.5), "0.5");
 }
 
 // ---- demo replot -------------------------------------------------------------------------------
