@@ -714,7 +714,16 @@ def sweep(kind="attention", **opts):
                 if _os.path.lexists(f):
                     raise OSError(f"per_seed {f} exists")
         opts["per_seed"] = path
-        t = table(f"{kind}-sweep", **opts)
+        try:
+            t = table(f"{kind}-sweep", **opts)
+        except ValueError as e:
+            if keep is not None or "with a grid of" not in str(e):
+                raise
+            # The per-seed arrays are of one configuration: a grid is table()'s.
+            raise ValueError(f"sweep() returns one configuration's per-seed arrays; "
+                             f"{str(e).split(': ')[0].replace('--per-seed with ', '')}: run "
+                             f"table('{kind}-sweep', ...) for the grid, or one sweep() per "
+                             f"configuration") from None
         t.per_seed = _read_per_seed(path)
     return t
 

@@ -452,6 +452,11 @@ nb::tuple run_table(const std::string& name, const std::map<std::string, std::st
         without_force(why);
         throw FileError(name + " " + why);
       }
+      try {  // a read-only or full file system, no permission: OSError before any work
+        probe_writable(name, path.string());
+      } catch (const std::runtime_error& err) {
+        throw FileError(err.what());
+      }
     }
     Provenance prov;
     prov.command_line = command_line;

@@ -185,11 +185,26 @@ def test_table_refusals_are_the_cli_lines(tmp_path):
     existing.write_text("")
     with pytest.raises(OSError, match="exists"):
         attnlab.table("training-sweep", seeds="0:2", steps=2, per_seed=existing)
+    # A folder that takes no file (/proc refuses even root): OSError naming the argument, before
+    # any work, for both sweeps' per_seed files.
+    with pytest.raises(OSError, match="^per_seed /proc/rows.csv: cannot write there"):
+        attnlab.table("training-sweep", seeds="0:2", steps=2, per_seed="/proc/rows.csv")
+    with pytest.raises(OSError, match="^per_seed /proc/rows.npy: cannot write there"):
+        attnlab.sweep("attention", seeds="0:2", steps=2, per_seed="/proc/rows.npy")
     with pytest.raises(OSError):
         attnlab.load(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError):
         attnlab.load(tmp_path / "bad.json")
+
+
+def test_sweep_of_a_grid_says_to_use_table():
+    # sweep() without per_seed names no file: the refusal names sweep() and table(), not
+    # --per-seed.
+    with pytest.raises(ValueError, match=r"^sweep\(\) returns one configuration's per-seed "
+                                         r"arrays; a grid of 2 configurations: run "
+                                         r"table\('attention-sweep', \.\.\.\)"):
+        attnlab.sweep("attention", seeds="0:4", steps=3, causal=[True, False])
 
 
 def test_training_sweep_per_seed_is_the_cli(tmp_path):
