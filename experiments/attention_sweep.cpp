@@ -456,7 +456,8 @@ TaskData make_task(const RunContext& ctx, const Shape& s, const head::Model& m) 
   for (double& v : t.x) v = numpy_rng::normal(g);
   const std::int64_t size = head::evaluation_size(m, count);
   std::vector<double> out(size);
-  head::evaluate_seeds_cpu(m, t.teacher.data(), 0, 1, t.x.data(), t.y.data(), count, out.data());
+  head::evaluate_seeds_cpu(m, t.teacher.data(), 0, 1, t.x.data(), t.y.data(), nullptr, count,
+                           out.data());
   const std::int64_t maps = static_cast<std::int64_t>(count) * s.heads * s.map_size();
   std::copy_n(out.data() + 1 + maps, per_y * count, t.y.data());  // R = every row
   const std::int64_t one = static_cast<std::int64_t>(s.heads) * s.map_size();
@@ -1037,7 +1038,8 @@ struct Sweep {
     const std::int64_t size = shape.size(), eval = head::evaluation_size(m, s.measured());
     std::vector<double> e(seeds_n * eval), out(seeds_n * size);
     head::evaluate_seeds_cpu(m, trained + 2, trained_size(), static_cast<std::int64_t>(seeds_n),
-                             measured_x(), measured_y(), s.measured(), e.data(), nullptr, monitor);
+                             measured_x(), measured_y(), nullptr, s.measured(), e.data(), nullptr,
+                             monitor);
     for (std::uint64_t i = 0; i < seeds_n; ++i) {
       out[i * size] = trained[i * trained_size()];
       out[i * size + 1] = trained[i * trained_size() + 1];
@@ -1054,7 +1056,7 @@ struct Sweep {
     std::vector<double> weights(n * w), e(n * eval), out(n * maps);
     for (std::uint64_t i = 0; i < n; ++i) head::start_weights(m, seeds->at(a + i), &weights[i * w]);
     head::evaluate_seeds_cpu(m, weights.data(), w, static_cast<std::int64_t>(n), measured_x(),
-                             measured_y(), s.measured(), e.data(), nullptr, monitor);
+                             measured_y(), nullptr, s.measured(), e.data(), nullptr, monitor);
     for (std::uint64_t i = 0; i < n; ++i)
       std::copy_n(e.data() + i * eval + 1, maps, out.data() + i * maps);
     return out;

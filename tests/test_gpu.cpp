@@ -319,9 +319,9 @@ TEST(GpuHead, SlicesEqualOneLaunchBitForBit) {
     SCOPED_TRACE(c.name);
     std::vector<std::uint64_t> seeds;
     for (std::int64_t s = 0; s < cap<std::int64_t>(257, 5); ++s) seeds.push_back(s * 104729 + 11);
-    std::vector<double> x, y;
-    gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
-    head::Model m = gpu_cases::head_model(c, x, y);
+    std::vector<double> x, y, known;
+    gpu_cases::head_task(c, x, y, known, [&] { return nd(rng); });
+    head::Model m = gpu_cases::head_model(c, x, y, known);
     m.steps = std::min(m.steps, cap(100, 12));
     std::vector<double> whole(seeds.size() * head::result_size(m));
     head::train_seeds_cuda(m, seeds.data(), seeds.size(), whole.data());
@@ -344,10 +344,10 @@ TEST(GpuHead, StopBetweenSlicesThrowsInterrupted) {
     mutable int asked = 0;
     bool stop_requested() const override { return ++asked > 0; }
   } stopping;
-  std::vector<double> x, y;
+  std::vector<double> x, y, known;
   const auto& c = gpu_cases::head_cases().front();
-  gpu_cases::head_task(c, x, y, [] { return 0.0; });
-  head::Model m = gpu_cases::head_model(c, x, y);
+  gpu_cases::head_task(c, x, y, known, [] { return 0.0; });
+  head::Model m = gpu_cases::head_model(c, x, y, known);
   m.steps = 10;
   const std::uint64_t seeds[2] = {1, 2};
   std::vector<double> out(2 * head::result_size(m));
