@@ -5,8 +5,10 @@
 // are the seeds' attention maps, how far from the known map, and how far apart are their
 // outputs? Over the converged seeds, and over every finite one beside them; diverged runs are
 // counted. A comma-separated list for --d-k, --heads, --init-scale, --lr, --scale, --optimizer,
-// --train or --causal runs every combination (a grid) with the same seeds, one block of rows
-// each. Spec: docs/spec/VARIABILITY.md, with its "Version 2".
+// --train, --map, --causal or --inputs runs every combination (a grid) with the same seeds, one
+// block of rows each. --map uniform|known freezes every head's map (uniform over the visible keys,
+// or the task's known map) and trains W_V (and W_O) alone. Spec: docs/spec/VARIABILITY.md, with
+// its versions 2 and 3.
 //
 // Measures (natural logarithms; source: Wiegreffe and Pinter, "Attention is not not
 // Explanation", EMNLP 2019, seed variance; Jain and Wallace, "Attention is not Explanation",
@@ -66,6 +68,7 @@ struct Shape {
   int n, d_model, d_k, d_v, heads, r0;
   Task task;
   bool train_values, train_output;
+  head::MapMode map = head::MapMode::learned;
   int inputs = 1, test_inputs = 0;     // B, T
   int vocab = 0;                       // V (token tasks; 0: X = I_n)
   int rows() const { return n - r0; }  // |R|
@@ -219,6 +222,11 @@ const std::vector<Param>& axes() {
         param::choice("--train", "qkv",
                       "qk (W_V fixed to I), qkv, or qkvo (an output projection W_O too)",
                       {"qk", "qkv", "qkvo"}),
+        param::choice("--map", "learned",
+                      "Each head's map: learned (the softmax of its scores), or frozen: uniform "
+                      "over the visible keys, or known (the task's known map); frozen, only W_V "
+                      "(and W_O) train, W_Q and W_K keep their starting draws",
+                      {"learned", "uniform", "known"}),
         causal,
         param::integer("--inputs", "1",
                        "Training inputs B: the loss and its gradient are the mean over them", 1,
@@ -351,6 +359,25 @@ Shape check_shape(const RunContext& ctx, const Config& cfg) {
              std::to_string(s.d_out()));
   }
   s.r0 = s.task == Task::lesson ? s.n - 1 : s.task == Task::previous ? 1 : 0;
+  // --map: a frozen map leaves W_V (and W_O) to train; known needs the task's known map, one of
+  // the keys each query sees.
+  const std::string map = cfg.get<std::string>("--map");
+  s.map = map == "uniform" ? head::MapMode::uniform
+          : map == "known" ? head::MapMode::known
+                           : head::MapMode::learned;
+  if (s.map != head::MapMode::learned && !s.train_values)
+    refuse("--map " + map +
+           " with --train qk: the maps are frozen and W_V is the identity, so nothing would "
+           "train; use --train qkv or qkvo");
+  if (s.map == head::MapMode::known && s.task == Task::random)
+    refuse(
+        "--map known: --task random has no known map (lesson, previous, reverse and teacher "
+        "have one)");
+  if (s.map == head::MapMode::known && s.task == Task::reverse &&
+      cfg.get<std::string>("--causal") == "on")
+    refuse(
+        "--map known with --task reverse and --causal: queries i < (n-1)/2 cannot see their "
+        "known key n-1-i, so the known map is not a map of the keys they see");
   return s;
 }
 
@@ -380,6 +407,7 @@ head::Model model_of(const RunContext& ctx, const Config& cfg, const Shape& s) {
   m.schedule = ctx.get<std::string>("--schedule") == "sequential" ? head::Schedule::sequential
                                                                   : head::Schedule::simultaneous;
   m.init_scale = auto_value(cfg, "--init-scale", s.token());
+  m.map = s.map;  // (known: Model::known is set once the task's maps are made)
   return m;
 }
 
@@ -405,6 +433,9 @@ struct TaskData {
   std::vector<double> x, y;          // (B + T) n x d_model, (B + T) n x d_out
   std::vector<double> teacher;       // --task teacher: the teacher's weights (weights_size)
   std::vector<double> teacher_maps;  // its maps on the measured inputs (M x H x |R| x n)
+  // --map known: every input's known map, each head's ((B + T) x H x |R| x n, Model::known's
+  // layout): M*'s one-hot rows (token tasks), the teacher's head h for head h (teacher).
+  std::vector<double> known_maps;
 };
 
 // The task's inputs (spec "Tasks over many inputs"), from numpy default_rng(--task-seed): each
@@ -413,7 +444,8 @@ struct TaskData {
 // target Y_i = X_{M*(i)} on the loss rows (V = 0: X = I_n, one input, no draw). random: X =
 // g.normal(size=(n, d_model)), then Y = g.normal(size=(n, d_out)). teacher: the teacher's
 // weights first, drawn as a seed's start at --teacher-scale, then each X = g.normal(size=(n,
-// d_model)) and Y the teacher's output on it (evaluate_inputs, every row).
+// d_model)) and Y the teacher's output on it (evaluate_inputs, every row). With --map known, the
+// known maps of every input too.
 TaskData make_task(const RunContext& ctx, const Shape& s, const head::Model& m) {
   TaskData t;
   const int d = s.d_out(), count = s.inputs + s.test_inputs;
@@ -438,6 +470,11 @@ TaskData make_task(const RunContext& ctx, const Shape& s, const head::Model& m) 
       for (int i = s.r0; i < s.n; ++i)
         std::copy_n(x + keys[i - s.r0] * s.d_model, s.d_model, y + i * d);
     }
+    if (s.map == head::MapMode::known) {
+      t.known_maps.assign(static_cast<std::size_t>(count) * s.heads * s.map_size(), 0.0);
+      for (std::size_t row = 0; row < t.known_maps.size() / s.n; ++row)
+        t.known_maps[row * s.n + keys[row % s.rows()]] = 1.0;
+    }
     return t;
   }
   if (s.task == Task::random) {
@@ -447,19 +484,23 @@ TaskData make_task(const RunContext& ctx, const Shape& s, const head::Model& m) 
     }
     return t;
   }
-  // The teacher.
+  // The teacher: the student's form with its map learned (the softmax of its scores).
   head::Model teacher = m;
   teacher.nudge = false;
+  teacher.map = head::MapMode::learned;
+  teacher.known = nullptr;
   t.teacher.assign(head::weights_size(m), 0.0);
   auto store = [&t](std::int64_t at, double v) { t.teacher[at] = v; };
   head::draw_weights(teacher, g, teacher_scale(ctx, s), store);
   for (double& v : t.x) v = numpy_rng::normal(g);
   const std::int64_t size = head::evaluation_size(m, count);
   std::vector<double> out(size);
-  head::evaluate_seeds_cpu(m, t.teacher.data(), 0, 1, t.x.data(), t.y.data(), count, out.data());
+  head::evaluate_seeds_cpu(teacher, t.teacher.data(), 0, 1, t.x.data(), t.y.data(), nullptr, count,
+                           out.data());
   const std::int64_t maps = static_cast<std::int64_t>(count) * s.heads * s.map_size();
   std::copy_n(out.data() + 1 + maps, per_y * count, t.y.data());  // R = every row
   const std::int64_t one = static_cast<std::int64_t>(s.heads) * s.map_size();
+  if (s.map == head::MapMode::known) t.known_maps.assign(out.data() + 1, out.data() + 1 + maps);
   t.teacher_maps.assign(out.data() + 1 + s.measured_from() * one,
                         out.data() + 1 + (s.measured_from() + s.measured()) * one);
   return t;
@@ -521,9 +562,9 @@ std::string run_text(const Table& t, const char* key) {
 }
 
 // The configuration as one title line, from t.run: task, words, vocabulary, d_model, d_k, heads,
-// train, optimizer, lr, scale, causal, steps, held-out inputs and the convergence threshold; in a
-// grid the axes whose values
-// differ between its configurations are left out (the figure shows them).
+// train, a frozen map, optimizer, lr, scale, causal, steps, held-out inputs and the convergence
+// threshold; in a grid the axes whose values differ between its configurations are left out (the
+// figure shows them).
 std::string configuration_line(const Table& t) {
   std::set<std::string> varies;  // t.run's keys of the grid's axes that take several values
   if (t.run.contains("configurations") && t.run["configurations"].is_array()) {
@@ -549,6 +590,7 @@ std::string configuration_line(const Table& t) {
   add("d_k", "d_k ", "");
   if (run_text(t, "heads") != "1") add("heads", "heads ", "");
   add("train", "train ", "");
+  if (run_text(t, "map") != "learned") add("map", "map ", " (frozen)");
   add("optimizer", "optimizer ", "");
   add("lr", "lr ", "");
   if (run_text(t, "scale") != "sqrt") add("scale", "scale ", "");
@@ -1175,6 +1217,12 @@ struct Sweep {
   const double* measured_y() const {
     return data.y.data() + static_cast<std::size_t>(s.measured_from()) * s.n * s.d_out();
   }
+  // Their known maps with --map known (the frozen maps the measurement forms), else nullptr.
+  const double* measured_known() const {
+    if (data.known_maps.empty()) return nullptr;
+    return data.known_maps.data() +
+           static_cast<std::size_t>(s.measured_from()) * s.heads * s.map_size();
+  }
 
   // Trains chunks [first, first + n) in one backend call (nudged: the --nudge runs): their
   // training results (head::result_size each), in seed order.
@@ -1197,7 +1245,8 @@ struct Sweep {
     const std::int64_t size = shape.size(), eval = head::evaluation_size(m, s.measured());
     std::vector<double> e(seeds_n * eval), out(seeds_n * size);
     head::evaluate_seeds_cpu(m, trained + 2, trained_size(), static_cast<std::int64_t>(seeds_n),
-                             measured_x(), measured_y(), s.measured(), e.data(), nullptr, monitor);
+                             measured_x(), measured_y(), measured_known(), s.measured(), e.data(),
+                             nullptr, monitor);
     for (std::uint64_t i = 0; i < seeds_n; ++i) {
       out[i * size] = trained[i * trained_size()];
       out[i * size + 1] = trained[i * trained_size() + 1];
@@ -1214,7 +1263,8 @@ struct Sweep {
     std::vector<double> weights(n * w), e(n * eval), out(n * maps);
     for (std::uint64_t i = 0; i < n; ++i) head::start_weights(m, seeds->at(a + i), &weights[i * w]);
     head::evaluate_seeds_cpu(m, weights.data(), w, static_cast<std::int64_t>(n), measured_x(),
-                             measured_y(), s.measured(), e.data(), nullptr, monitor);
+                             measured_y(), measured_known(), s.measured(), e.data(), nullptr,
+                             monitor);
     for (std::uint64_t i = 0; i < n; ++i)
       std::copy_n(e.data() + i * eval + 1, maps, out.data() + i * maps);
     return out;
@@ -1820,6 +1870,7 @@ InterventionTask intervention_task(const RunContext& ctx, const Shape& s, const 
   t.m = w.m;
   t.x = w.measured_x();
   t.y = w.measured_y();
+  t.frozen_known = w.measured_known();
   t.inputs = s.measured();
   t.shape = w.shape;
   t.epsilon = ctx.get<double>("--epsilon");
@@ -1877,12 +1928,15 @@ std::vector<Table> run(const RunContext& ctx) {
     w->m = model_of(ctx, configs[k], s);
     w->shape = SeedResults{s.rows(), s.n, s.d_out(), s.heads, s.measured()};
     // The inputs, the measures' state and a call's arrays, sized before any is made.
-    const double data_bytes = 8.0 * (s.inputs + s.test_inputs) * s.n * (s.d_model + s.d_out());
+    const double data_bytes =
+        8.0 * (s.inputs + s.test_inputs) * s.n *
+        (s.d_model + s.d_out() + (s.map == head::MapMode::known ? s.heads * s.rows() : 0));
     const double entry_bytes = 4 * 400.0 * w->shape.map_size() * (s.heads + 1);
     too_much(data_bytes + entry_bytes, "the inputs and the mean maps" + where);
     w->data = make_task(ctx, s, w->m);
     w->m.x = w->data.x.data();
     w->m.y = w->data.y.data();
+    if (s.map == head::MapMode::known) w->m.known = w->data.known_maps.data();
     w->known = known_map(ctx, s, w->data, w->shape);
     w->interventions = intervention_task(ctx, s, *w);
     w->record.results = w->shape;
@@ -2070,6 +2124,21 @@ std::vector<Table> run(const RunContext& ctx) {
         "two runs' maps more than 1e-06 nats apart (JSD) or the second not finite: where many "
         "are, a single seed's map is not defined more precisely than rounding allows, and only "
         "the distributions over seeds are reproducible");
+  std::vector<std::string> frozen;  // the frozen maps of the configurations, in the grid's order
+  for (const auto& w : sweeps) {
+    const std::string& map = w->cfg.text.at("--map");
+    if (w->s.map != head::MapMode::learned &&
+        std::find(frozen.begin(), frozen.end(), map) == frozen.end())
+      frozen.push_back(map);
+  }
+  if (!frozen.empty())
+    t.notes.push_back(
+        "--map " + frozen[0] + (frozen.size() > 1 ? ", " + frozen[1] : "") +
+        ": every head's map frozen (uniform: 1/k on the k keys a query sees; known: the task's "
+        "known map, the teacher's head h for head h) and only W_V (and W_O) trained, W_Q and W_K "
+        "kept at their starting draws; the map measures are of the frozen map, the losses and "
+        "fractions are what compares with the learned map" +
+        (nudge ? "; a nudge of W_Q moves no frozen map" : ""));
   if (!w0.keep)
     t.notes.push_back(
         "JSD to the mean map: every seed trained a second time once the mean map was known (the "
@@ -2104,6 +2173,7 @@ std::vector<Table> run(const RunContext& ctx) {
       {"scale", w0.cfg.text.at("--scale")},
       {"optimizer", w0.cfg.text.at("--optimizer")},
       {"train", w0.cfg.text.at("--train")},
+      {"map", w0.cfg.text.at("--map")},
       {"steps", m.steps},
       {"lr", m.lr},
       {"grad", ctx.get<std::string>("--grad")},

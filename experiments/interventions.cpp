@@ -717,8 +717,8 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
               std::copy_n(task.known.data() + row_at(b, match[h], row), n, to);
           }
     }
-    head::evaluate_seeds_cpu(m, weights, stride, count, task.x, task.y, inputs, e.data(),
-                             replace.data(), monitor);
+    head::evaluate_seeds_cpu(m, weights, stride, count, task.x, task.y, task.frozen_known, inputs,
+                             e.data(), replace.data(), monitor);
     for (std::int64_t i = 0; i < count; ++i) {
       if (!applies[i]) continue;
       const double* r = results + i * size;

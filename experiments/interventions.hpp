@@ -58,7 +58,8 @@ double adversarial_row(const double* p, const double* v, int k, int d, int strid
 
 // What measure_interventions needs beside the seeds: the model, the measured inputs (x, y:
 // `inputs` of them, as evaluate_seeds_cpu takes them), the measured shape, the known maps (every
-// head's on every measured input, inputs x H x |R| x n; empty: no known map) and ε.
+// head's on every measured input, inputs x H x |R| x n; empty: no known map), ε, and with a map
+// frozen to the known one (m.map known) the frozen maps on the measured inputs.
 struct InterventionTask {
   head::Model m;
   const double* x = nullptr;
@@ -68,6 +69,8 @@ struct InterventionTask {
   std::vector<double> known;  // inputs x H x |R| x n, or empty
   double epsilon = kDefaultEpsilon;
   bool adversary = true;  // false: the adversarial measures are NaN (not searched)
+  // m.map known: the measured inputs' frozen maps (evaluate_seeds_cpu's known).
+  const double* frozen_known = nullptr;
 };
 
 // The intervention measures of `count` seeds (pairs (0, 1), (2, 3), ... of them, the pairwise

@@ -27,6 +27,13 @@
 // end; every other gradient inherits it. A masked weight's dS is exactly 0 (no gradient through
 // it). Softmax as numpy's lesson code: e = exp(s − max s) over the keys a query sees, P = e / Σ e.
 //
+// Frozen maps (Model::map uniform or known; spec "Version 3", "Frozen maps"): every P_bh is
+// fixed instead of the softmax of the scores: uniform, 1/k on the k keys query i sees (k = i + 1
+// causal, else n), or the given map (Model::known), 0 at the masked keys either way. The maps
+// then depend on no weight, so only W_V (and W_O) are trained: W_Q and W_K keep their starting
+// draws, and a step is the W_V (and W_O) part of the schedules below, with no dP, dS, dQ or dK.
+// Q and K are still projected by the whole forward pass; nothing reads them.
+//
 // Rounding: every sum of products (each element of a matrix product, the softmax backward's
 // row sum, the loss's sum of squares) is one chain of fused multiply-adds in the order the loops
 // below write it: acc = 0, then acc = fma_t(a_t, b_t, acc) for t = 0, 1, ... (the first step is
@@ -77,6 +84,9 @@ using tiny::splat;
 
 enum class Scale : int { sqrt, none, factor };
 enum class Optimizer : int { sgd, adam };
+// Each head's map: the softmax of its scores (learned), or frozen (see the top): uniform over the
+// visible keys, or the task's known map.
+enum class MapMode : int { learned, uniform, known };
 
 // Adam's constants (spec "Optimizer"; Kingma and Ba 2015).
 inline constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kAdamEpsilon = 1e-8;
@@ -84,7 +94,9 @@ inline constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kAdamEpsilon = 1e-8;
 // One configuration: shapes, the task's data (shared by all seeds) and the training options.
 // x: (inputs n, d_model) row-major, the inputs stacked (input b's row i at row b n + i); y:
 // (inputs n, d_out()) likewise, rows r0 .. n-1 of each input used. On the GPU both point to
-// device memory. heads divides d_k and d_v; train_output implies train_values.
+// device memory. heads divides d_k and d_v; train_output implies train_values; a frozen map
+// (map uniform or known) implies train_values (else nothing would be trained), and map known a
+// `known` array (host memory on the CPU, device memory on the GPU, as x).
 struct Model {
   int n = 2, d_model = 2, d_k = 2, d_v = 2;
   int heads = 1;
@@ -105,10 +117,17 @@ struct Model {
   Schedule schedule = Schedule::sequential;
   double init_scale = 1.0;
   bool nudge = false;  // --nudge: the start's W_Q[0][0] moved one ulp up (initial_weights)
+  MapMode map = MapMode::learned;  // --map
+  // MapMode::known: each head's map on the rows of R of every input, (inputs, H, |R|, n) (the
+  // layout evaluate_inputs writes the maps in), stacked as x; entries at masked keys unread.
+  const double* known = nullptr;
 
   ATTN_HD int d_out() const { return train_output ? d_model : d_v; }
   ATTN_HD int key_width() const { return d_k / heads; }    // d_k / H
   ATTN_HD int value_width() const { return d_v / heads; }  // d_v / H
+  ATTN_HD bool frozen() const { return map != MapMode::learned; }
+  // The trained matrices are `which` in [first_trained(), trained()): 0 W_Q, 1 W_K, 2 W_V, 3 W_O.
+  ATTN_HD int first_trained() const { return frozen() ? 2 : 0; }
   ATTN_HD int trained() const { return train_output ? 4 : train_values ? 3 : 2; }
   ATTN_HD int rows() const { return n - r0; }  // |R|
   // Key j is seen by query i: always, or j <= i with causal.
@@ -123,7 +142,7 @@ ATTN_HD inline int matrix_cols(const Model& m, int which) {
 // Elements of the trained matrices (the numeric gradient's count of loss pairs).
 ATTN_HD inline std::int64_t trained_weights(const Model& m) {
   std::int64_t e = 0;
-  for (int which = 0; which < m.trained(); ++which)
+  for (int which = m.first_trained(); which < m.trained(); ++which)
     e += static_cast<std::int64_t>(matrix_rows(m, which)) * matrix_cols(m, which);
   return e;
 }
@@ -197,13 +216,13 @@ ATTN_HD inline Layout layout(const Model& m) {
 }
 
 // Where matrix `which` (0 W_Q, 1 W_K, 2 W_V, 3 W_O) and its gradient live (its offset in the
-// workspace; its offset inside the gradient, Adam m and Adam v arrays).
+// workspace; a trained matrix's offset inside the gradient, Adam m and Adam v arrays).
 ATTN_HD inline std::int64_t matrix_at(const Layout& l, int which) {
   return which == 0 ? l.wq : which == 1 ? l.wk : which == 2 ? l.wv : l.wo;
 }
 ATTN_HD inline std::int64_t gradient_at(const Model& m, int which) {
   std::int64_t e = 0;
-  for (int before = 0; before < which; ++before)
+  for (int before = m.first_trained(); before < which; ++before)
     e += static_cast<std::int64_t>(matrix_rows(m, before)) * matrix_cols(m, before);
   return e;
 }
@@ -227,7 +246,8 @@ ATTN_HD inline std::int64_t evaluation_size(const Model& m, std::int64_t inputs)
 // Useful FLOPs of one training step of one seed, as this file computes it (2 per multiply-add
 // of the matrix products, every key counted also under a causal mask; the O(n²) softmax and
 // elementwise work, Adam's included, is left out): the count the benchmarks divide by. Every
-// product is one input's, B of them. Analytic gradients only.
+// product is one input's, B of them. Analytic gradients only. A frozen map: the W_V and W_O
+// parts alone (no scores, dP, dQ, dK; Q and K are not projected again).
 inline double flops_per_step(const Model& m) {
   const double n = m.n, r = m.n - m.r0, dm = m.d_model, dk = m.d_k, dv = m.d_v;
   const bool wo = m.train_output;
@@ -242,7 +262,10 @@ inline double flops_per_step(const Model& m) {
   const double grad_o = 2 * r * dv * dm;
   const double final_o = wo ? 2 * r * dv * dm : 0;  // F = O W_O
   double f;
-  if (m.schedule == Schedule::simultaneous) {
+  if (m.frozen()) {
+    f = d_o + grad_v + proj_v + outputs + (wo ? grad_o : 0);
+    if (m.schedule == Schedule::sequential && wo) f += final_o;
+  } else if (m.schedule == Schedule::simultaneous) {
     f = d_o + back + grad_q + grad_k + (m.train_values ? grad_v : 0) + (wo ? grad_o : 0) + proj_q +
         proj_k + (m.train_values ? proj_v : 0) + scores + outputs;
   } else {
@@ -292,11 +315,37 @@ ATTN_HD ATTN_INLINE void project(const Model& m, M w, std::int64_t wo, std::int6
     }
 }
 
+// Weight (i, j) of head h's frozen map on input b (m.frozen(); i in R): 0 at a masked key j >
+// last_key(i); else 1/k for uniform (k = last_key(i) + 1 visible keys, one division), the
+// known map's entry for known.
+ATTN_HD inline double frozen_weight(const Model& m, int b, int h, int i, int j) {
+  const int last = m.last_key(i);
+  if (j > last) return 0.0;
+  if (m.map == MapMode::uniform) return 1.0 / static_cast<double>(last + 1);
+  return m.known[((static_cast<std::int64_t>(b) * m.heads + h) * m.rows() + (i - m.r0)) * m.n + j];
+}
+
+// Input b's frozen maps on the rows of R, head by head (frozen_weight): the scores_softmax_of
+// of a frozen map.
+template <class T, class M>
+ATTN_HD ATTN_INLINE void frozen_maps_of(const Model& m, const Layout& l, M w, int b) {
+  for (int h = 0; h < m.heads; ++h) {
+    const std::int64_t p = map_at(m, l.p, b, h);
+    for (int i = m.r0; i < m.n; ++i)
+      for (int j = 0; j < m.n; ++j) w[p + i * m.n + j] = splat<T>(frozen_weight(m, b, h, i, j));
+  }
+}
+
 // Scores and softmax of input b on the rows of R, head by head: P_bh[i][j] = softmax_j(Q_bh,i ·
-// K_bh,j c) over the keys j <= last_key(i); the masked weights are 0.
+// K_bh,j c) over the keys j <= last_key(i); the masked weights are 0. A frozen map instead:
+// frozen_maps_of.
 template <class T, class M, class Stop = NeverStop>
 ATTN_HD ATTN_INLINE void scores_softmax_of(const Model& m, const Layout& l, M w, int b,
                                            Stop stop = {}) {
+  if (m.frozen()) {
+    frozen_maps_of<T>(m, l, w, b);
+    return;
+  }
   const double root = scale_root(m);
   const int dh = m.key_width();
   const std::int64_t row0 = static_cast<std::int64_t>(b) * m.n;
@@ -699,12 +748,13 @@ template <class T, class M, class Stop = NeverStop, class Rows = NeverStop>
 ATTN_HD ATTN_INLINE void train_steps(const Model& m, M w, int s0, int s1, Stop stop = {},
                                      Rows rows = {}) {
   const Layout l = layout(m);
-  const int trained = m.trained();
+  const int first = m.first_trained(), trained = m.trained();
+  const bool maps = !m.frozen();  // the maps are trained: W_Q's and W_K's gradients
   for (int step = s0; step < s1; ++step) {
     if (stop()) return;
     advance_powers<T>(m, l, w);
     if (m.grad == Grad::numeric) {
-      for (int which = 0; which < trained; ++which) {
+      for (int which = first; which < trained; ++which) {
         const std::int64_t size =
             static_cast<std::int64_t>(matrix_rows(m, which)) * matrix_cols(m, which);
         // Sequential: each gradient at the newest weights, into the start of the array;
@@ -715,14 +765,14 @@ ATTN_HD ATTN_INLINE void train_steps(const Model& m, M w, int s0, int s1, Stop s
         if (m.schedule == Schedule::sequential) apply_gradient<T>(m, l, w, which, go, rows);
       }
       if (m.schedule == Schedule::simultaneous)
-        for (int which = 0; which < trained; ++which)
+        for (int which = first; which < trained; ++which)
           apply_gradient<T>(m, l, w, which, l.g + gradient_at(m, which), rows);
       forward<T>(m, l, w, rows);
       continue;
     }
     const bool adam = m.optimizer == Optimizer::adam;
     if (m.schedule == Schedule::sequential) {
-      for (int which = 0; which < trained; ++which) {
+      for (int which = first; which < trained; ++which) {
         backward_outputs<T>(m, l, w, rows);
         if (which < 2) backward_scores<T>(m, l, w, rows);
         descend_of<T>(m, l, w, which, rows);
@@ -731,22 +781,30 @@ ATTN_HD ATTN_INLINE void train_steps(const Model& m, M w, int s0, int s1, Stop s
       }
     } else {
       backward_outputs<T>(m, l, w, rows);
-      backward_scores<T>(m, l, w, rows);
       // Every gradient before any update: with SGD descend_of updates in place, so the Xᵀ
       // products (which read only dQ, dK, dV, O, dF) follow all the per-head gradients.
-      grad_queries<T>(m, l, w, rows);
-      grad_keys<T>(m, l, w, rows);
+      if (maps) {
+        backward_scores<T>(m, l, w, rows);
+        grad_queries<T>(m, l, w, rows);
+        grad_keys<T>(m, l, w, rows);
+      }
       if (trained > 2) grad_values<T>(m, l, w, rows);
       const std::int64_t g[4] = {l.g + gradient_at(m, 0), l.g + gradient_at(m, 1),
                                  l.g + gradient_at(m, 2), l.g + gradient_at(m, 3)};
       if (trained > 3) descend_output<T>(m, l, w, g[3], rows);
-      descend<T>(m, w, l.wq, l.dq, m.d_k, m.r0, g[0], rows);
-      descend<T>(m, w, l.wk, l.dk, m.d_k, 0, g[1], rows);
+      if (maps) {
+        descend<T>(m, w, l.wq, l.dq, m.d_k, m.r0, g[0], rows);
+        descend<T>(m, w, l.wk, l.dk, m.d_k, 0, g[1], rows);
+      }
       if (trained > 2) descend<T>(m, w, l.wv, l.dv, m.d_v, 0, g[2], rows);
       if (adam)
-        for (int which = 0; which < trained; ++which)
+        for (int which = first; which < trained; ++which)
           apply_gradient<T>(m, l, w, which, g[which], rows);
-      forward<T>(m, l, w, rows);
+      // A frozen map: only W_V and W_O changed, so what follows W_V is the forward pass.
+      if (maps)
+        forward<T>(m, l, w, rows);
+      else
+        refresh<T>(m, l, w, 2, rows);
     }
   }
 }
@@ -844,6 +902,7 @@ ATTN_HD inline Model one_input(const Model& m) {
   o.inputs = 1;
   o.x = nullptr;
   o.y = nullptr;
+  o.known = nullptr;
   return o;
 }
 
@@ -854,7 +913,8 @@ struct KeepMaps {
 };
 
 // The forward pass of one seed's weights on `count` inputs, one at a time: x (count n,
-// d_model) and y (count n, d_out), stacked as Model's. w is a workspace of
+// d_model) and y (count n, d_out), stacked as Model's, and with m.map known their known maps
+// (count, H, |R|, n), as Model::known (else unread: nullptr). w is a workspace of
 // layout(one_input(m)) whose weights (its first weights_size(m) elements) are set. For input b:
 // Q, K, V, the maps, then replace(m1, l1, w, b) with m1 the model of that input and l1 its
 // layout (it may overwrite the maps P_h on the rows of R, at map_at(m1, l1.p, 0, h): an
@@ -863,14 +923,16 @@ struct KeepMaps {
 // Σ_{r ∈ R} ‖F_b,r − Y_b,r‖², one chain over the inputs in order (loss_of's: on the training
 // inputs, the training's L to the bit).
 template <class T, class M, class Replace, class Emit>
-ATTN_HD T evaluate_inputs(const Model& m, M w, const double* x, const double* y, int count,
-                          Replace& replace, Emit& emit) {
+ATTN_HD T evaluate_inputs(const Model& m, M w, const double* x, const double* y,
+                          const double* known, int count, Replace& replace, Emit& emit) {
   Model m1 = one_input(m);
   const Layout l1 = layout(m1);
   T sum = splat<T>(0.0);
   for (int b = 0; b < count; ++b) {
     m1.x = x + static_cast<std::int64_t>(b) * m.n * m.d_model;
     m1.y = y + static_cast<std::int64_t>(b) * m.n * m.d_out();
+    if (known != nullptr)
+      m1.known = known + static_cast<std::int64_t>(b) * m.heads * m.rows() * m.n;
     project<T>(m1, w, l1.wq, l1.q, m1.d_k, m1.r0);
     project<T>(m1, w, l1.wk, l1.k, m1.d_k, 0);
     project<T>(m1, w, l1.wv, l1.v, m1.d_v, 0);
@@ -884,15 +946,16 @@ ATTN_HD T evaluate_inputs(const Model& m, M w, const double* x, const double* y,
 }
 
 // Many seeds: for i < count, out + i * result_size(m) = the training result of seed seeds[i]
-// (the final loss, the start loss, the final weights). m.x and m.y in host memory. The CPU's
-// threads ask monitor.stop_requested() between steps and numeric-gradient elements (a large
-// head's seed can train for minutes), and throw Interrupted once they have all returned.
+// (the final loss, the start loss, the final weights). m.x, m.y (and m.known) in host memory.
+// The CPU's threads ask monitor.stop_requested() between steps and numeric-gradient elements (a
+// large head's seed can train for minutes), and throw Interrupted once they have all returned.
 void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t count, double* out,
                      const Monitor& monitor = silent_monitor());
 
 // Measurement on the CPU, many seeds: for i < count, the weights at weights + i * stride
 // (weights_size(m) values, as a training result holds them from its third value on) evaluated
-// (evaluate_inputs) on `inputs` inputs x (inputs n, d_model), y (inputs n, d_out), host memory;
+// (evaluate_inputs) on `inputs` inputs x (inputs n, d_model), y (inputs n, d_out) and, with
+// m.map known, their known maps `known` (inputs, H, |R|, n; else nullptr), host memory;
 // out + i * evaluation_size(m, inputs) = the loss on them, the maps, the outputs (see
 // evaluation_size). replace: nullptr (the computed maps), or the maps to use instead, seed i's
 // at replace + i * inputs * H * |R| * n in the layout of the maps evaluation writes (its rows
@@ -900,8 +963,8 @@ void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t co
 // lane packs of seeds at the best CPU level; the same bits as evaluate_inputs<double> on each
 // seed alone. Throws Interrupted when monitor says stop (between seeds).
 void evaluate_seeds_cpu(const Model& m, const double* weights, std::int64_t stride,
-                        std::int64_t count, const double* x, const double* y, int inputs,
-                        double* out, const double* replace = nullptr,
+                        std::int64_t count, const double* x, const double* y, const double* known,
+                        int inputs, double* out, const double* replace = nullptr,
                         const Monitor& monitor = silent_monitor());
 
 // Seed s's starting weights (initial_weights, m.nudge included) as weights_size(m) values at
@@ -926,12 +989,12 @@ inline bool warp_fits(const Model& m, std::int64_t shared_limit) {
 #if defined(ATTNLAB_WITH_CUDA)
 // GPU, device-resident: steps [s0, s1) of the training of seeds d_seeds[0 .. count) (0 <= s0
 // <= s1 <= m.steps) by `kernel` (automatic: the warp kernel where warp_fits, else the thread
-// kernel; warp where it does not fit throws std::invalid_argument). m.x, m.y, d_seeds,
-// d_workspace and d_out are device memory; d_workspace holds count * layout(m).total doubles
-// and carries each seed's state from one call to the next (the same count and kernel every
-// call; the thread kernel keeps element e of seed i at [e * count + i], the warp kernel at
-// [i * total + e]); the warp kernel reads it only when s0 > 0 and writes it only when s1 <
-// m.steps (a whole training in one call may pass nullptr). s0 == 0 first draws the starting
+// kernel; warp where it does not fit throws std::invalid_argument). m.x, m.y, m.known (map
+// known), d_seeds, d_workspace and d_out are device memory; d_workspace holds count *
+// layout(m).total doubles and carries each seed's state from one call to the next (the same count
+// and kernel every call; the thread kernel keeps element e of seed i at [e * count + i], the warp
+// kernel at [i * total + e]); the warp kernel reads it only when s0 > 0 and writes it only when s1
+// < m.steps (a whole training in one call may pass nullptr). s0 == 0 first draws the starting
 // weights; s1 == m.steps then writes seed i's training result to d_out + i * result_size(m).
 // Nothing is allocated or copied; returns once the launch is queued on the default stream.
 // Throws std::invalid_argument for a step range outside [0, m.steps], std::runtime_error for a
@@ -941,7 +1004,8 @@ void train_seeds_cuda_device(const Model& m, const std::uint64_t* d_seeds, std::
                              GpuKernel kernel = GpuKernel::automatic);
 // The kernel train_seeds_cuda_device runs for m with `kernel` on the current device.
 GpuKernel chosen_kernel(const Model& m, GpuKernel kernel = GpuKernel::automatic);
-// Host wrapper: x, y (in m: m.inputs inputs), seeds and out in host memory, as train_seeds_cpu.
+// Host wrapper: x, y and known (in m: m.inputs inputs), seeds and out in host memory, as
+// train_seeds_cpu.
 // Trains in slices of steps_per_slice steps (<= 0: all m.steps in one launch), one launch each,
 // and asks monitor.stop_requested() after each slice but the last has finished, throwing
 // Interrupted when it says true. The results are those of one uninterrupted training, bit for

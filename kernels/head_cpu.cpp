@@ -79,13 +79,15 @@ ATTN_CPU_LEVELS_BY_LEVEL(void, train_group,
                          (m, seeds, lanes, ws, out, monitor))
 
 // Evaluates the weights of `lanes` seeds (lanes <= kPackLanes; a short group repeats its last
-// seed), seed i's at weights + i * stride, on the inputs (evaluate_inputs), in the workspace ws
-// (layout(one_input(m)).total packs); writes evaluation_size(m, inputs) values a seed to out.
+// seed), seed i's at weights + i * stride, on the inputs (evaluate_inputs; their known maps with
+// m.map known), in the workspace ws (layout(one_input(m)).total packs); writes
+// evaluation_size(m, inputs) values a seed to out.
 // replace: the maps to use instead (seed i's at replace + i * maps_size), or nullptr.
 template <CpuLevel L>
 ATTN_INLINE void evaluate_group_body(const Model& m, const double* weights, std::int64_t stride,
-                                     int lanes, const double* x, const double* y, int inputs,
-                                     const double* replace, P* ws, double* out) {
+                                     int lanes, const double* x, const double* y,
+                                     const double* known, int inputs, const double* replace, P* ws,
+                                     double* out) {
   const std::int64_t size = weights_size(m);
   for (int lane = 0; lane < kPackLanes; ++lane) {
     const double* from = weights + std::min(lane, lanes - 1) * stride;
@@ -119,15 +121,15 @@ ATTN_INLINE void evaluate_group_body(const Model& m, const double* weights, std:
         outputs_out[e] = f[e][lane];
     }
   };
-  const P loss = evaluate_inputs<P>(m, ws, x, y, inputs, replace_maps, emit);
+  const P loss = evaluate_inputs<P>(m, ws, x, y, known, inputs, replace_maps, emit);
   for (int lane = 0; lane < lanes; ++lane) out[lane * per_seed] = loss[lane];
 }
 
 ATTN_CPU_LEVELS_BY_LEVEL(void, evaluate_group,
                          (const Model& m, const double* weights, std::int64_t stride, int lanes,
-                          const double* x, const double* y, int inputs, const double* replace,
-                          P* ws, double* out),
-                         (m, weights, stride, lanes, x, y, inputs, replace, ws, out))
+                          const double* x, const double* y, const double* known, int inputs,
+                          const double* replace, P* ws, double* out),
+                         (m, weights, stride, lanes, x, y, known, inputs, replace, ws, out))
 
 }  // namespace
 
@@ -153,8 +155,8 @@ void train_seeds_cpu(const Model& m, const std::uint64_t* seeds, std::int64_t co
 }
 
 void evaluate_seeds_cpu(const Model& m, const double* weights, std::int64_t stride,
-                        std::int64_t count, const double* x, const double* y, int inputs,
-                        double* out, const double* replace, const Monitor& monitor) {
+                        std::int64_t count, const double* x, const double* y, const double* known,
+                        int inputs, double* out, const double* replace, const Monitor& monitor) {
   if (count <= 0 || inputs <= 0) return;
   const std::int64_t groups = (count + kPackLanes - 1) / kPackLanes;
   const std::int64_t total = layout(one_input(m)).total;
@@ -178,7 +180,7 @@ void evaluate_seeds_cpu(const Model& m, const double* weights, std::int64_t stri
       }
       const std::int64_t first = g * kPackLanes;
       const int lanes = static_cast<int>(std::min<std::int64_t>(kPackLanes, count - first));
-      evaluate_group(m, weights + first * stride, stride, lanes, x, y, inputs,
+      evaluate_group(m, weights + first * stride, stride, lanes, x, y, known, inputs,
                      replace == nullptr ? nullptr : replace + first * maps, ws.get(),
                      out + first * size);
     }

@@ -150,9 +150,25 @@ __device__ void project_warp(const Model& m, Seed w, std::int64_t wo, std::int64
   __syncwarp();
 }
 
+// head.hpp's frozen_maps_of for every input: each weight of the rows of R (a phase).
+__device__ void frozen_maps_warp(const Model& m, const Layout& l, Seed w) {
+  const int n = m.n;
+  const std::int64_t rows = static_cast<std::int64_t>(m.inputs) * m.heads * m.rows();
+  over_lanes(rows * n, [&](std::int64_t e) {
+    const MapRow at = map_row(m, e / n);
+    const int j = static_cast<int>(e % n);
+    w[map_at(m, l.p, at.b, at.h) + at.i * n + j] = frozen_weight(m, at.b, at.h, at.i, j);
+  });
+  __syncwarp();
+}
+
 // head.hpp's scores_softmax: the scores of every visible key (a phase), then the softmax of each
-// row (a row per lane).
+// row (a row per lane); a frozen map: frozen_maps_warp.
 __device__ void scores_softmax_warp(const Model& m, const Layout& l, Seed w) {
+  if (m.frozen()) {
+    frozen_maps_warp(m, l, w);
+    return;
+  }
   const double root = scale_root(m);
   const int dh = m.key_width(), n = m.n;
   const std::int64_t rows = static_cast<std::int64_t>(m.inputs) * m.heads * m.rows();
@@ -410,7 +426,8 @@ __device__ void refresh_warp(const Model& m, const Layout& l, Seed w, int which)
 
 // head.hpp's train_steps for an analytic gradient, phase by phase.
 __device__ void train_steps_warp(const Model& m, const Layout& l, Seed w, int s0, int s1) {
-  const int trained = m.trained();
+  const int first = m.first_trained(), trained = m.trained();
+  const bool maps = !m.frozen();  // the maps are trained: W_Q's and W_K's gradients
   const bool adam = m.optimizer == Optimizer::adam;
   for (int step = s0; step < s1; ++step) {
     if (adam) {
@@ -418,7 +435,7 @@ __device__ void train_steps_warp(const Model& m, const Layout& l, Seed w, int s0
       __syncwarp();
     }
     if (m.schedule == Schedule::sequential) {
-      for (int which = 0; which < trained; ++which) {
+      for (int which = first; which < trained; ++which) {
         backward_outputs_warp(m, l, w);
         if (which < 2) backward_scores_warp(m, l, w);
         descend_of_warp(m, l, w, which);
@@ -427,18 +444,25 @@ __device__ void train_steps_warp(const Model& m, const Layout& l, Seed w, int s0
       }
     } else {
       backward_outputs_warp(m, l, w);
-      backward_scores_warp(m, l, w);
-      grad_queries_warp(m, l, w);
-      grad_keys_warp(m, l, w);
+      if (maps) {
+        backward_scores_warp(m, l, w);
+        grad_queries_warp(m, l, w);
+        grad_keys_warp(m, l, w);
+      }
       if (trained > 2) grad_values_warp(m, l, w);
       if (trained > 3) descend_output_warp(m, l, w, l.g + gradient_at(m, 3));
-      descend_warp(m, w, l.wq, l.dq, m.d_k, m.r0, l.g + gradient_at(m, 0));
-      descend_warp(m, w, l.wk, l.dk, m.d_k, 0, l.g + gradient_at(m, 1));
+      if (maps) {
+        descend_warp(m, w, l.wq, l.dq, m.d_k, m.r0, l.g + gradient_at(m, 0));
+        descend_warp(m, w, l.wk, l.dk, m.d_k, 0, l.g + gradient_at(m, 1));
+      }
       if (trained > 2) descend_warp(m, w, l.wv, l.dv, m.d_v, 0, l.g + gradient_at(m, 2));
       if (adam)
-        for (int which = 0; which < trained; ++which)
+        for (int which = first; which < trained; ++which)
           adam_warp(m, l, w, which, l.g + gradient_at(m, which));
-      forward_warp(m, l, w);
+      if (maps)
+        forward_warp(m, l, w);
+      else
+        refresh_warp(m, l, w, 2);  // a frozen map: only W_V and W_O changed
     }
   }
 }
@@ -535,6 +559,12 @@ void train_seeds_cuda(const Model& host_model, const std::uint64_t* seeds, std::
   const std::size_t rows = static_cast<std::size_t>(host_model.inputs) * host_model.n;
   const auto d_x = DeviceBuffer<double>::from_host(host_model.x, rows * host_model.d_model);
   const auto d_y = DeviceBuffer<double>::from_host(host_model.y, rows * host_model.d_out());
+  // The known maps (map known), read where the maps are formed.
+  const std::size_t known = host_model.map == MapMode::known
+                                ? static_cast<std::size_t>(host_model.inputs) * host_model.heads *
+                                      host_model.rows() * host_model.n
+                                : 0;
+  const auto d_known = DeviceBuffer<double>::from_host(host_model.known, known);
   const auto d_seeds = DeviceBuffer<std::uint64_t>::from_host(seeds, n);
   const int slice = steps_per_slice > 0 ? steps_per_slice : host_model.steps;
   // The state between slices (the thread kernel's whole training): none for a warp kernel's
@@ -546,6 +576,7 @@ void train_seeds_cuda(const Model& host_model, const std::uint64_t* seeds, std::
   Model m = host_model;
   m.x = d_x.data();
   m.y = d_y.data();
+  m.known = known > 0 ? d_known.data() : nullptr;
   // One launch even for zero steps: it draws the start and writes the results.
   for (int s0 = 0;;) {
     const int s1 = m.steps - s0 > slice ? s0 + slice : m.steps;

@@ -367,8 +367,12 @@ struct Steps {
                                  &rows});
   }
 
-  // scores_softmax of input b.
+  // scores_softmax of input b (a frozen map: head.hpp's frozen_maps_of).
   ATTN_INLINE void scores_softmax(int b) const {
+    if (m.frozen()) {
+      frozen_maps_of<P>(m, l, w, b);
+      return;
+    }
     const int n = m.n;
     for (int h = 0; h < m.heads; ++h) {
       P* p = map(l.p, b, h);
@@ -593,7 +597,8 @@ struct Steps {
   // the result reads): those keep every input's rows, the others use the first `chunk` inputs'
   // rows as places, as the backward arrays do.
   ATTN_INLINE void pass(int pending, int grad) const {
-    const int trained = m.trained();
+    const int first = m.first_trained(), trained = m.trained();
+    const bool maps = !m.frozen();  // kAll takes W_Q's and W_K's gradients too
     const bool keep = pending == kNone || grad == kNone;
     for (int b0 = 0; b0 < m.inputs; b0 += chunk) {
       const int b1 = std::min(m.inputs, b0 + chunk), o0 = keep ? b0 : 0;
@@ -610,13 +615,13 @@ struct Steps {
         }
         if (grad == kNone) continue;
         backward_outputs(b, o, s);
-        if (grad < 2 || grad == kAll) backward_scores(b, s);
-        if (grad == 0 || grad == kAll) grad_queries(b, s);
-        if (grad == 1 || grad == kAll) grad_keys(b, s);
+        if (grad < 2 || (grad == kAll && maps)) backward_scores(b, s);
+        if (grad == 0 || (grad == kAll && maps)) grad_queries(b, s);
+        if (grad == 1 || (grad == kAll && maps)) grad_keys(b, s);
         if (grad == 2 || (grad == kAll && trained > 2)) grad_values(b, s);
       }
       if (grad == kAll)
-        for (int which = 0; which < trained; ++which) chain_of(which, b0, b1, o0);
+        for (int which = first; which < trained; ++which) chain_of(which, b0, b1, o0);
       else if (grad != kNone)
         chain_of(grad, b0, b1, o0);
     }
@@ -639,7 +644,7 @@ ATTN_INLINE void train(const Model& m, P* w, Stop& stop, const RowTest& rows) {
   }
   using S = Steps<L>;
   const S s(m, w, rows);
-  const int trained = m.trained();
+  const int first = m.first_trained(), trained = m.trained();
   s.pass(S::kAll, S::kNone);
   start_state<P>(m, s.l, w);
   int pending = S::kNone;  // the matrix updated last, its forward pass not yet recomputed
@@ -647,15 +652,15 @@ ATTN_INLINE void train(const Model& m, P* w, Stop& stop, const RowTest& rows) {
     if (stop()) return;
     advance_powers<P>(m, s.l, w);
     if (m.schedule == Schedule::sequential) {
-      for (int which = 0; which < trained; ++which) {
+      for (int which = first; which < trained; ++which) {
         s.pass(pending, which);
         s.apply(which);
         pending = which;
       }
     } else {
       s.pass(pending, S::kAll);
-      for (int which = 0; which < trained; ++which) s.apply(which);
-      pending = S::kAll;
+      for (int which = first; which < trained; ++which) s.apply(which);
+      pending = m.frozen() ? 2 : S::kAll;  // a frozen map: only W_V and W_O changed
     }
   }
   if (pending != S::kNone) s.pass(pending, S::kNone);

@@ -229,7 +229,8 @@ inline double training_f32_allowance(double cpu_f32, double cpu_f64) {
 // training result (final loss, start loss, final weights) agrees as numpy's allclose does,
 // |gpu - cpu| <= 1e-12 + 1e-8 |cpu|, after 3000 steps of the lesson's task and 300 of random
 // ones (at the peers' stable lr 0.01 and init 0.25), on one input or many (the mean over inputs;
-// from a loss row r0 > 0 the sums over the stacked inputs' rows of R). The absolute floor is for
+// from a loss row r0 > 0 the sums over the stacked inputs' rows of R), with the maps learned or
+// frozen (uniform, or a given map: W_V and W_O alone trained). The absolute floor is for
 // final losses near 1e-27, where one ulp of a device exp is a large relative difference.
 // Slicing a training across launches changes no arithmetic: slices and one whole launch agree
 // bit for bit (tolerance 0).
@@ -252,6 +253,9 @@ struct HeadCase {
   head::Optimizer optimizer = head::Optimizer::sgd;
   // Version 3 (spec "Many inputs"): the training inputs.
   int inputs = 1;
+  // Version 3's frozen maps (--map): uniform, or known (head_task draws a map of the visible
+  // keys for each input, head and loss row); W_V (and W_O) alone trained.
+  head::MapMode map = head::MapMode::learned;
   bool lesson() const { return r0 > 0 && inputs == 1; }
 };
 
@@ -275,13 +279,25 @@ inline const std::vector<HeadCase>& head_cases() {
        Schedule::sequential, 3001, 2, true, head::Scale::sqrt, 1, true, head::Optimizer::adam, 3},
       {"random-5-inputs-rows-from-2-simultaneous", 5, 7, 3, 4, 2, 300, true, Schedule::simultaneous,
        3001, 1, false, head::Scale::none, 1, false, head::Optimizer::sgd, 5},
+      {"random-frozen-uniform-2-heads-causal", 8, 16, 16, 16, 0, 300, true, Schedule::sequential,
+       3001, 2, true, head::Scale::sqrt, 1, false, head::Optimizer::sgd, 1, head::MapMode::uniform},
+      {"random-frozen-uniform-4-inputs-qkvo-simultaneous", 6, 8, 4, 6, 0, 300, true,
+       Schedule::simultaneous, 3001, 1, false, head::Scale::sqrt, 1, true, head::Optimizer::sgd, 4,
+       head::MapMode::uniform},
+      {"random-frozen-known-3-inputs-rows-from-1-adam-qkvo-causal", 6, 8, 4, 6, 1, 300, true,
+       Schedule::sequential, 3001, 2, true, head::Scale::sqrt, 1, true, head::Optimizer::adam, 3,
+       head::MapMode::known},
+      {"random-frozen-known-2-inputs-adam-simultaneous", 5, 7, 3, 4, 0, 300, true,
+       Schedule::simultaneous, 3001, 1, false, head::Scale::sqrt, 1, false, head::Optimizer::adam,
+       2, head::MapMode::known},
   };
   return cases;
 }
 
-// The case's model over x and y (head_task fills them); x, y must outlive the model.
+// The case's model over x, y and the known maps (head_task fills them); they must outlive the
+// model.
 inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
-                              const std::vector<double>& y) {
+                              const std::vector<double>& y, const std::vector<double>& known) {
   head::Model m;
   m.n = c.n;
   m.d_model = c.d_model;
@@ -304,16 +320,22 @@ inline head::Model head_model(const HeadCase& c, const std::vector<double>& x,
   }
   m.x = x.data();
   m.y = y.data();
+  m.map = c.map;
+  m.known = known.empty() ? nullptr : known.data();
   return m;
 }
 
 // The case's task: x (inputs n, d_model), y (inputs n, d_out: d_v, or d_model with W_O), the
-// inputs stacked; normals come from `normal` (random cases only).
+// inputs stacked, and with a known map its maps (inputs, H, |R|, n; each visible row a random
+// distribution, 0 at the masked keys; else empty); normals come from `normal` (random cases
+// only).
 template <class Normal>
-void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y, Normal normal) {
+void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y,
+               std::vector<double>& known, Normal normal) {
   const std::size_t rows = static_cast<std::size_t>(c.inputs) * c.n;
   x.assign(rows * c.d_model, 0.0);
   y.assign(rows * (c.train_output ? c.d_model : c.d_v), 0.0);
+  known.clear();
   if (c.lesson()) {  // the lesson's task
     for (int i = 0; i < c.n; ++i) x[static_cast<std::size_t>(i) * c.d_model + i] = 1;
     y[static_cast<std::size_t>(c.n - 1) * c.d_v] = 1;
@@ -321,6 +343,15 @@ void head_task(const HeadCase& c, std::vector<double>& x, std::vector<double>& y
   }
   for (double& v : x) v = normal();
   for (double& v : y) v = normal();
+  if (c.map != head::MapMode::known) return;
+  const int loss_rows = c.n - c.r0;
+  known.assign(static_cast<std::size_t>(c.inputs) * c.heads * loss_rows * c.n, 0.0);
+  for (std::size_t row = 0; row < known.size() / c.n; ++row) {
+    const int keys = c.causal ? c.r0 + static_cast<int>(row % loss_rows) + 1 : c.n;
+    double sum = 0;
+    for (int j = 0; j < keys; ++j) sum += known[row * c.n + j] = std::fabs(normal()) + 0.1;
+    for (int j = 0; j < keys; ++j) known[row * c.n + j] /= sum;
+  }
 }
 
 // numpy's allclose, the rule above: |gpu - cpu| <= 1e-12 + 1e-8 |cpu|; NaN on both sides (both
@@ -343,9 +374,9 @@ template <class Normal>
 HeadTwins head_twins(const HeadCase& c, const std::vector<std::uint64_t>& seeds, int steps,
                      Normal normal, head::GpuKernel kernel = head::GpuKernel::automatic,
                      bool bits = false) {
-  std::vector<double> x, y;
-  head_task(c, x, y, normal);
-  head::Model m = head_model(c, x, y);
+  std::vector<double> x, y, known;
+  head_task(c, x, y, known, normal);
+  head::Model m = head_model(c, x, y, known);
   m.steps = steps;
   std::vector<double> cpu(seeds.size() * head::result_size(m)), gpu(cpu.size());
   head::train_seeds_cpu(m, seeds.data(), seeds.size(), cpu.data());

@@ -257,6 +257,16 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task random --map-inputs 2", "--map-inputs 2: there are 1 measured"},
       {"--map-inputs 0", "--map-inputs"},
       {"--nudge maybe", "--nudge"},
+      // Frozen maps: a map to freeze, and something left to train.
+      {"--map frozen", "--map"},
+      {"--map uniform,uniform", "uniform are one value given twice"},
+      {"--task random --map known", "--map known: --task random has no known map"},
+      {"--task lesson --map uniform --train qk",
+       "--map uniform with --train qk: the maps are frozen and W_V is the identity"},
+      {"--task teacher --map known --train qk", "--map known with --train qk"},
+      {"--task lesson --map learned,known --train qk,qkv", "(train=qk map=known)"},
+      {"--task reverse --words 4 --d-model 4 --map known --causal",
+       "--map known with --task reverse and --causal: queries i < (n-1)/2 cannot see"},
       {"--task random --words 1024 --d-model 1024 --d-k 8 --inputs 1048576 --seeds 0:2",
        "of memory (the inputs and the mean maps)"},
   };
@@ -1130,6 +1140,81 @@ TEST(AttentionSweep, AGridBlockEqualsThatConfigurationAlone) {
     if (!line.empty() && line.rfind("quantity,", 0) != 0) alone.push_back(line);
   ASSERT_GT(alone.size(), 10u);
   EXPECT_EQ(block, alone);
+}
+
+// --map is a grid axis: each configuration named in the table (CSV and JSON), its run and the
+// grid figure's points; --map learned is the run without --map, byte for byte (its block of the
+// grid, and its per-seed rows alone); a frozen map's block is that configuration alone. The
+// frozen maps are what the measures see: uniform (1/2 on row 1 of the causal previous task), the
+// known map (found by every seed, JSD 0 to it), and the same for every pair of seeds at the start.
+TEST(AttentionSweep, MapIsAGridAxisAndLearnedIsTheRunWithoutIt) {
+  TempDir dir;
+  const std::string args =
+      "--table attention-sweep -q --task previous --words 4 --d-model 4 --d-k 2 --causal --seeds "
+      "0:6 --steps 30";
+  const auto grid = test::run_demo(args + " --format csv --map learned,uniform,known");
+  ASSERT_EQ(grid.exit_code, 0) << grid.err;
+  const auto block = [&](const std::string& name) {
+    std::vector<std::string> lines;
+    for (const std::string& line : test::split(grid.out, '\n'))
+      if (line.rfind(name + ",", 0) == 0) lines.push_back(line.substr(line.find(',') + 1));
+    return lines;
+  };
+  const auto alone = [&](const std::string& more) {
+    const auto r = test::run_demo(args + " --format csv" + more);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> lines;
+    for (const std::string& line : test::split(r.out, '\n'))
+      if (!line.empty() && line.rfind("quantity,", 0) != 0) lines.push_back(line);
+    return lines;
+  };
+  const std::vector<std::string> learned = alone("");
+  ASSERT_GT(learned.size(), 10u);
+  EXPECT_EQ(block("map=learned"), learned);
+  EXPECT_EQ(alone(" --map learned"), learned);
+  EXPECT_EQ(block("map=uniform"), alone(" --map uniform"));
+  EXPECT_EQ(block("map=known"), alone(" --map known"));
+  // The per-seed rows of --map learned: the run without --map's, byte for byte.
+  const auto a = test::run_demo(args + " --per-seed " + dir.file("a.csv"));
+  const auto b = test::run_demo(args + " --map learned --per-seed " + dir.file("b.csv"));
+  ASSERT_EQ(a.exit_code + b.exit_code, 0) << a.err << b.err;
+  EXPECT_EQ(test::read_file(dir.file("a.csv")), test::read_file(dir.file("b.csv")));
+
+  const auto json = test::run_demo(args + " --format json --map learned,uniform,known");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json t = nlohmann::json::parse(json.out)["tables"][0];
+  EXPECT_EQ(t["run"]["map"], "learned");
+  const std::vector<std::string> names = {"map=learned", "map=uniform", "map=known"};
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    EXPECT_EQ(t["run"]["configurations"][k]["name"], names[k]);
+    EXPECT_EQ(t["run"]["configurations"][k]["map"], names[k].substr(4));
+    EXPECT_EQ(t["grid"][k]["map"], names[k].substr(4));
+  }
+  bool noted = false;
+  for (const auto& note : t["notes"])
+    noted = noted || note.get<std::string>().rfind(
+                         "--map uniform, known: every head's map "
+                         "frozen",
+                         0) == 0;
+  EXPECT_TRUE(noted) << t["notes"];
+  const auto value = [&](const std::string& config, const std::string& quantity,
+                         const std::string& over, const std::string& column) -> double {
+    for (const auto& row : t["rows"])
+      if (row["configuration"] == config && row["quantity"] == quantity && row["over"] == over)
+        return row[column].get<double>();
+    ADD_FAILURE() << config << " " << quantity;
+    return NAN;
+  };
+  EXPECT_EQ(value("map=uniform", "P[1][0]", "finite", "min"), 0.5);
+  EXPECT_EQ(value("map=uniform", "P[1][1]", "finite", "max"), 0.5);
+  EXPECT_EQ(value("map=uniform", "P[1][2]", "finite", "max"), 0.0);
+  EXPECT_EQ(value("map=known", "found the known map (fraction)", "finite", "mean"), 1.0);
+  EXPECT_EQ(value("map=known", "JSD to the known map", "finite", "max"), 0.0);
+  for (const std::string config : {"map=uniform", "map=known"}) {
+    EXPECT_EQ(value(config, "JSD between pairs at the start", "finite", "max"), 0.0) << config;
+    EXPECT_EQ(value(config, "JSD between pairs of seeds", "finite", "max"), 0.0) << config;
+  }
+  EXPECT_GT(value("map=learned", "JSD between pairs of seeds", "finite", "max"), 0.0);
 }
 
 // `--causal` alone means on, wherever it stands on the line; `--causal off` and none mean off.

@@ -319,9 +319,9 @@ TEST(GpuHead, SlicesEqualOneLaunchBitForBit) {
     SCOPED_TRACE(c.name);
     std::vector<std::uint64_t> seeds;
     for (std::int64_t s = 0; s < cap<std::int64_t>(257, 5); ++s) seeds.push_back(s * 104729 + 11);
-    std::vector<double> x, y;
-    gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
-    head::Model m = gpu_cases::head_model(c, x, y);
+    std::vector<double> x, y, known;
+    gpu_cases::head_task(c, x, y, known, [&] { return nd(rng); });
+    head::Model m = gpu_cases::head_model(c, x, y, known);
     m.steps = std::min(m.steps, cap(100, 12));
     std::vector<double> whole(seeds.size() * head::result_size(m));
     head::train_seeds_cuda(m, seeds.data(), seeds.size(), whole.data());
@@ -344,10 +344,10 @@ TEST(GpuHead, StopBetweenSlicesThrowsInterrupted) {
     mutable int asked = 0;
     bool stop_requested() const override { return ++asked > 0; }
   } stopping;
-  std::vector<double> x, y;
+  std::vector<double> x, y, known;
   const auto& c = gpu_cases::head_cases().front();
-  gpu_cases::head_task(c, x, y, [] { return 0.0; });
-  head::Model m = gpu_cases::head_model(c, x, y);
+  gpu_cases::head_task(c, x, y, known, [] { return 0.0; });
+  head::Model m = gpu_cases::head_model(c, x, y, known);
   m.steps = 10;
   const std::uint64_t seeds[2] = {1, 2};
   std::vector<double> out(2 * head::result_size(m));
@@ -391,8 +391,9 @@ TEST(GpuQuantiles, SortOnDeviceEqualsStdSort) {
 
 // Each bulk table's GPU path at a small size against its CPU path: every cell, numbers within
 // 1e-6 (1 + |cpu|) (far above the kernels' rounding differences, far below a wrong row or a lost
-// wave), counts and text equal. attention-sweep trains on the warp kernel, whose lanes the
-// emulated device runs as fibers switching at every __syncwarp(): fewer steps there.
+// wave), counts and text equal; attention-sweep with its maps learned and frozen (a grid of
+// uniform and the teacher's known maps). attention-sweep trains on the warp kernel, whose lanes
+// the emulated device runs as fibers switching at every __syncwarp(): fewer steps there.
 TEST(GpuTables, SmallRunsMatchTheCpu) {
   REQUIRE_GPU();
   const Backend cpu = Backend::select("cpu", 0), gpu = Backend::select("cuda", 0);
@@ -404,6 +405,19 @@ TEST(GpuTables, SmallRunsMatchTheCpu) {
        {{"--configs", "all-random"}, {"--seeds", "0:131"}, {"--grad", "analytic"}}},
       {"attention-sweep",
        {{"--task", "lesson"}, {"--seeds", "0:131"}, {"--steps", std::to_string(cap(3000, 60))}}},
+      // Frozen maps: the teacher's known maps of every training input on the device.
+      {"attention-sweep",
+       {{"--task", "teacher"},
+        {"--words", "4"},
+        {"--d-model", "4"},
+        {"--d-k", "4"},
+        {"--heads", "2"},
+        {"--inputs", "3"},
+        {"--test-inputs", "2"},
+        {"--map", "uniform,known"},
+        {"--lr", "0.05"},
+        {"--seeds", "0:37"},
+        {"--steps", std::to_string(cap(300, 20))}}},
   };
   for (const auto& [name, flags] : runs) {
     SCOPED_TRACE(name);

@@ -1,11 +1,13 @@
 // test_gpu_cases.cpp: the tolerances of tests/gpu_cases.hpp, checked on the CPU (no GPU needed).
 // The float CPU twin against the double CPU twin is a rounding perturbation of the size the GPU's
 // float differs by; the shape-derived allowance must cover it (so the gpu tests will not cry
-// wolf), and must not cover a real fault (a wrong value in one element).
+// wolf), and must not cover a real fault (a wrong value in one element). The head cases with a
+// frozen map, on the CPU twin: what the GPU's are compared with trains W_V (and W_O) alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "attention.hpp"
@@ -41,6 +43,60 @@ TEST(GpuCases, TolerancesGrowWithTheReductionLength) {
   bool f32 = false;
   for (const auto& c : gpu_cases::training_cases()) f32 = f32 || c.dtype == DType::f32;
   EXPECT_TRUE(f32);
+}
+
+// The head cases hold frozen maps (uniform and known) with the features the kernels branch on
+// (heads, a causal mask, W_O, Adam, both schedules, many inputs, loss rows from r0 > 0); a known
+// case's maps are distributions over the visible keys; the CPU twin trains W_V (and W_O) alone
+// on them, W_Q and W_K staying the starting draws bit for bit.
+TEST(GpuCases, FrozenHeadCasesTrainTheValuesAlone) {
+  bool uniform = false, known = false, causal = false, adam = false, qkvo = false,
+       simultaneous = false, many = false, rows_from_1 = false;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> nd;
+  for (const auto& c : gpu_cases::head_cases()) {
+    if (c.map == head::MapMode::learned) continue;
+    SCOPED_TRACE(c.name);
+    uniform = uniform || c.map == head::MapMode::uniform;
+    known = known || c.map == head::MapMode::known;
+    causal = causal || (c.causal && c.heads > 1);
+    adam = adam || c.optimizer == head::Optimizer::adam;
+    qkvo = qkvo || c.train_output;
+    simultaneous = simultaneous || c.schedule == head::Schedule::simultaneous;
+    many = many || c.inputs > 1;
+    rows_from_1 = rows_from_1 || c.r0 > 0;
+    std::vector<double> x, y, maps;
+    gpu_cases::head_task(c, x, y, maps, [&] { return nd(rng); });
+    const int rows = c.n - c.r0;
+    ASSERT_EQ(maps.size(), c.map == head::MapMode::known
+                               ? static_cast<std::size_t>(c.inputs) * c.heads * rows * c.n
+                               : 0u);
+    for (std::size_t row = 0; row < maps.size() / c.n; ++row) {
+      const int keys = c.causal ? c.r0 + static_cast<int>(row % rows) + 1 : c.n;
+      double sum = 0;
+      for (int j = 0; j < c.n; ++j) {
+        EXPECT_TRUE(j < keys ? maps[row * c.n + j] > 0 : maps[row * c.n + j] == 0);
+        sum += maps[row * c.n + j];
+      }
+      EXPECT_NEAR(sum, 1, 1e-15);
+    }
+    head::Model m = gpu_cases::head_model(c, x, y, maps);
+    m.steps = 5;
+    const std::uint64_t seeds[3] = {1, 2, 3};
+    const std::int64_t size = head::result_size(m), drawn = head::weights_size(m);
+    std::vector<double> out(3 * size), start(drawn);
+    head::train_seeds_cpu(m, seeds, 3, out.data());
+    const std::int64_t query_key = 2 * static_cast<std::int64_t>(m.d_model) * m.d_k;
+    for (int i = 0; i < 3; ++i) {
+      head::start_weights(m, seeds[i], start.data());
+      const double* w = out.data() + i * size + 2;
+      EXPECT_EQ(std::memcmp(w, start.data(), 8 * query_key), 0) << "W_Q, W_K of seed " << seeds[i];
+      EXPECT_NE(std::memcmp(w + query_key, start.data() + query_key, 8 * (drawn - query_key)), 0)
+          << "W_V (W_O) trained, seed " << seeds[i];
+      EXPECT_TRUE(std::isfinite(out[i * size]) && out[i * size] < out[i * size + 1]);
+    }
+  }
+  EXPECT_TRUE(uniform && known && causal && adam && qkvo && simultaneous && many && rows_from_1);
 }
 
 TEST(GpuCases, FlopsOfTheLessonShape) {

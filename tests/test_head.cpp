@@ -429,6 +429,105 @@ TEST(HeadTraining, CpuLanePacksEqualOneSeedInDoublesBitForBit) {
   }
 }
 
+// Frozen maps (spec "Version 3", "Frozen maps"): the lane packs give one seed's bits in doubles;
+// W_Q and W_K stay the starting draws bit for bit; every map on the rows of R is the frozen one
+// (1/k on the k visible keys, or the given map's visible entries, 0 at the masked keys whatever
+// the given map holds there); the measurement from the final weights gives the training's loss
+// and those maps. On random shapes: 1 to 3 heads, causal or not, qkv and qkvo, both schedules,
+// SGD and Adam, analytic and numeric gradients, one input or many, loss rows from r0 >= 0.
+TEST(HeadTraining, CpuLanePacksTrainTheValuesAloneUnderAFrozenMap) {
+  std::mt19937_64 rng(29);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 24; ++trial) {
+    Case c = random_case(rng);
+    head::Model& m = c.m;
+    m.n = 1 + static_cast<int>(rng() % 7);
+    m.d_model = 1 + static_cast<int>(rng() % 9);
+    m.r0 = static_cast<int>(rng() % m.n);
+    m.heads = 1 + trial % 3;
+    m.d_k = m.heads * (1 + static_cast<int>(rng() % 4));
+    m.d_v = m.heads * (1 + static_cast<int>(rng() % 4));
+    m.causal = trial % 2 == 0;
+    m.train_values = true;
+    m.train_output = trial % 4 >= 2;
+    m.schedule = trial % 8 < 4 ? head::Schedule::sequential : head::Schedule::simultaneous;
+    m.optimizer = trial % 3 == 1 ? head::Optimizer::adam : head::Optimizer::sgd;
+    m.grad = trial % 6 == 5 ? head::Grad::numeric : head::Grad::analytic;
+    m.lr = m.optimizer == head::Optimizer::adam ? 0.01 : 0.02;
+    m.init_scale = 0.5;
+    m.steps = m.grad == head::Grad::numeric ? 2 : 6;
+    m.inputs = 1 + trial % 4;
+    m.map = trial % 2 == 0 ? head::MapMode::uniform : head::MapMode::known;
+    const int rows = m.rows();
+    c.x.resize(static_cast<std::size_t>(m.inputs) * m.n * m.d_model);
+    c.y.resize(static_cast<std::size_t>(m.inputs) * m.n * m.d_out());
+    for (double& v : c.x) v = normal(rng);
+    for (double& v : c.y) v = normal(rng);
+    m.x = c.x.data();
+    m.y = c.y.data();
+    // A known map: each visible row a random distribution; 7 at the masked keys, never read.
+    std::vector<double> known;
+    if (m.map == head::MapMode::known) {
+      known.assign(static_cast<std::size_t>(m.inputs) * m.heads * rows * m.n, 7.0);
+      for (std::size_t row = 0; row < known.size() / m.n; ++row) {
+        const int keys = m.last_key(m.r0 + static_cast<int>(row % rows)) + 1;
+        double sum = 0;
+        for (int j = 0; j < keys; ++j) sum += known[row * m.n + j] = std::fabs(normal(rng)) + 0.1;
+        for (int j = 0; j < keys; ++j) known[row * m.n + j] /= sum;
+      }
+      m.known = known.data();
+    }
+    const auto frozen = [&](int b, int h, int i, int j) {
+      const int keys = m.last_key(i) + 1;
+      if (j >= keys) return 0.0;
+      if (m.map == head::MapMode::uniform) return 1.0 / keys;
+      return known[((static_cast<std::size_t>(b) * m.heads + h) * rows + (i - m.r0)) * m.n + j];
+    };
+    SCOPED_TRACE("trial " + std::to_string(trial) + ": " + describe(m) +
+                 (m.map == head::MapMode::known ? " known" : " uniform") +
+                 (m.grad == head::Grad::numeric ? " numeric" : ""));
+    const std::int64_t count = 9, size = head::result_size(m);
+    const std::int64_t query_key = 2 * static_cast<std::int64_t>(m.d_model) * m.d_k;
+    std::vector<std::uint64_t> seeds(count);
+    for (std::int64_t i = 0; i < count; ++i) seeds[i] = 40 + 3 * i;
+    std::vector<double> packs(count * size);
+    head::train_seeds_cpu(m, seeds.data(), count, packs.data());
+    const std::int64_t eval = head::evaluation_size(m, m.inputs);
+    std::vector<double> measured(count * eval);
+    head::evaluate_seeds_cpu(m, packs.data() + 2, size, count, m.x, m.y, m.known, m.inputs,
+                             measured.data());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const head::Layout l = head::layout(m);
+      std::vector<double> ws(l.total), one(size), start(head::weights_size(m));
+      auto store = [&ws](std::int64_t at, double v) { ws[at] = v; };
+      head::initial_weights(m, seeds[i], store);
+      std::copy_n(ws.begin(), start.size(), start.begin());
+      head::train<double>(m, ws.data());
+      auto get = [&ws](std::int64_t at) { return ws[at]; };
+      head::write_result(m, get, one.data());
+      const double* result = packs.data() + i * size;
+      ASSERT_EQ(std::memcmp(one.data(), result, sizeof(double) * size), 0) << "seed " << seeds[i];
+      EXPECT_EQ(std::memcmp(result + 2, start.data(), sizeof(double) * query_key), 0)
+          << "W_Q, W_K of seed " << seeds[i];
+      EXPECT_NE(std::memcmp(result + 2 + query_key, start.data() + query_key,
+                            sizeof(double) * (start.size() - query_key)),
+                0)
+          << "W_V (W_O) of seed " << seeds[i];
+      EXPECT_TRUE(std::isfinite(result[0]) && result[0] < result[1]) << "the loss falls";
+      const double* e = measured.data() + i * eval;
+      EXPECT_EQ(std::memcmp(&e[0], result, 8), 0) << "the measured loss, seed " << seeds[i];
+      for (int b = 0; b < m.inputs; ++b)
+        for (int h = 0; h < m.heads; ++h)
+          for (int i_ = m.r0; i_ < m.n; ++i_)
+            for (int j = 0; j < m.n; ++j) {
+              const double want = frozen(b, h, i_, j);
+              ASSERT_EQ(ws[head::map_at(m, l.p, b, h) + i_ * m.n + j], want);
+              ASSERT_EQ(e[1 + ((b * m.heads + h) * rows + (i_ - m.r0)) * m.n + j], want);
+            }
+    }
+  }
+}
+
 // The workspace seen through a counter: every read or write of an element is one unit of work.
 struct CountingWorkspace {
   double* p;
@@ -543,7 +642,8 @@ TEST(HeadEvaluation, FinalWeightsOnTheTrainingInputsGiveTheTrainingsOwnNumbers) 
     const int inputs = m.inputs;
     const std::int64_t eval = head::evaluation_size(m, inputs);
     std::vector<double> measured(count * eval);
-    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, measured.data());
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, nullptr, inputs,
+                             measured.data());
     const int rows = m.rows(), n = m.n, d = m.d_out();
     const std::int64_t maps = static_cast<std::int64_t>(inputs) * m.heads * rows * n;
     for (std::int64_t i = 0; i < count; ++i) {
@@ -575,7 +675,7 @@ TEST(HeadEvaluation, FinalWeightsOnTheTrainingInputsGiveTheTrainingsOwnNumbers) 
       head::KeepMaps keep;
       auto nothing = [](const head::Model&, const head::Layout&, double*, int) {};
       const double loss =
-          head::evaluate_inputs<double>(m, one.data(), m.x, m.y, inputs, keep, nothing);
+          head::evaluate_inputs<double>(m, one.data(), m.x, m.y, nullptr, inputs, keep, nothing);
       EXPECT_EQ(std::memcmp(&loss, &e[0], 8), 0);
     }
     // Replacing every map by the computed one changes nothing; by the uniform map over the
@@ -585,8 +685,8 @@ TEST(HeadEvaluation, FinalWeightsOnTheTrainingInputsGiveTheTrainingsOwnNumbers) 
     for (std::int64_t i = 0; i < count; ++i)
       std::copy(measured.begin() + i * eval + 1, measured.begin() + i * eval + 1 + maps,
                 same.begin() + i * maps);
-    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, again.data(),
-                             same.data());
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, nullptr, inputs,
+                             again.data(), same.data());
     EXPECT_EQ(std::memcmp(again.data(), measured.data(), 8 * again.size()), 0);
     for (double v : measured) ASSERT_TRUE(std::isfinite(v)) << "a case that diverged";
     std::vector<double> uniform(count * maps);
@@ -598,8 +698,8 @@ TEST(HeadEvaluation, FinalWeightsOnTheTrainingInputsGiveTheTrainingsOwnNumbers) 
             for (int j = 0; j < n; ++j)
               uniform[i * maps + ((b * m.heads + h) * rows + r) * n + j] = j < k ? 1.0 / k : 0.0;
           }
-    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, inputs, again.data(),
-                             uniform.data());
+    head::evaluate_seeds_cpu(m, trained.data() + 2, size, count, m.x, m.y, nullptr, inputs,
+                             again.data(), uniform.data());
     for (std::int64_t i = 0; i < count; ++i) {
       const double* w = trained.data() + i * size + 2;
       const head::Layout l = head::layout(m);

@@ -313,7 +313,7 @@ TEST(MeasureInterventions, UniformHeadsAreUnchangedByUniformMaps) {
     for (std::int64_t e = head::layout(m).wv; e < ws; ++e) w[s * ws + e] = 0.5 + e;
   const std::int64_t eval = head::evaluation_size(m, inputs);
   std::vector<double> ev(2 * eval);
-  head::evaluate_seeds_cpu(m, w.data(), ws, 2, x.data(), y.data(), inputs, ev.data());
+  head::evaluate_seeds_cpu(m, w.data(), ws, 2, x.data(), y.data(), nullptr, inputs, ev.data());
   SeedResults shape;
   shape.rows = m.rows();
   shape.n = m.n;

@@ -698,11 +698,11 @@ TEST(SimtKernels, HeadKernelsTrainEveryCaseToTheCpuTwinsBits) {
       const auto l = launches_of(warp ? "train_warp_kernel" : "train_kernel");
       ASSERT_EQ(l.size(), 1u);
       if (warp) {
-        std::vector<double> x, y;
-        gpu_cases::head_task(c, x, y, [] { return 0.0; });
+        std::vector<double> x, y, known;
+        gpu_cases::head_task(c, x, y, known, [] { return 0.0; });
         EXPECT_EQ(l[0].grid.x, seeds.size());
-        EXPECT_EQ(l[0].shared_bytes, static_cast<std::size_t>(
-                                         head::warp_shared_bytes(gpu_cases::head_model(c, x, y))));
+        EXPECT_EQ(l[0].shared_bytes, static_cast<std::size_t>(head::warp_shared_bytes(
+                                         gpu_cases::head_model(c, x, y, known))));
       }
       expect_designed_blocks(c.name);
     }
@@ -713,11 +713,11 @@ TEST(SimtKernels, HeadKernelsTrainEveryCaseToTheCpuTwinsBits) {
 // launches) gives one launch's bits.
 TEST(SimtKernels, HeadWarpKernelSlicesEqualOneLaunch) {
   const gpu_cases::HeadCase& c = gpu_cases::head_cases()[9];  // 3 inputs, rows from 1, Adam, W_O
-  std::vector<double> x, y;
+  std::vector<double> x, y, known;
   std::mt19937_64 rng(5);
   std::normal_distribution<double> nd;
-  gpu_cases::head_task(c, x, y, [&] { return nd(rng); });
-  head::Model m = gpu_cases::head_model(c, x, y);
+  gpu_cases::head_task(c, x, y, known, [&] { return nd(rng); });
+  head::Model m = gpu_cases::head_model(c, x, y, known);
   m.steps = 7;
   const std::uint64_t seeds[3] = {1, 2, 3};
   std::vector<double> whole(3 * head::result_size(m)), sliced(whole.size());

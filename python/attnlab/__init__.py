@@ -514,13 +514,24 @@ def _experiment(name):
     raise ValueError(f"no table {_show(name)}; the tables: {', '.join(tables())}")
 
 
-def _py_name(flag):
+# Options whose Python name is not the flag's: attention-sweep's --map (learned, uniform or known:
+# the heads' maps trained or frozen) is map_mode=, as attention()'s map= is a given map array.
+_PY_NAMES = {"--map": "map_mode"}
+
+
+def _flag_name(flag):
     return flag.lstrip("-").replace("-", "_")
+
+
+def _py_name(flag):
+    return _PY_NAMES.get(flag, _flag_name(flag))
 
 
 def options(name):
     """A table's options: Python name -> {"flag", "default", "help", "kind"}, from the
-    table's own declaration (what ``demo --table NAME --help`` shows). An option whose default
+    table's own declaration (what ``demo --table NAME --help`` shows). The Python name is the
+    flag's (--d-k is d_k), but for attention-sweep's --map: map_mode (attention()'s map= is a
+    given map). An option whose default
     is "" is off unless given (an output file); an option of kind "on|off" takes True or False
     (a list of them where the option takes a list)."""
     return {_py_name(p["flag"]): {"flag": p["flag"], "default": p["default"], "help": p["help"],
@@ -584,6 +595,11 @@ def _given(e, opts):
             _warnings.warn(f"{key}= is deprecated: it is read as {new}=, its name now",
                            DeprecationWarning, stacklevel=4)
             key = new
+        renamed = [p for p in e["params"]
+                   if p["flag"] in _PY_NAMES and _flag_name(p["flag"]) == key]
+        if key not in params and renamed:
+            raise ValueError(f"{e['name']}: {key}= is {_py_name(renamed[0]['flag'])}= here "
+                             f"({renamed[0]['flag']})")
         if key not in params:
             names = ", ".join(params) or "none"
             raise ValueError(f"{e['name']}: no option {key!r} (its options: {names})")
@@ -696,6 +712,10 @@ def sweep(kind="attention", **opts):
       rows), w_q, w_k, w_v (and w_o with train="qkvo"): the final weights;
     - a CSV (training; attention with PATH.csv): one array per column (config, seed,
       weight_on_apple, out_x, out_y, loss for training).
+
+    attention's map_mode= is demo's --map: "learned" (default), or every head's map frozen,
+    "uniform" (over the visible keys) or "known" (the task's known map), W_V (and W_O) alone
+    trained; a list of them runs each (a grid).
 
     Raises ValueError as table() does, OSError when a file per_seed would write exists.
     """

@@ -591,3 +591,49 @@ def test_per_seed_interventions_are_attention_with_the_map_replaced():
             np.testing.assert_allclose(((r.out[1:] - y[1:]) ** 2).sum() - ps["test_loss"][s],
                                        ps["dl_" + name][s], rtol=1e-9, atol=1e-12)
     assert checked >= 12
+
+
+# ---- version 3: frozen maps (demo's --map, map_mode= here) ------------------------------------
+
+def test_map_mode_is_demos_map_bit_for_bit(tmp_path):
+    assert attnlab.options("attention-sweep")["map_mode"]["flag"] == "--map"
+    args = dict(task="previous", words=4, d_model=4, d_k=2, causal=True, seeds="0:4", steps=20)
+    t = attnlab.table("attention-sweep", map_mode=["learned", "uniform", "known"], **args)
+    assert "--map learned,uniform,known" in t.provenance["command_line"]
+    assert [p["map"] for p in t.extra["grid"]] == ["learned", "uniform", "known"]
+    demo("--table", "attention-sweep", "--task", "previous", "--words", "4", "--d-model", "4",
+         "--d-k", "2", "--causal", "--seeds", "0:4", "--steps", "20", "--map",
+         "learned,uniform,known", "--out", tmp_path, "--no-plots", "-q")
+    same_table(t, attnlab.load(tmp_path / "attention-sweep.json"))
+    assert set(t["configuration"]) == {"map=learned", "map=uniform", "map=known"}
+
+
+def test_a_frozen_uniform_map_trains_the_values_alone():
+    # --task previous with X = I_n (one input, so the measured input is known here): with the
+    # map frozen to uniform over the visible keys, the loss is that of W_V alone (numpy), W_Q and
+    # W_K are the seed's starting draws (numpy default_rng), and every map is the uniform one.
+    n, d_k = 5, 2
+    t = attnlab.sweep("attention", task="previous", words=n, d_model=n, d_k=d_k, causal=True,
+                      seeds="0:4", steps=50, map_mode="uniform")
+    ps = t.per_seed
+    visible = np.tril(np.ones((n, n)))
+    uniform = visible / visible.sum(1, keepdims=True)
+    x, y = np.eye(n), np.zeros((n, n))
+    y[1:] = x[:-1]
+    for s in range(4):
+        g = np.random.default_rng(s)
+        assert same_bits(ps["w_q"][s], g.normal(size=(n, d_k)))
+        assert same_bits(ps["w_k"][s], g.normal(size=(n, d_k)))
+        loss = ((uniform @ (x @ ps["w_v"][s]))[1:] - y[1:]) ** 2
+        np.testing.assert_allclose(ps["loss"][s], loss.sum(), rtol=1e-12, atol=1e-15)
+        assert same_bits(ps["maps"][s], uniform[1:])
+
+
+def test_map_mode_refusals_are_the_cli_lines():
+    with pytest.raises(ValueError) as e:
+        attnlab.table("attention-sweep", task="random", map_mode="known")
+    line = demo("--table", "attention-sweep", "--task", "random", "--map", "known",
+                check=False).stderr.strip().splitlines()[0]
+    assert line == "demo: error: " + str(e.value)
+    with pytest.raises(ValueError, match=r"^attention-sweep: map= is map_mode= here \(--map\)$"):
+        attnlab.sweep("attention", map="uniform")
