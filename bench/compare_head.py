@@ -37,13 +37,15 @@ inside its process time). The anchors train the random task's one input and are 
 and PyTorch 2 draw the teacher and the inputs from the task seed in numpy as the spec says, and
 are checked against demo's per-seed losses (relative --tolerance, or absolute 1e-20 for the
 seed that starts at the teacher, loss 0).
+--demo-args "ARGS": more options for demo (e.g. "--adversary off": its training and the other
+measures without the adversarial map's search), named in demo's row.
 Exit status 1 when a target is missed, 2 when a check fails.
 Usage: bench/compare_head.py [--demo build/cpu/demo] [--venv build/bench-venv] [--seeds 10000]
            [--steps 1000] [--rounds 3] [--steps-for NAME=STEPS ...] [--only NAME,...]
-           [--task random|teacher] [--inputs B] [--target-dgemm 0.5]
+           [--task random|teacher] [--inputs B] [--target-dgemm 0.5] [--demo-args "ARGS"]
            [--out results/bench/FILE.txt] [--csv FILE.csv]
 """
-import argparse, csv, datetime, math, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, csv, datetime, math, os, re, shlex, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -153,6 +155,7 @@ def anchor(script, torch=False):
 
 
 TASK = ["--task", "random"]  # the peers' and demo's task options (main sets teacher's)
+DEMO_ARGS = []  # --demo-args
 
 
 def peer(python, script, variant):
@@ -167,7 +170,7 @@ def demo_cmd(demo):
         c = [demo, "--table", "attention-sweep"] + TASK + ["--task-seed", "1",
              "--words", str(N), "--d-model", str(D), "--d-k", str(D), "--seeds", f"0:{seeds}",
              "--steps", str(steps), "--lr", "0.01", "--init-scale", "0.25", "--device", "cpu",
-             "--threads", "1", "-q"]
+             "--threads", "1", "-q"] + DEMO_ARGS
         return c + extra
     return cmd
 
@@ -228,12 +231,14 @@ def main():
     ap.add_argument("--task", choices=["random", "teacher"], default="random")
     ap.add_argument("--inputs", type=int, default=1)
     ap.add_argument("--target-dgemm", type=float, default=0.5)
+    ap.add_argument("--demo-args", default="", metavar="ARGS")
     ap.add_argument("--dgemm-python")
     ap.add_argument("--out")
     ap.add_argument("--csv")
     a = ap.parse_args()
     if a.task == "random" and a.inputs != 1:
         ap.error("--inputs B > 1 needs --task teacher")
+    DEMO_ARGS[:] = shlex.split(a.demo_args)
     TASK[:] = ["--task", a.task] + (["--inputs", str(a.inputs)] if a.task == "teacher" else [])
     steps_for = dict(DEFAULT_STEPS)
     for s in a.steps_for:
@@ -263,7 +268,8 @@ def main():
                        env=ENV, capture_output=True, text=True).stdout.strip()
     say(f"DGEMM: numpy {dgemm_numpy} of {dgemm_python}")
     demo = os.path.abspath(a.demo)
-    cs = [Contender("demo", "demo --table attention-sweep", demo_cmd(demo), a.steps, "demo"),
+    cs = [Contender("demo", " ".join(["demo --table attention-sweep"] + DEMO_ARGS),
+                    demo_cmd(demo), a.steps, "demo"),
           Contender("numpy", "numpy_head.py (np.matmul, Debian OpenBLAS)",
                     anchor("numpy_head.py"), 0, "anchor"),
           Contender("torch1.13", "torch_head.py (bmm, Debian torch 1.13)",

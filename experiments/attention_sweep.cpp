@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <any>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -1356,33 +1357,47 @@ void Sweep::first_pass(std::uint64_t batch) {
   for (int k = 0; k < 2; ++k) summary[k].emplace(whole[k]);
   const std::uint64_t tsize = static_cast<std::uint64_t>(trained_size());
   const std::uint64_t size = static_cast<std::uint64_t>(shape.size());
-  j.compute = [&](std::uint64_t first, std::uint64_t n) {
+  // A chunk's state in memory (the chunk driver's native form): its summaries (kCovers' order)
+  // and, in keep mode, its seeds' training results and nudge JSDs. Its text holds the same
+  // numbers exactly, so that folding either gives the same bits.
+  struct ChunkSummaries {
+    std::vector<MapSummary> summaries;
+    std::vector<double> results, nudges;
+  };
+  j.native.compute = [&](std::uint64_t first, std::uint64_t n) {
     const Monitor& monitor = signal_monitor();
     const std::vector<double> trained = train(first, n, monitor);
     const std::vector<double> nudged =
         nudge ? train(first, n, monitor, true) : std::vector<double>{};
-    std::vector<ChunkState> states;
+    std::vector<NativeState> states;
     std::uint64_t at = 0;  // the chunk's first seed in this call
     for (std::uint64_t i = first; i < first + n; ++i) {
       const std::uint64_t c = count_of(i);
       const std::vector<double> results = evaluate(trained.data() + at * tsize, c, monitor);
-      std::vector<double> nudges;
+      ChunkSummaries state;
       if (nudge)
-        nudges =
+        state.nudges =
             nudge_jsd(results.data(), evaluate(nudged.data() + at * tsize, c, monitor).data(), c);
-      const std::vector<MapSummary> parts = part_summaries(
-          i, trained.data() + at * tsize, results.data(), nudge ? nudges.data() : nullptr, monitor);
-      ChunkState state;
-      for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = parts[k].to_state();
-      if (keep) {
-        state["results"] = exact_vector(
-            std::vector<double>(trained.begin() + at * tsize, trained.begin() + (at + c) * tsize));
-        if (nudge) state["nudge"] = exact_vector(nudges);
-      }
-      states.push_back(std::move(state));
+      state.summaries = part_summaries(i, trained.data() + at * tsize, results.data(),
+                                       nudge ? state.nudges.data() : nullptr, monitor);
+      if (keep)
+        state.results.assign(trained.begin() + at * tsize, trained.begin() + (at + c) * tsize);
+      else
+        state.nudges.clear();
+      states.emplace_back(std::move(state));
       at += c;
     }
     return states;
+  };
+  j.native.text = [&](const NativeState& native) {
+    const ChunkSummaries& p = std::any_cast<const ChunkSummaries&>(native);
+    ChunkState state;
+    for (int k = 0; k < 2; ++k) state[cover_name(kCovers[k])] = p.summaries[k].to_state();
+    if (keep) {
+      state["results"] = exact_vector(p.results);
+      if (nudge) state["nudge"] = exact_vector(p.nudges);
+    }
+    return state;
   };
   // The kept training results of seeds [first_seed, first_seed + seeds_n) in a state (keep
   // mode), appended to out, and with --nudge their nudge JSDs to nudges; from a file (checked),
@@ -1459,23 +1474,26 @@ void Sweep::first_pass(std::uint64_t batch) {
                                     " seeds that is not the one its kept results give");
   };
   const auto read = [&](std::uint64_t i, const ChunkState& state, bool checked) {
-    std::vector<MapSummary> c = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
-    std::vector<double> results, nudges;
-    if (keep) read_results(state, first_of(i), count_of(i), results, nudges, checked);
-    return std::make_tuple(std::move(c), std::move(results), std::move(nudges));
+    ChunkSummaries p;
+    p.summaries = read_summaries(part, state, static_cast<std::int64_t>(count_of(i)));
+    if (keep) read_results(state, first_of(i), count_of(i), p.results, p.nudges, checked);
+    return p;
   };
   j.check = [&](std::uint64_t i, const ChunkState& state) {
-    const auto [c, results, nudges] = read(i, state, true);
+    const ChunkSummaries p = read(i, state, true);
     if (!keep) return;
     const std::vector<MapSummary> made =
-        summaries_of_kept(i, results.data(), nudge ? nudges.data() : nullptr);
+        summaries_of_kept(i, p.results.data(), nudge ? p.nudges.data() : nullptr);
     same_summaries(state, made.data());
   };
+  j.native.fold = [&](std::uint64_t, const NativeState& native) {
+    const ChunkSummaries& p = std::any_cast<const ChunkSummaries&>(native);
+    for (int k = 0; k < 2; ++k) summary[k]->merge(p.summaries[k]);
+    kept.insert(kept.end(), p.results.begin(), p.results.end());
+    kept_nudge.insert(kept_nudge.end(), p.nudges.begin(), p.nudges.end());
+  };
   j.fold = [&](std::uint64_t i, const ChunkState& state) {
-    auto [c, results, nudges] = read(i, state, false);
-    for (int k = 0; k < 2; ++k) summary[k]->merge(c[k]);
-    kept.insert(kept.end(), results.begin(), results.end());
-    kept_nudge.insert(kept_nudge.end(), nudges.begin(), nudges.end());
+    j.native.fold(i, NativeState(read(i, state, false)));
   };
   j.save = [&] {
     ChunkState state;

@@ -186,14 +186,46 @@ std::pair<std::uint64_t, std::uint64_t> owned_range(const ChunkJob& job, std::ui
   return {lo, hi};
 }
 
-json states_json(const std::map<std::uint64_t, ChunkState>& states) {
-  json a = json::array();
-  for (const auto& [i, s] : states) a.push_back(json::array({i, s}));
-  return a;
-}
-
 void states_from_json(const json& a, std::map<std::uint64_t, ChunkState>& states) {
   for (const auto& e : a) states[e.at(0).get<std::uint64_t>()] = e.at(1);
+}
+
+// A state as this process holds it: its exact text, or the table's own form (ChunkJob::native)
+// while it stays in the process that computed it.
+struct Held {
+  ChunkState text;
+  NativeState native;  // when it has a value, the state is this (text is unused)
+};
+
+// The states of chunks [first, first + count) as the job computes them.
+std::vector<Held> compute_states(const ChunkJob& job, std::uint64_t first, std::uint64_t count) {
+  std::vector<Held> held(count);
+  if (job.native.compute) {
+    std::vector<NativeState> states = job.native.compute(first, count);
+    for (std::uint64_t k = 0; k < count; ++k) held[k].native = std::move(states.at(k));
+  } else {
+    std::vector<ChunkState> states = job.compute(first, count);
+    for (std::uint64_t k = 0; k < count; ++k) held[k].text = std::move(states.at(k));
+  }
+  return held;
+}
+
+// A held state's exact text: what leaves the process.
+ChunkState state_text(const ChunkJob& job, const Held& h) {
+  return h.native.has_value() ? job.native.text(h.native) : h.text;
+}
+
+void fold_held(const ChunkJob& job, std::uint64_t i, const Held& h) {
+  if (h.native.has_value())
+    job.native.fold(i, h.native);
+  else
+    job.fold(i, h.text);
+}
+
+json states_json(const ChunkJob& job, const std::map<std::uint64_t, Held>& states) {
+  json a = json::array();
+  for (const auto& [i, s] : states) a.push_back(json::array({i, state_text(job, s)}));
+  return a;
 }
 
 struct Part {
@@ -553,7 +585,7 @@ struct JobRun {
   Checkpoint* checkpoint;        // where this process saves the job's section; null: it saves none
   std::uint64_t lo = 0, hi = 0;  // the chunks this process computes
   std::uint64_t next = 0;        // chunks [0, next) are folded
-  std::map<std::uint64_t, ChunkState> held;  // states computed, not yet folded
+  std::map<std::uint64_t, Held> held;        // states computed, not yet folded
   std::vector<std::uint64_t> done;           // chunks held when the job began, on every rank
   double work = 0;                           // the work this process shows progress for
   std::uint64_t received = 0, expected = 0;  // on MPI rank 0: other ranks' states
@@ -589,7 +621,9 @@ void resume(JobRun& run, const json& s) {
     checked_state(where + "the result of chunks 0.." + std::to_string(folded - 1) + ": ",
                   [&] { job.load(s.at("fold"), folded); });
   run.next = folded;
-  states_from_json(s.at("states"), run.held);
+  std::map<std::uint64_t, ChunkState> states;
+  states_from_json(s.at("states"), states);
+  for (auto& [i, text] : states) run.held[i].text = std::move(text);
 }
 
 // Before any work: what is done already (the checkpoint's, made known to every rank), which
@@ -627,7 +661,7 @@ void save_checkpoint(JobRun& run) {
       {"chunks", job.chunks},
       {"next", run.next},
       {"fold", run.next > 0 && run.fold_here ? job.save() : json()},
-      {"states", states_json(run.held)}};
+      {"states", states_json(job, run.held)}};
   write_checkpoint(*run.checkpoint);
   run.last_save = Clock::now();
 }
@@ -635,7 +669,7 @@ void save_checkpoint(JobRun& run) {
 // Folds the held states that now follow the folded ones without a gap, in chunk order.
 void fold_ready(JobRun& run) {
   for (auto it = run.held.find(run.next); it != run.held.end(); it = run.held.find(run.next)) {
-    run.job.fold(run.next, it->second);
+    fold_held(run.job, run.next, it->second);
     run.held.erase(it);
     ++run.next;
   }
@@ -644,7 +678,7 @@ void fold_ready(JobRun& run) {
 // A state arrives (computed here or received): it counts for progress (unless counted already),
 // is held and, where this process folds, folded as soon as it can be; the checkpoint is saved
 // when it is due.
-void deliver(JobRun& run, std::uint64_t i, ChunkState s, bool counted = false) {
+void deliver(JobRun& run, std::uint64_t i, Held s, bool counted = false) {
   run.changed = true;
   if (!counted) run.progress->advance(run.job.work(i));
   run.held.emplace(i, std::move(s));
@@ -661,7 +695,7 @@ void receive(JobRun& run) {
   while (cluster::poll(run.tag, from, bytes)) {
     const json m = json::parse(bytes);
     for (const auto& e : m) {
-      deliver(run, e.at(0).get<std::uint64_t>(), e.at(1));
+      deliver(run, e.at(0).get<std::uint64_t>(), Held{e.at(1), {}});
       ++run.received;
     }
   }
@@ -675,11 +709,12 @@ std::uint64_t compute_batch(JobRun& run, ChunkPacer& pacer, std::uint64_t first)
   std::uint64_t count = 1;
   while (count < want && first + count < run.hi && !is_done(run, first + count)) ++count;
   run.progress->stop_point();
-  std::vector<ChunkState> states = run.job.compute(first, count);
+  std::vector<Held> states = compute_states(run.job, first, count);
   pacer.done();
   if (run.mpi && !run.root) {
     json m = json::array();
-    for (std::uint64_t k = 0; k < count; ++k) m.push_back(json::array({first + k, states[k]}));
+    for (std::uint64_t k = 0; k < count; ++k)
+      m.push_back(json::array({first + k, state_text(run.job, states[k])}));
     cluster::send(0, run.tag, m.dump());
   } else {
     // The call's work counts as one advance of progress (the stop audit measures the work
@@ -741,7 +776,7 @@ void write_part(const JobRun& run) {
                             {"version", kVersion},
                             {"git_commit", kGitCommit},
                             {"start_utc", utc_now_iso8601()},
-                            {"states", states_json(run.held)}});
+                            {"states", states_json(run.job, run.held)}});
   const std::string path = o.out_dir + "/" + run.job.label + ".part.json";
   write_file_atomic(path, part.dump(), o.force);
   spdlog::info("wrote part {} of {} ({} chunks of {}) to {}", o.shard, o.shards, run.hi - run.lo,

@@ -12,6 +12,10 @@
 // count, shard count or interruption changes which states are merged in which order, so the
 // result is bit-identical however the work was split.
 //
+// A table whose states cost more to write as text and read back than to compute (small chunks,
+// each summarizing thousands of numbers) may keep them in its own form while they stay in the
+// process that computed them (ChunkJob::native): they become text only where they leave it.
+//
 // Files: a --checkpoint and a --shard's part hold states, in the exact text of exact_state.hpp
 // (included here: the tables write and read their states with it), and a checksum of their
 // content (content_checksum); demo reads back only a regular file whose checksum matches, and
@@ -26,6 +30,7 @@
 // and shows progress.
 #pragma once
 
+#include <any>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +45,8 @@
 namespace attn {
 
 using ChunkState = nlohmann::json;
+// A chunk's state in a table's own form (any copyable object; ChunkJob::native).
+using NativeState = std::any;
 
 // The most chunks a job may have (2^28): the driver walks the chunk list a few times before any
 // work (progress totals, the split between processes), which stays under about a second here.
@@ -96,6 +103,18 @@ struct ChunkJob {
   // std::invalid_argument saying what is wrong (the run then stops, before any work).
   std::function<ChunkState()> save;
   std::function<void(const ChunkState& state, std::uint64_t next)> load;
+  // Optional: the states in the table's own form while they stay in this process. With
+  // native.compute set, the driver calls it instead of compute (the states of chunks [first,
+  // first + count), in order), folds those states with native.fold, and turns one into its exact
+  // text with native.text only where it leaves the process (an MPI message, a checkpoint, a
+  // part); a state read from a file or received from another rank is text, and goes through
+  // check and fold. native.fold(i, s) must fold what fold(i, native.text(s)) folds, bit for bit,
+  // so that the result stays the same however the work is split.
+  struct Native {
+    std::function<std::vector<NativeState>(std::uint64_t first, std::uint64_t count)> compute;
+    std::function<void(std::uint64_t chunk, const NativeState& state)> fold;
+    std::function<ChunkState(const NativeState& state)> text;
+  } native;
   // A second pass: a job whose chunks need the whole result of an earlier job of the same table
   // (handed to every rank with share_result). A --shard does not run it (its part holds the
   // first pass alone); demo merge runs it, after folding the parts, in its own process.

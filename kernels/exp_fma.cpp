@@ -17,7 +17,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "cpu_clones.hpp"
 #include "lanes.hpp"
@@ -31,37 +30,6 @@ namespace {
 
 #include "exp_fma_table.inc"
 
-// Vectors of N lanes: N = 8 (one zmm register) under x86-64-v4, N = 4 (one ymm) under
-// x86-64-v3, where GCC 12 would move 8-lane vectors through memory in 16-byte pieces.
-template <int N>
-struct Vec;  // double, uint64 and int64 vectors of N lanes
-template <>
-struct Vec<4> {
-  using D = double __attribute__((vector_size(32)));
-  using U = std::uint64_t __attribute__((vector_size(32)));
-  using I = std::int64_t __attribute__((vector_size(32)));
-};
-template <>
-struct Vec<8> {
-  using D = double __attribute__((vector_size(64)));
-  using U = std::uint64_t __attribute__((vector_size(64)));
-  using I = std::int64_t __attribute__((vector_size(64)));
-};
-template <int N>
-using VecD = typename Vec<N>::D;
-
-// a * b + c rounded once, per lane (vfmadd*pd under the v3/v4 targets).
-template <int N>
-ATTN_INLINE VecD<N> fma(VecD<N> a, VecD<N> b, VecD<N> c) {
-  VecD<N> r;
-  for (int l = 0; l < N; ++l) r[l] = __builtin_fma(a[l], b[l], c[l]);
-  return r;
-}
-template <int N>
-ATTN_INLINE VecD<N> splat(double v) {
-  return VecD<N>{} + v;
-}
-
 // y = std::exp(x) on the lanes where |x| >= 512 or x is inf or nan: out of line, so that the
 // common path keeps y in registers.
 __attribute__((noinline, cold)) void rare_lanes(const double* x, double* y, int n) {
@@ -69,62 +37,11 @@ __attribute__((noinline, cold)) void rare_lanes(const double* x, double* y, int 
     if (((std::bit_cast<std::uint64_t>(x[l]) >> 52) & 0x7ff) >= 0x408) y[l] = std::exp(x[l]);
 }
 
-template <int N>
-ATTN_INLINE VecD<N> exp_fma(VecD<N> x) {
-  using D = typename Vec<N>::D;
-  using U = typename Vec<N>::U;
-  using I = typename Vec<N>::I;
-  // The exponent field, signed: AVX2 compares signed 64-bit lanes only.
-  const I abstop = (std::bit_cast<I>(x) >> 52) & 0x7ff;
-  const D kd_shifted = fma<N>(x, splat<N>(kExp_invln2N), splat<N>(kExp_shift));
-  const U ki = std::bit_cast<U>(kd_shifted);
-  const D kd = kd_shifted - kExp_shift;
-  const D r = fma<N>(kd, splat<N>(kExp_negln2loN), fma<N>(kd, splat<N>(kExp_negln2hiN), x));
-  const U idx = 2 * (ki & 0x7f);
-  U tail_bits, sbits;
-  for (int l = 0; l < N; ++l) {
-    tail_bits[l] = kExpTab[idx[l]];
-    sbits[l] = kExpTab[idx[l] + 1] + (ki[l] << 45);
-  }
-  const D tail = std::bit_cast<D>(tail_bits);
-  const D scale = std::bit_cast<D>(sbits);
-  const D r2 = r * r;
-  const D c23 = fma<N>(r, splat<N>(kExp_C3), splat<N>(kExp_C2));
-  const D c45 = fma<N>(r, splat<N>(kExp_C5), splat<N>(kExp_C4));
-  const D tmp = fma<N>(r2 * r2, c45, fma<N>(c23, r2, tail + r));
-  D y = fma<N>(scale, tmp, scale);
-  // The lanes off glibc's main path, as all-ones masks (shifts rather than comparisons and ?:,
-  // which GCC 12 scalarizes for 64-bit lanes under AVX2).
-  const I tiny = (abstop - 0x3c9) >> 63;  // |x| < 2^-54 (0, subnormals): 1 + x
-  const I rare = (0x407 - abstop) >> 63;  // |x| >= 512, inf, nan
-  y = std::bit_cast<D>((std::bit_cast<I>(1.0 + x) & tiny) | (std::bit_cast<I>(y) & ~tiny));
-  std::int64_t any_rare = 0;
-  for (int l = 0; l < N; ++l) any_rare |= rare[l];
-  if (__builtin_expect(any_rare != 0, 0)) {
-    double xs[N], ys[N];
-    std::memcpy(xs, &x, sizeof xs);
-    std::memcpy(ys, &y, sizeof ys);
-    rare_lanes(xs, ys, N);
-    std::memcpy(&y, ys, sizeof ys);
-  }
-  return y;
-}
-
-// *y = exp(*x) in vectors of N lanes (the x86-64-v4 copy: one zmm register).
-template <int N>
-ATTN_INLINE void exp_pack_vectors(const PackD* x, PackD* y) {
-  for (int i = 0; i < kPackLanes; i += N) {
-    VecD<N> v;
-    std::memcpy(&v, reinterpret_cast<const double*>(x) + i, sizeof v);
-    v = exp_fma<N>(v);
-    std::memcpy(reinterpret_cast<double*>(y) + i, &v, sizeof v);
-  }
-}
-
 #if ATTN_HAVE_CPU_LEVELS
-// exp_fma for AVX2 in intrinsics, the same steps: GCC 12's vectorizer turns the generic code
-// above, for 4 lanes, into a mix of vector and scalar instructions (some of the fused
-// multiply-adds scalar, vectors spilled to the stack), hardly faster than 4 calls of glibc's exp.
+// The steps above in intrinsics, for AVX2 and for AVX-512: GCC 12's vectorizer turns them,
+// written once on GCC's vectors, into a mix of vector and scalar instructions at AVX2 (some of
+// the fused multiply-adds scalar, vectors spilled to the stack: hardly faster than 4 calls of
+// glibc's exp), and at AVX-512 reads the table with 16 scalar loads and inserts.
 ATTN_TARGET_V3 ATTN_INLINE __m256d exp_fma_avx2(__m256d x) {
   const __m256i abstop =
       _mm256_and_si256(_mm256_srli_epi64(_mm256_castpd_si256(x), 52), _mm256_set1_epi64x(0x7ff));
@@ -169,6 +86,52 @@ ATTN_TARGET_V3 ATTN_INLINE __m256d exp_fma_avx2(__m256d x) {
   }
   return y;
 }
+#endif
+
+#if ATTN_HAVE_CPU_LEVELS
+// The AVX-512 copy: the table read by two gathers, the lanes off the main path found by mask
+// compares. (The pragma: GCC 12's false positive of the shift and gather intrinsics' undefined
+// operand under -Wextra.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+ATTN_TARGET_V4 ATTN_INLINE __m512d exp_fma_avx512(__m512d x) {
+  const __m512i abstop =
+      _mm512_and_si512(_mm512_srli_epi64(_mm512_castpd_si512(x), 52), _mm512_set1_epi64(0x7ff));
+  const __m512d shift = _mm512_set1_pd(kExp_shift);
+  const __m512d kd_shifted = _mm512_fmadd_pd(x, _mm512_set1_pd(kExp_invln2N), shift);
+  const __m512i ki = _mm512_castpd_si512(kd_shifted);
+  const __m512d kd = _mm512_sub_pd(kd_shifted, shift);
+  const __m512d r = _mm512_fmadd_pd(kd, _mm512_set1_pd(kExp_negln2loN),
+                                    _mm512_fmadd_pd(kd, _mm512_set1_pd(kExp_negln2hiN), x));
+  const __m512i idx = _mm512_slli_epi64(_mm512_and_si512(ki, _mm512_set1_epi64(0x7f)), 1);
+  const __m512d tail = _mm512_castsi512_pd(_mm512_i64gather_epi64(idx, kExpTab, 8));
+  const __m512i sbits =
+      _mm512_add_epi64(_mm512_i64gather_epi64(idx, kExpTab + 1, 8), _mm512_slli_epi64(ki, 45));
+  const __m512d scale = _mm512_castsi512_pd(sbits);
+  const __m512d r2 = _mm512_mul_pd(r, r);
+  const __m512d c23 = _mm512_fmadd_pd(r, _mm512_set1_pd(kExp_C3), _mm512_set1_pd(kExp_C2));
+  const __m512d c45 = _mm512_fmadd_pd(r, _mm512_set1_pd(kExp_C5), _mm512_set1_pd(kExp_C4));
+  const __m512d tmp =
+      _mm512_fmadd_pd(_mm512_mul_pd(r2, r2), c45, _mm512_fmadd_pd(c23, r2, _mm512_add_pd(tail, r)));
+  __m512d y = _mm512_fmadd_pd(scale, tmp, scale);
+  const __mmask8 tiny = _mm512_cmplt_epi64_mask(abstop, _mm512_set1_epi64(0x3c9));  // 1 + x
+  const __mmask8 rare = _mm512_cmpgt_epi64_mask(abstop, _mm512_set1_epi64(0x407));
+  y = _mm512_mask_add_pd(y, tiny, _mm512_set1_pd(1.0), x);
+  if (__builtin_expect(rare != 0, 0)) {
+    alignas(64) double xs[8], ys[8];
+    _mm512_store_pd(xs, x);
+    _mm512_store_pd(ys, y);
+    rare_lanes(xs, ys, 8);
+    y = _mm512_load_pd(ys);
+  }
+  return y;
+}
+
+ATTN_TARGET_V4 void exp_pack_avx512(const PackD* x, PackD* y) {
+  _mm512_storeu_pd(reinterpret_cast<double*>(y),
+                   exp_fma_avx512(_mm512_loadu_pd(reinterpret_cast<const double*>(x))));
+}
+#pragma GCC diagnostic pop
 #endif
 
 // exp_pack against std::exp on a fixed sample of 4096 inputs: [-50, 50], glibc's whole main
@@ -230,15 +193,11 @@ ATTN_TARGET_V3 void exp_pack_avx2(const PackD* x, PackD* y) {
 // the baseline (where glibc may pick its exp without FMA).
 template <CpuLevel L>
 ATTN_INLINE void exp_pack_body(const PackD* x, PackD* y) {
-  if constexpr (L == CpuLevel::v4) {
-    exp_pack_vectors<8>(x, y);
-  } else if constexpr (L == CpuLevel::v3) {
 #if ATTN_HAVE_CPU_LEVELS
-    exp_pack_avx2(x, y);
+  if constexpr (L == CpuLevel::v4) return exp_pack_avx512(x, y);
+  if constexpr (L == CpuLevel::v3) return exp_pack_avx2(x, y);
 #endif
-  } else {
-    for (int l = 0; l < kPackLanes; ++l) (*y)[l] = std::exp((*x)[l]);
-  }
+  for (int l = 0; l < kPackLanes; ++l) (*y)[l] = std::exp((*x)[l]);
 }
 
 }  // namespace

@@ -68,11 +68,22 @@ ATTN_INLINE P fma(P a, P b, P c) {
 #endif
   return fma_t(a, b, c);
 }
-ATTN_INLINE P as_pack(P a) { return a; }
-ATTN_INLINE P as_pack(double a) { return splat<P>(a); }
+template <CpuLevel L>
+ATTN_INLINE P as_pack(P a) {
+  return a;
+}
+// a in every lane as it is: one broadcast at v4. (splat<P>(a) is 0 + a, which turns −0 into
+// +0: a double operand is the inputs' copy that Steps made with splat's 0 + x already.)
+template <CpuLevel L>
+ATTN_INLINE P as_pack(double a) {
+#if ATTN_HAVE_CPU_LEVELS
+  if constexpr (L == CpuLevel::v4) return (P)simd::V4D::set1(a);
+#endif
+  return splat<P>(a);
+}
 
 // A matrix operand: element (r, c) at p[r * rs + c * cs]. E is a pack (workspace arrays) or a
-// double (the task's X, shared by all lanes).
+// double (the task's X, shared by all lanes, as Steps copies it: see as_pack).
 template <class E>
 struct View {
   const E* p;
@@ -110,6 +121,15 @@ struct Product {
   const P* start = nullptr;
 };
 
+// v kept in a register from here on (v4): GCC would fold a load that several multiply-adds of a
+// block use into each of them, a load each time.
+template <CpuLevel L>
+ATTN_INLINE void in_register(P& v) {
+#if ATTN_HAVE_CPU_LEVELS
+  if constexpr (L == CpuLevel::v4) asm("" : "+v"(v));
+#endif
+}
+
 // The RB × CB elements from (r, c): each sum is the chain acc = fma(a_t, b_t, acc) in order
 // from 0 (or from start), as head.hpp writes it. Unit: b's columns are adjacent (b.cs == 1),
 // which the compiler then reaches from one pointer.
@@ -134,10 +154,14 @@ ATTN_INLINE void block(const Product<EA>& job, std::int64_t r, std::int64_t c) {
   for (int t = 0; t < job.inner; ++t) {
     P bt[CB];
 #pragma GCC unroll 16
-    for (int j = 0; j < CB; ++j) bt[j] = b[t * job.b.rs + j * bcs];
+    for (int j = 0; j < CB; ++j) {
+      bt[j] = b[t * job.b.rs + j * bcs];
+      in_register<L>(bt[j]);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < RB; ++i) {
-      const P at = as_pack(a.at(r + i, t));
+      P at = as_pack<L>(a.at(r + i, t));
+      in_register<L>(at);
 #pragma GCC unroll 16
       for (int j = 0; j < CB; ++j) acc[i][j] = fma<L>(at, bt[j], acc[i][j]);
     }
@@ -250,8 +274,12 @@ ATTN_INLINE P greater(P s, P top) {
 
 // Packs a lane group's training needs after its workspace (layout(m).total packs): the chains
 // of the gradients Σ_b X_bᵀ dZ_b (and Σ_b O_bᵀ dF_b), one matrix of each trained matrix's shape,
-// laid out as the workspace's gradient array (gradient_at).
-inline std::int64_t scratch_size(const Model& m) { return trained_weights(m); }
+// laid out as the workspace's gradient array (gradient_at); then the inputs X as the products
+// read them (inputs n d_model doubles: see as_pack).
+inline std::int64_t scratch_size(const Model& m) {
+  const std::int64_t x = static_cast<std::int64_t>(m.inputs) * m.n * m.d_model;
+  return trained_weights(m) + (x + kPackLanes - 1) / kPackLanes;
+}
 
 // The matrix steps of head.hpp on one workspace of packs, with the layout and constants of one
 // model, one input (or a run of inputs) at a time; each is named after the step of head.hpp it
@@ -274,7 +302,8 @@ struct Steps {
   const Model& m;
   Layout l;
   P* w;
-  P* g;  // the gradients' chains: scratch_size(m) packs, matrix `which` at gradient_at(which)
+  P* g;             // the gradients' chains: matrix `which` at gradient_at(which)
+  const double* x;  // the inputs X, each value splat's 0 + x (see as_pack)
   const RowTest& rows;
   Finish by_scale;  // multiplying by c: store (c = 1), times (c exact) or over (√(d_k/H))
   double factor;    // the factor for by_scale
@@ -290,6 +319,11 @@ struct Steps {
 
   Steps(const Model& model, P* workspace, const RowTest& row_test)
       : m(model), l(layout(model)), w(workspace), g(workspace + l.total), rows(row_test) {
+    double* inputs = reinterpret_cast<double*>(g + trained_weights(model));
+    for (std::int64_t e = 0; e < static_cast<std::int64_t>(model.inputs) * model.n * model.d_model;
+         ++e)
+      inputs[e] = 0.0 + model.x[e];
+    x = inputs;
     dk = model.key_width();
     dv = model.value_width();
     nn = static_cast<std::int64_t>(model.n) * model.n;
@@ -344,7 +378,7 @@ struct Steps {
                                  static_cast<int>(row0(b1)),
                                  cols,
                                  m.d_model,
-                                 {m.x, m.d_model, 1},
+                                 {x, m.d_model, 1},
                                  {w + wo, cols, 1},
                                  w + oo,
                                  cols,
@@ -358,7 +392,7 @@ struct Steps {
                                  m.n,
                                  cols,
                                  m.d_model,
-                                 {m.x + row0(b) * m.d_model, m.d_model, 1},
+                                 {x + row0(b) * m.d_model, m.d_model, 1},
                                  {w + wo, cols, 1},
                                  at(oo, row0(b), cols),
                                  cols,
@@ -582,9 +616,9 @@ struct Steps {
   // o0: the input whose rows of O hold input b0's.
   ATTN_INLINE void chain_of(int which, int b0, int b1, int o0) const {
     P* out = g + gradient_at(m, which);
-    if (which == 0) chain(m.x, m.d_model, b0, l.dq, m.d_k, m.d_model, m.r0, out, b0, b1);
-    if (which == 1) chain(m.x, m.d_model, b0, l.dk, m.d_k, m.d_model, 0, out, b0, b1);
-    if (which == 2) chain(m.x, m.d_model, b0, l.dv, m.d_v, m.d_model, 0, out, b0, b1);
+    if (which == 0) chain(x, m.d_model, b0, l.dq, m.d_k, m.d_model, m.r0, out, b0, b1);
+    if (which == 1) chain(x, m.d_model, b0, l.dk, m.d_k, m.d_model, 0, out, b0, b1);
+    if (which == 2) chain(x, m.d_model, b0, l.dv, m.d_v, m.d_model, 0, out, b0, b1);
     if (which == 3)
       chain(static_cast<const P*>(w + l.o), m.d_v, o0, l.d_f, m.d_model, m.d_v, m.r0, out, b0, b1);
   }
