@@ -748,6 +748,8 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
         }
       for (int h = 0; h < heads; ++h)
         for (int row = 0; row < rows; ++row) {
+          // A stop asked for between rows (the seed's fields are then unread: the run ends).
+          if (monitor.stop_requested()) break;
           const int k = m.last_key(m.r0 + row) + 1;
           const double* p = maps_of(i) + row_at(b, h, row);
           const double* v = values.data() + h * dh;
