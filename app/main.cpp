@@ -84,7 +84,6 @@ void check_outputs(const Options& o, OutputPlan& plan) {
       const std::string dir = p.parent_path().empty() ? "." : p.parent_path().string();
       if (!fs::is_directory(dir))
         throw std::runtime_error(param.flag + " " + path + ": no folder " + dir);
-      refuse_existing(path, o.force);
       files.push_back({path, param.flag});
       file_dirs.push_back({dir, p.filename().string()});
     }
@@ -106,16 +105,25 @@ void check_outputs(const Options& o, OutputPlan& plan) {
     if (!locked) plan.locks.push_back(std::make_unique<DirLock>(dir));
     note_stale(remove_stale_temporaries(dir, name));
   }
+  // The chunk driver's files: a shard's parts and the checkpoint (prepare_chunks checks where
+  // they go; an existing checkpoint is the run's input, so it is not refused as existing).
+  const std::size_t results = files.size();
+  if (o.shards > 0)
+    for (const std::string& name : o.tables)
+      if (find_experiment(name)->chunked)
+        files.push_back({o.out_dir + "/" + name + ".part.json", "--shard"});
+  if (!o.checkpoint.empty()) files.push_back({o.checkpoint, "--checkpoint"});
   // Two outputs naming one file: the second would silently replace the first.
   std::vector<std::pair<std::string, std::string>> seen;
-  for (const auto& [path, option] : files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& [path, option] = files[i];
     const std::string canonical = fs::weakly_canonical(fs::absolute(path)).string();
     for (const auto& [other, other_option] : seen)
       if (other == canonical)
         throw std::runtime_error(option + " and " + other_option + " both write " + path +
                                  "; give them different names");
     seen.push_back({canonical, option});
-    refuse_existing(path, o.force);
+    if (i < results) refuse_existing(path, o.force);
   }
   if (!o.out_dir.empty() && o.plots && !gnuplot_available())
     spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
@@ -256,10 +264,12 @@ int run_replot(const std::string& path, const Options& o) {
     print_error("replot: " + path + ": " + e.what());
     return 2;
   }
-  try {  // the destinations, as a run's: refused with status 1
+  std::unique_ptr<DirLock> lock;  // held while the figures are drawn
+  try {                           // the destinations, as a run's: refused with status 1
     if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
     if (!fs::is_directory(o.out_dir))
       throw std::runtime_error("--out " + o.out_dir + ": no such folder");
+    lock = std::make_unique<DirLock>(o.out_dir);  // refuses a folder that takes no file
     for (const auto& [t, e] : todo)
       for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);
   } catch (const std::exception& e) {

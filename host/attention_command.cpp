@@ -579,13 +579,14 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   if (!r.out_dir.empty()) {
     cleanup.dir = r.out_dir;
     lock = lock_out_dir("--out", r.out_dir, cleanup.created);
+    // A killed run's temporaries go first, whether or not this run is refused below.
+    for (const auto& f : remove_stale_temporaries(r.out_dir))
+      spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
     for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
     refuse_existing(r.out_dir + "/attention.json", r.force);
     if (plots)
       for (const char* ext : {".png", ".svg"})
         refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
-    for (const auto& f : remove_stale_temporaries(r.out_dir))
-      spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
   }
   OutputSet outputs;  // after the lock: its temporaries go before the lock is released
   // A mask runs on the CPU twin alone (the CUDA path takes none): auto picks the CPU.

@@ -179,18 +179,70 @@ struct CheckedOptions {
   }
 };
 
-// The first option given that `sub` does not take (its extras, or demo's options given before
-// it, table flags included), or "".
-std::string option_not_of(const CLI::App& sub, const CLI::App& app,
-                          const std::map<std::string, CLI::Option_group*>& groups) {
+// Why an option given to `sub` cannot be read, or "": an option `sub` does not take (its
+// extras, or one of demo's options before it, table flags included), or one `sub` takes given
+// both before and after it. One `sub` takes, given before it alone, is read as if after it.
+std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
+                               const std::map<std::string, CLI::Option_group*>& groups) {
+  const std::string name = sub.get_name();
   for (const std::string& w : sub.remaining())
-    if (w.size() > 1 && w[0] == '-') return w.substr(0, w.find('='));
+    if (w.size() > 1 && w[0] == '-')
+      return name + ": " + w.substr(0, w.find('=')) + " is not an option of " + name;
   std::vector<const CLI::Option*> before;
   for (const CLI::Option* opt : app.get_options()) before.push_back(opt);
-  for (const auto& [name, group] : groups)
+  for (const auto& [group_name, group] : groups)
     for (const CLI::Option* opt : group->get_options()) before.push_back(opt);
-  for (const CLI::Option* opt : before)
-    if (opt->count() > 0 && !sub.get_option_no_throw(opt->get_name())) return opt->get_name();
+  for (const CLI::Option* opt : before) {
+    if (opt->count() == 0) continue;
+    const std::string option = opt->get_name();
+    const CLI::Option* own = sub.get_option_no_throw(option);
+    if (!own) return name + ": " + option + " is not an option of " + name;
+    if (own->count() > 0)
+      return name + ": " + option + " is given both before and after " + name + "; give it once";
+  }
+  return "";
+}
+
+// demo attention's options given before `attention` (demo's own parser read them): the
+// request's fields take them as if they followed it.
+void read_before_attention(const CLI::App& app, AttentionRequest& r) {
+  const auto given = [&app](const char* name) {
+    const CLI::Option* opt = app.get_option_no_throw(name);
+    return opt != nullptr && opt->count() > 0 ? opt : nullptr;
+  };
+  for (auto [name, field] : {std::pair<const char*, std::string*>{"--device", &r.device},
+                             {"--format", &r.format},
+                             {"--threads", &r.threads},
+                             {"--out", &r.out_dir}})
+    if (const CLI::Option* opt = given(name); opt && !opt->results().empty())
+      *field = opt->results().back();
+  for (auto [name, field] : {std::pair<const char*, bool*>{"--force", &r.force},
+                             {"--no-plots", &r.no_plots},
+                             {"--quiet", &r.quiet},
+                             {"--verbose", &r.verbose}})
+    if (given(name)) *field = true;
+}
+
+// Why a table flag that no chosen table reads has a value no table that declares it accepts,
+// or "" (a value is checked wherever it is given; rules between flags are the tables' own).
+std::string unread_flag_refusal(const std::vector<Experiment>& all, const Options& o) {
+  for (const auto& [flag, text] : o.given) {
+    std::string first_error;
+    bool read_by_chosen = false, accepted = false;
+    for (const auto& e : all)
+      for (const Param& p : e.params) {
+        if (p.flag != flag) continue;
+        read_by_chosen =
+            read_by_chosen || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();
+        try {
+          (void)p.parse(flag, text);
+          accepted = true;
+        } catch (const std::exception& error) {
+          if (first_error.empty()) first_error = error.what();
+        }
+      }
+    if (!read_by_chosen && !accepted && !first_error.empty()) return first_error;
+  }
   return "";
 }
 
@@ -436,8 +488,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
       "Draw the figures of a stored result again (RESULT.json, from --format json or "
       "--out), without recomputing it");
   replot->add_option("result", cli.replot_file, "The result's JSON file")->required();
-  checked.add(replot, "--out", "Write the figures into DIR", o.out_dir, read_out)
-      ->required()
+  checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out)
       ->type_name("DIR");
   replot->add_flag("--force", o.force, "Replace existing figure files");
   replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
@@ -457,14 +508,20 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
     out << list_text(all);
     return done(0);
   }
-  if (*merge) {
-    const std::string other = option_not_of(*merge, app, groups);
-    if (!other.empty())
-      return refuse("merge: " + other +
-                    " is not an option of merge (it takes --out, --format, --force, --quiet and "
-                    "--no-plots; the parts hold the rest of the command)");
+  for (const CLI::App* sub : app.get_subcommands()) {
+    const std::string refusal = subcommand_refusal(*sub, app, groups);
+    if (refusal.empty()) continue;
+    if (sub == merge)
+      return refuse(refusal +
+                    " (merge takes --out, --format, --force, --quiet and --no-plots; "
+                    "the parts hold the rest of the command)");
+    return refuse(refusal);
   }
   if (!checked.refusal.empty()) return refuse(checked.refusal);
+  if (const std::string refusal = unread_flag_refusal(all, o); !refusal.empty())
+    return refuse(refusal);
+  if (*replot && o.out_dir.empty()) return refuse("replot: --out DIR is required");
+  if (cli.attention.chosen) read_before_attention(app, cli.attention);
   o.plots = !no_plots;
   if (*cmp) cli.action = Cli::Action::compare;
   if (*merge) cli.action = Cli::Action::merge;

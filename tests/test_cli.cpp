@@ -507,5 +507,132 @@ TEST(CliDeprecated, DkIsReadAsDKWithAWarning) {
   }
 }
 
+// ---- options before a subcommand -----------------------------------------------------------
+
+// The lesson's checkpoint inputs (tests/data/attention) for `demo attention`.
+const std::string kAttentionData = std::string(ATTN_TEST_DATA) + "/attention/";
+const std::string kAttentionInputs = " --x " + kAttentionData + "x.npy --w-q " + kAttentionData +
+                                     "w_q.npy --w-k " + kAttentionData + "w_k.npy --w-v " +
+                                     kAttentionData + "w_v.npy -q";
+
+// An option the subcommand takes, given before it, is read as if it followed it: the same
+// output, the same refusal.
+TEST(CliSubcommands, AnOptionBeforeItsSubcommandIsReadAsAfterIt) {
+  const auto after = run_demo("attention" + kAttentionInputs + " --format csv");
+  const auto before = run_demo("--format csv attention" + kAttentionInputs);
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(before.out, after.out);
+  EXPECT_NE(before.out, run_demo("attention" + kAttentionInputs).out);  // not the text table
+  // --device cuda: the same answer wherever it stands (a refusal where no GPU answers).
+  const auto cuda_after = run_demo("attention" + kAttentionInputs + " --device cuda");
+  const auto cuda_before = run_demo("--device cuda attention" + kAttentionInputs);
+  EXPECT_EQ(cuda_before.exit_code, cuda_after.exit_code) << cuda_before.err << cuda_after.err;
+  EXPECT_EQ(cuda_before.out, cuda_after.out);
+  // --out and --no-plots: the folder is written, without the figure.
+  test::TempDir d;
+  const std::string out = d.file("out");
+  const auto r = run_demo("--out " + out + " --no-plots attention" + kAttentionInputs);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(std::filesystem::is_directory(out));
+  EXPECT_TRUE(std::filesystem::exists(out + "/out.npy"));
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    const std::string ext = entry.path().extension().string();
+    EXPECT_TRUE(ext != ".png" && ext != ".svg") << entry.path();
+  }
+}
+
+// An option the subcommand does not take, or one given both before and after it, is refused
+// with one line naming the option and the subcommand.
+TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
+  test::TempDir d;
+  const std::string a = d.write("a.json", "{}");
+  test::expect_refused("--gpu 1 attention" + kAttentionInputs, 2,
+                       {"attention: --gpu is not an option of attention"});
+  test::expect_refused("--shard 0/2 attention" + kAttentionInputs, 2,
+                       {"attention: --shard is not an option of attention"});
+  test::expect_refused("--threads 1 attention" + kAttentionInputs + " --threads 2", 2,
+                       {"attention: --threads is given both before and after attention"});
+  test::expect_refused("--out " + d.file("x") + " compare " + a + " " + a, 2,
+                       {"compare: --out is not an option of compare"},
+                       test::Refusal().leaves_no(d.file("x")));
+  test::expect_refused("--format csv compare " + a + " " + a, 2,
+                       {"compare: --format is not an option of compare"});
+  test::expect_refused("--d-k 0 compare " + a + " " + a, 2, {"compare: --d-k"});
+  test::expect_refused("--format csv merge " + d.path.string() + " --format json", 2,
+                       {"merge: --format is given both before and after merge"});
+}
+
+// A table flag's value is checked where no chosen table reads it too (each flag by its own
+// declaration); a rule between two flags is left to the table that reads them.
+TEST(CliRefuses, ValuesOfFlagsNoChosenTableReads) {
+  for (const std::string bad :
+       {"--lr nan", "--seeds 5:3", "--seeds abc", "--d-k 0", "--inputs 0", "--samples 0"})
+    test::expect_refused("--table rnn-decay -q " + bad, 2, {bad.substr(0, bad.find(' '))},
+                         kBeforeWork);
+  const auto r = run_demo("--table rnn-decay --format csv --heads 3 --d-k 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--heads has no effect here"), std::string::npos) << r.err;
+}
+
+// The checkpoint and a shard's part are outputs too: one naming a file another output writes is
+// refused before any work, with --force as without.
+TEST(CliRefuses, TheCheckpointNamingAnotherOutput) {
+  test::TempDir d;
+  const std::string out = d.file("o");
+  std::filesystem::create_directories(out);
+  for (const std::string force : {"", " --force"})
+    test::expect_refused("--table training-sweep --seeds 0:4 --steps 2 -q --checkpoint " + out +
+                             "/training-sweep.csv --out " + out + force,
+                         1, {"--checkpoint and --out both write", "training-sweep.csv"},
+                         kBeforeWork);
+  test::expect_refused("--table dk-std --samples 100 --d-k 2 -q --shard 0/2 --out " + out +
+                           " --checkpoint " + out + "/dk-std.part.json",
+                       1, {"--checkpoint and --shard both write"}, kBeforeWork);
+  const std::string per_seed = d.file("rows.csv");
+  test::expect_refused("--table training-sweep --seeds 0:4 --steps 2 -q --checkpoint " + per_seed +
+                           " --per-seed " + per_seed,
+                       1, {"--checkpoint and --per-seed both write"}, kBeforeWork);
+}
+
+// replot refuses a folder that takes no file before it draws: one line, nothing on stdout.
+TEST(CliRefuses, ReplotIntoAFolderThatTakesNoFile) {
+  test::TempDir d;
+  const std::string run = d.file("run");
+  ASSERT_EQ(run_demo("--table dk-std --samples 100 --d-k 2 -q --out " + run).exit_code, 0);
+  if (!std::filesystem::exists(run + "/dk-std.png")) GTEST_SKIP() << "gnuplot is not on PATH";
+  test::expect_refused("replot " + run + "/dk-std.json --out /proc", 1,
+                       {"replot:", "/proc", "cannot write there"});
+  test::expect_refused("--out " + run + " replot " + run + "/dk-std.json", 1,
+                       {"replot:", "--force"});  // --out before replot is read, as after it
+}
+
+// A killed run's temporaries (NAME.tmp-PID, that PID gone) are removed by the next run into that
+// place, also when that run is then refused for an existing file (no --force needed).
+TEST(CliFiles, AKilledRunsTemporariesGoWithTheNextRun) {
+  const std::string dead = ".tmp-999999998";  // beyond any pid_max
+  test::TempDir d;
+  const std::string out = d.file("att");
+  std::filesystem::create_directories(out);
+  d.write("att/out.npy", "x");
+  const std::string att_tmp = d.write("att/q.npy" + dead, "x");
+  const auto att = run_demo("attention" + kAttentionInputs + " --out " + out);
+  EXPECT_EQ(att.exit_code, 1) << att.err;
+  EXPECT_NE(att.err.find("out.npy exists"), std::string::npos) << att.err;
+  EXPECT_FALSE(std::filesystem::exists(att_tmp));
+  d.write("rows.csv", "x");
+  const std::string rows_tmp = d.write("rows.csv" + dead, "x");
+  const auto rows =
+      run_demo("--table training-sweep --seeds 0:2 -q --per-seed " + d.file("rows.csv"));
+  EXPECT_EQ(rows.exit_code, 1) << rows.err;
+  EXPECT_NE(rows.err.find("rows.csv exists"), std::string::npos) << rows.err;
+  EXPECT_FALSE(std::filesystem::exists(rows_tmp));
+  const std::string ckpt_tmp = d.write("run.ckpt" + dead, "x");
+  const auto r = run_demo("--table training-sweep --seeds 0:2 --steps 5 -q --checkpoint " +
+                          d.file("run.ckpt"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(ckpt_tmp));
+}
+
 }  // namespace
 }  // namespace attn
