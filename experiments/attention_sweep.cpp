@@ -893,9 +893,11 @@ std::string grid_script(const Table& t) {
                 : drawn                    ? round_trip(y)
                                            : "NaN")
             << "\n";
+          // Not drawn: a value that is not defined (n/a), or a 0 that a log axis cannot place
+          // (the pairs of a frozen map, the JSD of the known map to itself).
           if (!drawn)
-            labels << "set label 'n/a' at " << round_trip(x) << ", graph 0.06 center tc lt "
-                   << (by_dk ? k : q) + 1 << " font ',9'\n";
+            labels << "set label '" << (y == 0 ? "0" : "n/a") << "' at " << round_trip(x)
+                   << ", graph 0.06 center tc lt " << (by_dk ? k : q) + 1 << " font ',9'\n";
         }
         s << "EOD\n";
         const std::string title =

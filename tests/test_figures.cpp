@@ -239,6 +239,21 @@ TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   EXPECT_NE(s.find("set label 'n/a' at " + round_trip(found[0][0])), std::string::npos) << s;
 }
 
+TEST(AttentionSweepFigures, AZeroOnALogAxisIsMarkedZeroNotNotDefined) {
+  // Frozen maps: every seed's map the same, the pairs' JSD exactly 0, beside values that span
+  // decades (a log axis): marked "0" at its place, not "n/a".
+  const Table t = grid_table({point("map=learned", "8", 0.9, 1.0, 1e-7, 1e-2),
+                              point("map=uniform", "8", 0.0, 0.0, NAN, 0)});
+  const std::string s = script("attention-sweep-grid", t);
+  EXPECT_NE(s.find("set logscale y"), std::string::npos) << s;
+  const auto finite = block(s, "$J1_0");
+  ASSERT_EQ(finite.size(), 2u) << s;
+  EXPECT_TRUE(std::isnan(finite[1][1]));  // not drawn on the log axis
+  EXPECT_NE(s.find("set label '0' at " + round_trip(finite[1][0])), std::string::npos) << s;
+  const auto converged = block(s, "$J0_0");
+  EXPECT_NE(s.find("set label 'n/a' at " + round_trip(converged[1][0])), std::string::npos) << s;
+}
+
 TEST(AttentionSweepFigures, DkGridDrawsEverySeriesWithOffsetsAndALogJsdAxis) {
   nlohmann::json points = nlohmann::json::array();
   for (const char* dk : {"2", "4", "8"}) {
