@@ -150,31 +150,25 @@ __device__ void project_warp(const Model& m, Seed w, std::int64_t wo, std::int64
   __syncwarp();
 }
 
-// head.hpp's frozen_maps_of for every input: each weight of the rows of R (a phase).
-__device__ void frozen_maps_warp(const Model& m, const Layout& l, Seed w) {
-  const int n = m.n;
-  const std::int64_t rows = static_cast<std::int64_t>(m.inputs) * m.heads * m.rows();
-  over_lanes(rows * n, [&](std::int64_t e) {
-    const MapRow at = map_row(m, e / n);
-    const int j = static_cast<int>(e % n);
-    w[map_at(m, l.p, at.b, at.h) + at.i * n + j] = frozen_weight(m, at.b, at.h, at.i, j);
-  });
-  __syncwarp();
-}
-
 // head.hpp's scores_softmax: the scores of every visible key (a phase), then the softmax of each
-// row (a row per lane); a frozen map: frozen_maps_warp.
+// row (a row per lane). A frozen map (head.hpp's frozen_maps_of): the known map's weights in
+// place of the scores (0 at the masked keys; element e of the phase is element e of m.known, whose
+// layout is the phase's order), no softmax; the uniform map as the softmax of equal scores, 0 on
+// every visible key: exp(0) = 1 exactly, their sum k exactly, so each weight is 1/k, one
+// division, frozen_weight's bits. (A division of its own in the phase would make this kernel
+// spill registers; the softmax's is there already.)
 __device__ void scores_softmax_warp(const Model& m, const Layout& l, Seed w) {
-  if (m.frozen()) {
-    frozen_maps_warp(m, l, w);
-    return;
-  }
   const double root = scale_root(m);
   const int dh = m.key_width(), n = m.n;
   const std::int64_t rows = static_cast<std::int64_t>(m.inputs) * m.heads * m.rows();
   over_lanes(rows * n, [&](std::int64_t e) {
     const MapRow at = map_row(m, e / n);
     const int j = static_cast<int>(e % n);
+    if (m.frozen()) {
+      w[map_at(m, l.p, at.b, at.h) + at.i * n + j] =
+          m.map == MapMode::uniform || j > m.last_key(at.i) ? 0.0 : m.known[e];
+      return;
+    }
     if (j > m.last_key(at.i)) return;
     const std::int64_t row0 = static_cast<std::int64_t>(at.b) * n;
     double s = 0.0;
@@ -184,6 +178,7 @@ __device__ void scores_softmax_warp(const Model& m, const Layout& l, Seed w) {
     w[map_at(m, l.p, at.b, at.h) + at.i * n + j] = scaled(m, root, s);
   });
   __syncwarp();
+  if (m.map == MapMode::known) return;
   over_lanes(rows, [&](std::int64_t e) {
     const MapRow at = map_row(m, e);
     const std::int64_t p = map_at(m, l.p, at.b, at.h) + static_cast<std::int64_t>(at.i) * n;
