@@ -529,38 +529,8 @@ KnownMap known_map(const RunContext& ctx, const Shape& s, const TaskData& t,
 // seeds drawn; a value that is not defined (NaN: a fraction over no seeds) is marked "n/a" where
 // it would be, never drawn as 0.
 
-// A gnuplot string literal of several lines (gnuplot's "\n" between them), for titles; a line
-// longer than `width` characters is broken after its last ", " or "; " that fits.
-std::string title_lines(const std::vector<std::string>& lines, std::size_t width = 90) {
-  std::string out = "\"";
-  for (std::string line : lines) {
-    while (!line.empty()) {
-      std::size_t cut = line.size();
-      if (line.size() > width) {
-        const std::size_t comma = line.rfind(", ", width), semicolon = line.rfind("; ", width);
-        const std::size_t at = comma == std::string::npos       ? semicolon
-                               : semicolon == std::string::npos ? comma
-                                                                : std::max(comma, semicolon);
-        if (at != std::string::npos && at > 0) cut = at + 1;
-      }
-      if (out.size() > 1) out += "\\n";
-      for (char c : line.substr(0, cut))
-        out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-      line = cut < line.size() ? line.substr(cut + 1) : "";
-    }
-  }
-  return out + "\"";
-}
-
-// A value of t.run as a person reads it ("" when absent).
-std::string run_text(const Table& t, const char* key) {
-  if (!t.run.contains(key)) return "";
-  const nlohmann::json& v = t.run[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
-  if (v.is_number()) return human_number(v.get<double>());
-  return "";
-}
+using plot::run_text;
+using plot::title_lines;
 
 // The configuration as one title line, from t.run: task, words, vocabulary, d_model, d_k, heads,
 // train, a frozen map, optimizer, lr, scale, causal, steps, held-out inputs and the convergence
@@ -626,16 +596,10 @@ double seed_count(const Table& t) {
   return r ? plot::num((*r)[t.column("seeds")]) : -1;
 }
 
-// A count as a person reads it: 1000000, not 1e+06.
-std::string count_text(double n) {
-  return n >= 0 && n < 1e15 && n == std::floor(n) ? std::to_string(static_cast<std::int64_t>(n))
-                                                  : human_number(n);
-}
-
 std::string seeds_text(const Table& t) {
   const double n = seed_count(t);
   const std::string range = run_text(t, "seeds");
-  return n < 0 ? "" : count_text(n) + " seeds" + (range.empty() ? "" : " (" + range + ")");
+  return n < 0 ? "" : plot::count(n) + " seeds" + (range.empty() ? "" : " (" + range + ")");
 }
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
@@ -662,7 +626,7 @@ std::string heatmap_script(const Table& t) {
     const bool has_over = std::any_of(t.columns.begin(), t.columns.end(),
                                       [](const Column& c) { return c.name == "over"; });
     const std::string over = has_over ? plot::text((*r)[t.column("over")]) : "";
-    cover = "over the " + count_text(plot::num((*r)[t.column("seeds")])) +
+    cover = "over the " + plot::count(plot::num((*r)[t.column("seeds")])) +
             (over.empty() ? "" : " " + over) + " seeds of " + seeds_text(t);
   }
   std::ostringstream s;
@@ -706,7 +670,7 @@ std::string jsd_histogram_script(const Table& t) {
   s << "set title "
     << title_lines({"JSD of each seed's map to the mean map (ln 2 = maps that share nothing)",
                     configuration_line(t),
-                    "the " + count_text(total) + " seeds with a finite map, of " + seeds_text(t)})
+                    "the " + plot::count(total) + " seeds with a finite map, of " + seeds_text(t)})
     << " noenhanced\n"
     << "set xlabel 'JSD (nats)'\nset ylabel 'fraction of seeds'\nset xrange [0:" << hi
     << "]\nset yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth "
@@ -753,14 +717,14 @@ std::string scatter_script(const Table& t) {
     s << round_trip(l) << " " << round_trip(jsd_values[i].get<double>()) << "\n";
   }
   s << "EOD\n";
-  std::string cover = "the first " + count_text(static_cast<double>(loss.size())) +
+  std::string cover = "the first " + plot::count(static_cast<double>(loss.size())) +
                       " seeds with a finite map, of " + seeds_text(t);
   std::string out;
   if (left_out > 0)
-    out = count_text(static_cast<double>(left_out)) + " with a loss above " + human_number(bound) +
+    out = plot::count(static_cast<double>(left_out)) + " with a loss above " + human_number(bound) +
           " (1000 times the 99th percentile) left out as diverged";
   if (zero > 0)
-    out += (out.empty() ? "" : "; ") + count_text(static_cast<double>(zero)) +
+    out += (out.empty() ? "" : "; ") + plot::count(static_cast<double>(zero)) +
            " with a loss of 0 not drawn (log axis)";
   s << "set title "
     << title_lines(
