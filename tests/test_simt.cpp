@@ -976,10 +976,11 @@ TEST(SimtRaceCheck, DkStdTreeHasNoRace) {
 
 // The head's warp kernel under the race check (each lane switching at every shared access):
 // every phase's writes end in a __syncwarp() before another lane reads them, on cases with a
-// causal mask, heads, W_O, Adam, both schedules and many inputs; and the same bits.
+// causal mask, heads, W_O, Adam, both schedules, many inputs and frozen maps (uniform, given); and
+// the same bits.
 TEST(SimtRaceCheck, HeadWarpKernelHasNoRace) {
   RaceCheck on;
-  for (const int i : {0, 3, 6, 9}) {
+  for (const int i : {0, 3, 6, 9, 11, 13}) {
     const gpu_cases::HeadCase& c = gpu_cases::head_cases()[i];
     SCOPED_TRACE(c.name);
     std::mt19937_64 rng(6);
