@@ -990,6 +990,7 @@ std::string interventions_script(const Table& t) {
     std::vector<const Series*> drawn;
     std::vector<std::vector<Spread>> values;
     double lo = INFINITY, hi = 0;
+    std::vector<double> medians;  // the finite positive ones
     for (const Series& q : series) {
       std::vector<Spread> v;
       bool any = false;
@@ -998,8 +999,16 @@ std::string interventions_script(const Table& t) {
         any = any || std::isfinite(v.back().p50);
         for (const double x : {v.back().p05, v.back().p50, v.back().p95})
           if (std::isfinite(x) && x > 0) lo = std::min(lo, x), hi = std::max(hi, x);
+        if (std::isfinite(v.back().p50) && v.back().p50 > 0) medians.push_back(v.back().p50);
       }
       if (any) drawn.push_back(&q), values.push_back(std::move(v));
+    }
+    // Diverged seeds (a median or a 95th percentile of 1e140) would flatten every other point:
+    // the axis stops three decades above the points' median median; a bar beyond runs off its
+    // top, a point beyond is written there as its value.
+    if (!medians.empty()) {
+      std::nth_element(medians.begin(), medians.begin() + medians.size() / 2, medians.end());
+      hi = std::min(hi, 1e3 * medians[medians.size() / 2]);
     }
     const bool log_axis = log_y && hi > 10 * lo;
     const double width = std::min(0.15, 0.7 / std::max<std::size_t>(drawn.size(), 1));
@@ -1019,9 +1028,12 @@ std::string interventions_script(const Table& t) {
         const double x = static_cast<double>(i) + offset;
         s << round_trip(x) << " " << (ok ? round_trip(v.p50) : "NaN") << " " << bound(v.p05) << " "
           << bound(v.p95) << "\n";
-        if (!ok)
-          labels << "set label 'n/a' at " << round_trip(x) << ", graph 0.06 center tc lt " << q + 1
-                 << " font ',9'\n";
+        if (!ok)  // not defined (n/a), or a 0 a log axis cannot place (a frozen map's own)
+          labels << "set label '" << (v.p50 == 0 ? "0" : "n/a") << "' at " << round_trip(x)
+                 << ", graph 0.06 center tc lt " << q + 1 << " font ',9'\n";
+        else if (log_axis && v.p50 > 2 * hi)  // beyond the axis' top: its value there
+          labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
+                 << ", graph 0.94 center tc lt " << q + 1 << " font ',9'\n";
       }
       s << "EOD\n";
       static constexpr const char* kStyles[6] = {" pt 7", " pt 6", " pt 4",

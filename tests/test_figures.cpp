@@ -222,6 +222,25 @@ TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresho
   // The title: the configuration, the seeds and what the points and bars are.
   EXPECT_NE(s.find("task teacher"), std::string::npos);
   EXPECT_NE(s.find("5th to 95th percentile"), std::string::npos);
+  // A diverged configuration's median and 95th percentile (1e140) stop the axis three decades
+  // above the points' median median (0.5: pairs 1, 1e-3, uniform 0.5, 0.5, permuted 1, 1,
+  // patched 0.2, 2e-4, known 0 left out), the median written at the top; a 0 on the log axis is
+  // marked 0, not n/a.
+  for (auto& r : t.rows) {
+    const std::string q = plot::text(r[1]);
+    if (q == "output distance (uniform map)") r[6] = 1e140;
+    if (q == "output distance between pairs" && plot::text(r[0]) == "inputs=1" &&
+        plot::text(r[2]) == "finite")
+      r[5] = r[6] = 1e140;
+    if (q == "output distance (known map)" && plot::text(r[0]) == "inputs=64")
+      r[4] = r[5] = r[6] = 0.0;
+  }
+  const std::string w = script("attention-sweep-interventions", t);
+  EXPECT_NE(w.find("set yrange [" + round_trip(1e-4 / 2) + ":" + round_trip(2 * 0.5e3) + "]"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("set label '" + human_number(1e140) + "' at "), std::string::npos) << w;
+  EXPECT_NE(w.find("set label '0' at "), std::string::npos) << w;
   // A table without intervention rows draws no such figure.
   Table none = t;
   none.rows = {t.rows[0]};  // the converged fraction alone
