@@ -9,9 +9,9 @@
 
 #include "attention.hpp"
 #include "cpu_clones.hpp"
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "head.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -21,11 +21,11 @@ namespace {
 void DkStdPhiloxCpu(benchmark::State& state) {
   state.SetLabel(cpu_level_name(cpu_level()));
   const auto d_k = static_cast<std::uint32_t>(state.range(0));
-  const dkstd::Plan p = dkstd::make_plan(1u << 30, d_k, 0);
+  const dk_std::Plan p = dk_std::make_plan(1u << 30, d_k, 0);
   const std::uint64_t chunks = std::max<std::uint64_t>(8, (1u << 25) / (p.chunk_samples() * d_k));
   std::vector<Moments> out(chunks);
   for (auto _ : state) {
-    dkstd::chunk_moments_cpu(p, 0, chunks, out.data());
+    dk_std::chunk_moments_cpu(p, 0, chunks, out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["normals/s"] = benchmark::Counter(
@@ -44,10 +44,10 @@ BENCHMARK(DkStdPhiloxCpu)
 void DkStdNumpyStream(benchmark::State& state) {
   const auto d_k = static_cast<std::uint32_t>(state.range(0));
   const std::uint64_t n = (1u << 22) / d_k;
-  dkstd::StreamSplit split;
+  dk_std::StreamSplit split;
   split.threads = static_cast<int>(state.range(1));
   for (auto _ : state) {
-    dkstd::NumpyStream s(0, split);
+    dk_std::NumpyStream s(0, split);
     benchmark::DoNotOptimize(s.next_block(n, d_k, silent_monitor()));
   }
   state.counters["normals/s"] =

@@ -4,8 +4,8 @@ instead (bench/anchors/, copied from the project's shared anchors), measured in 
 
 Each comparison runs the anchor and demo alternately, REPEATS times each, as whole processes
 (wall clock around the process), and reports medians and their ratio:
-  lesson   demo --table all  vs  lesson_numpy.py dkstd 0 10000 2,64,512 + the five training runs
-  dk-std   demo --table dk-std --rng philox --d-k 512 --samples N  vs  dkstd_numpy.py N 512
+  lesson   demo --table all  vs  lesson_numpy.py dk-std 0 10000 2,64,512 + the five training runs
+  dk-std   demo --table dk-std --rng philox --d-k 512 --samples N  vs  dk_std_numpy.py N 512
            (normals per second; the anchor's own in-process rate is shown too)
   sweep    demo --table training-sweep --configs all-random --grad analytic --seeds 0:S
            vs  sweep_numpy.py S (model-steps per second; the anchor counts its training loop
@@ -128,7 +128,7 @@ def pairs(anchor, demo, repeats):
 
 
 def lesson(demo, repeats):
-    runs = [["dkstd", "0", "10000", "2,64,512"], ["train", "qk-identity", "0"],
+    runs = [["dk-std", "0", "10000", "2,64,512"], ["train", "qk-identity", "0"],
             ["train", "all-identity", "0"], ["train", "all-random", "0"],
             ["train", "all-random", "1"], ["train", "qk-random", "0"]]
 
@@ -140,21 +140,21 @@ def lesson(demo, repeats):
 
     a, d = pairs(anchor, ours, repeats)
     ta, td = statistics.median(a), statistics.median(d)
-    return ("lesson: `demo --table all` vs lesson_numpy.py dkstd + 5 train runs",
+    return ("lesson: `demo --table all` vs lesson_numpy.py dk-std + 5 train runs",
             f"{ta:.2f} s", f"{td:.3f} s", ta / td, 200)
 
 
-def dkstd(demo, repeats, n, torch):
+def dk_std(demo, repeats, n, torch):
     normals = 2 * n * 512
     own = {"numpy": [], "torch": []}
 
     def numpy_anchor():
-        t, out = timed([PY, os.path.join(ANCHORS, "dkstd_numpy.py"), str(n), "512"])
+        t, out = timed([PY, os.path.join(ANCHORS, "dk_std_numpy.py"), str(n), "512"])
         own["numpy"].append(float(re.search(r"normals_per_s (\S+)", out).group(1)))
         return normals / t
 
     def torch_anchor():
-        t, out = timed([PY, TORCH, "dkstd", str(n), "512"])
+        t, out = timed([PY, TORCH, "dk-std", str(n), "512"])
         own["torch"].append(float(re.search(r"normals_per_s (\S+)", out).group(1)))
         return normals / t
 
@@ -236,7 +236,7 @@ def main():
     torch = have_torch()
     rows = []
     for measure in (lambda: [lesson(args.demo, args.repeats)],
-                    lambda: dkstd(args.demo, args.repeats, args.samples, torch),
+                    lambda: dk_std(args.demo, args.repeats, args.samples, torch),
                     lambda: numpy_stream(args.demo, args.repeats, args.numpy_samples),
                     lambda: sweep(args.demo, args.repeats, args.seeds, torch)):
         new_rows = measure()

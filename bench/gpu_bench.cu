@@ -29,8 +29,8 @@
 #include "cuda_check.hpp"
 #include "cuda_device.hpp"
 #include "device_buffer.hpp"
-#include "dkstd.hpp"
 #include "gpu_cases.hpp"
+#include "kernels/dk_std.hpp"
 #include "saturation.hpp"
 #include "tiny_model.hpp"
 
@@ -250,24 +250,24 @@ int main(int argc, char** argv) {
 
     // dk-std: the case list's d_k, N grown until one call takes >= 0.5 s (0.1 s with --quick):
     // far above launch overhead, and three d_k in about 20 s.
-    r["dkstd"] = nlohmann::json::array();
+    r["dk_std"] = nlohmann::json::array();
     for (std::uint32_t d_k : {64u, 512u, 4096u}) {
       std::uint64_t n = 1u << 20;
-      dkstd::Plan plan;
+      dk_std::Plan plan;
       DeviceBuffer<Moments> parts;
-      auto run = [&] { dkstd::chunk_moments_cuda_device(plan, 0, plan.chunks(), parts.data()); };
+      auto run = [&] { dk_std::chunk_moments_cuda_device(plan, 0, plan.chunks(), parts.data()); };
       for (;;) {
-        plan = dkstd::make_plan(n, d_k, 0);
+        plan = dk_std::make_plan(n, d_k, 0);
         parts = DeviceBuffer<Moments>(plan.chunks());
         if (timer.median_seconds(run, 1, 1e30) >= (quick ? 0.1 : 0.5) || n >= (1ull << 40)) break;
         n *= 4;
       }
       const double sec = timer.median_seconds(run, quick ? 1 : 3, 1e30);
-      const double normals = gpu_cases::dkstd_normals(d_k, plan.samples);
-      r["dkstd"].push_back({{"d_k", d_k},
-                            {"samples", plan.samples},
-                            {"seconds", sec},
-                            {"normals_per_s", normals / sec}});
+      const double normals = gpu_cases::dk_std_normals(d_k, plan.samples);
+      r["dk_std"].push_back({{"d_k", d_k},
+                             {"samples", plan.samples},
+                             {"seconds", sec},
+                             {"normals_per_s", normals / sec}});
       std::printf("dk-std d_k %u: %.3e normals/s (%llu samples, %.2f s)\n", d_k, normals / sec,
                   static_cast<unsigned long long>(plan.samples), sec);
     }

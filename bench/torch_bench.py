@@ -48,7 +48,7 @@ def main():
     # dk-std at d_k 512.
     d, chunk = 512, 1 << 15
     chunks = 8 if args.quick else 256
-    def dkstd():
+    def dk_std():
         s1 = torch.zeros((), device=dev, dtype=torch.float64)
         s2 = torch.zeros((), device=dev, dtype=torch.float64)
         for _ in range(chunks):
@@ -58,8 +58,8 @@ def main():
             s1 += dots.sum()
             s2 += (dots * dots).sum()
         return s1, s2
-    t = median_seconds(dkstd, 1 if args.quick else 3)
-    out["dkstd"] = {"d_k": d, "samples": chunk * chunks, "seconds": t,
+    t = median_seconds(dk_std, 1 if args.quick else 3)
+    out["dk_std"] = {"d_k": d, "samples": chunk * chunks, "seconds": t,
                     "normals_per_s": 2 * d * chunk * chunks / t}
 
     # Training sweep: batched over seeds, float64, analytic gradient, sequential schedule.

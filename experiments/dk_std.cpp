@@ -3,8 +3,8 @@
 // (sqrt(d_k) and 1), the relative error, and the kurtosis (theory 3 + 6 / d_k: q . k is a sum of
 // d_k products of independent normals, each with fourth moment 9).
 //
-// Generators: numpy's stream (the lesson's, exact; kernels/dkstd_numpy.hpp, its pieces decoded
-// on the backend's device) or Philox (kernels/dkstd.hpp, on the backend's device). auto: numpy
+// Generators: numpy's stream (the lesson's, exact; kernels/dk_std_numpy.hpp, its pieces decoded
+// on the backend's device) or Philox (kernels/dk_std.hpp, on the backend's device). auto: numpy
 // up to 1e8 normals.
 #include <algorithm>
 #include <cmath>
@@ -13,8 +13,6 @@
 #include <sstream>
 #include <utility>
 
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "experiments/dk_std.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
@@ -22,6 +20,8 @@
 #include "host/format.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -51,7 +51,7 @@ std::optional<std::pair<double, double>> std_interval(const Moments& m, double m
 namespace {
 
 // The philox table as chunk-driver work (host/chunks.hpp): chunk i is up to 256 consecutive
-// sampler chunks (kernels/dkstd.hpp, about 2^20 normals each up to d_k 2048) of one d_k, fewer
+// sampler chunks (kernels/dk_std.hpp, about 2^20 normals each up to d_k 2048) of one d_k, fewer
 // beyond d_k 4096 so that a chunk holds at most 2^29 normals (with d_k at most 2^16); its state
 // is their Moments, merged left to right; the driver folds the chunks' states left to right per
 // d_k. So the merge tree is fixed by (N, d_k list) alone. A chunk's sampler chunks are computed
@@ -59,22 +59,22 @@ namespace {
 // that Ctrl-C is honoured within a second even where a whole chunk of 2^29 normals takes longer
 // (few or shared cores); a call's parts are per sampler chunk, so how the calls are cut leaves
 // the bits.
-std::uint64_t sampler_chunk_normals(const dkstd::Plan& p) { return 2 * p.chunk_samples() * p.d_k; }
-std::uint64_t sampler_chunks_per_chunk(const dkstd::Plan& p) {
+std::uint64_t sampler_chunk_normals(const dk_std::Plan& p) { return 2 * p.chunk_samples() * p.d_k; }
+std::uint64_t sampler_chunks_per_chunk(const dk_std::Plan& p) {
   return std::clamp<std::uint64_t>((std::uint64_t{1} << 29) / sampler_chunk_normals(p), 1, 256);
 }
-std::uint64_t sampler_chunks_per_call(const dkstd::Plan& p, const Backend& b) {
+std::uint64_t sampler_chunks_per_call(const dk_std::Plan& p, const Backend& b) {
   return std::max<std::uint64_t>(
       1,
-      std::min(b.dkstd_chunks_per_call(), b.dkstd_normals_per_call() / sampler_chunk_normals(p)));
+      std::min(b.dk_std_chunks_per_call(), b.dk_std_normals_per_call() / sampler_chunk_normals(p)));
 }
 
 bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks, std::uint64_t n,
                     std::uint64_t seed, std::vector<Moments>& totals) {
-  std::vector<dkstd::Plan> plans;
+  std::vector<dk_std::Plan> plans;
   KeyRanges chunks;  // key: the d_k's index; items: sampler chunks
   for (std::size_t d = 0; d < dks.size(); ++d) {
-    plans.push_back(dkstd::make_plan(n, static_cast<std::uint32_t>(dks[d]), seed));
+    plans.push_back(dk_std::make_plan(n, static_cast<std::uint32_t>(dks[d]), seed));
     chunks.add(plans[d].chunks(), sampler_chunks_per_chunk(plans[d]));
   }
   totals.assign(dks.size(), Moments{});
@@ -82,11 +82,11 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
   job.label = "dk-std";
   job.unit = "normals";
   job.chunks = chunks.chunks();
-  job.batch = std::max<std::uint64_t>(1, ctx.backend.dkstd_chunks_per_call() / 256);
+  job.batch = std::max<std::uint64_t>(1, ctx.backend.dk_std_chunks_per_call() / 256);
   // The samples (dot products, one value each in the Moments) of chunk i.
   const auto samples = [&](std::uint64_t i) {
     const KeyRanges::Range c = chunks.at(i);
-    const dkstd::Plan& p = plans[c.key];
+    const dk_std::Plan& p = plans[c.key];
     return p.chunk_end(c.first + c.count - 1) - p.chunk_first(c.first);
   };
   job.work = [&](std::uint64_t i) {
@@ -107,12 +107,12 @@ bool philox_moments(const RunContext& ctx, const std::vector<std::int64_t>& dks,
         sizes.push_back(c.count);
       }
       parts.resize(static_cast<std::size_t>(sampler_chunks));
-      const dkstd::Plan& p = plans[head.key];
+      const dk_std::Plan& p = plans[head.key];
       const std::uint64_t per_call = sampler_chunks_per_call(p, ctx.backend);
       for (std::uint64_t done = 0; done < sampler_chunks; done += per_call) {
         stop_point();
-        ctx.backend.dkstd_chunks(p, head.first + done, std::min(per_call, sampler_chunks - done),
-                                 parts.data() + done);
+        ctx.backend.dk_std_chunks(p, head.first + done, std::min(per_call, sampler_chunks - done),
+                                  parts.data() + done);
       }
       std::size_t k = 0;
       for (const std::uint64_t size : sizes) {
@@ -219,7 +219,7 @@ std::vector<Table> run(const RunContext& ctx) {
   const double normals =
       2.0 * static_cast<double>(n) *
       static_cast<double>(std::accumulate(dks.begin(), dks.end(), std::int64_t{0}));
-  const bool numpy = dkstd_uses_numpy(ctx.get<std::string>("--rng"), normals);
+  const bool numpy = dk_std_uses_numpy(ctx.get<std::string>("--rng"), normals);
   if (numpy && normals > 1e9)  // 3 normals decoded per 2 used, about 2.5 ns each per core
     spdlog::warn(
         "warning: --rng numpy decodes numpy's stream for its {:.3g} normals: "
@@ -256,7 +256,7 @@ std::vector<Table> run(const RunContext& ctx) {
       spdlog::warn("--rng numpy: one sequential stream, not checkpointed (--rng philox is)");
     // Both generators report the normals the table uses (2 N d_k per d_k), whatever they draw.
     Progress progress("dk-std", normals, "normals", ctx.opt.quiet);
-    dkstd::NumpyStream stream(seed, ctx.backend.numpy_stream_split());
+    dk_std::NumpyStream stream(seed, ctx.backend.numpy_stream_split());
     for (std::int64_t d : dks)
       moments.push_back(stream.next_block(n, static_cast<std::uint32_t>(d), progress));
     progress.finish();
@@ -302,7 +302,7 @@ std::vector<Table> run(const RunContext& ctx) {
 
 }  // namespace
 
-bool dkstd_uses_numpy(const std::string& rng, double normals) {
+bool dk_std_uses_numpy(const std::string& rng, double normals) {
   return rng == "numpy" || (rng == "auto" && normals <= kAutoNumpyLimit);
 }
 

@@ -147,37 +147,37 @@ template void Backend::attention_forward<float>(const AttentionProblem<float>&,
 template void Backend::attention_forward<double>(const AttentionProblem<double>&,
                                                  const Monitor&) const;
 
-void Backend::dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
-                           Moments* out) const {
+void Backend::dk_std_chunks(const dk_std::Plan& p, std::uint64_t first, std::uint64_t count,
+                            Moments* out) const {
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
-  if (kind_ == DeviceKind::cuda) return dkstd::chunk_moments_cuda(p, first, count, out);
+  if (kind_ == DeviceKind::cuda) return dk_std::chunk_moments_cuda(p, first, count, out);
 #endif
-  dkstd::chunk_moments_cpu(p, first, count, out);
+  dk_std::chunk_moments_cpu(p, first, count, out);
 }
 
-void Backend::numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std::size_t count,
+void Backend::numpy_pieces(const numpy_rng::Pcg64& g0, dk_std::Piece* pieces, std::size_t count,
                            int head, double* values) const {
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
-  if (kind_ == DeviceKind::cuda) return dkstd::decode_pieces_cuda(g0, pieces, count, head, values);
+  if (kind_ == DeviceKind::cuda) return dk_std::decode_pieces_cuda(g0, pieces, count, head, values);
 #endif
-  dkstd::decode_pieces_cpu(g0, pieces, count, head, values, threads_);
+  dk_std::decode_pieces_cpu(g0, pieces, count, head, values, threads_);
 }
 
-dkstd::StreamSplit Backend::numpy_stream_split() const {
+dk_std::StreamSplit Backend::numpy_stream_split() const {
 #if defined(ATTNLAB_WITH_CUDA)
   // The GPU's decoder queued (pieces and values in page-locked memory), waited for after the
   // host's dot products of the previous wave (kernels/numpy_decode.hpp).
   if (kind_ == DeviceKind::cuda)
-    return dkstd::device_split(
-        [this](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int head, double* v) {
+    return dk_std::device_split(
+        [this](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int head, double* v) {
           ++calls_;
-          dkstd::decode_pieces_cuda_start(g0, p, n, head, v);
+          dk_std::decode_pieces_cuda_start(g0, p, n, head, v);
         },
-        [] { dkstd::decode_pieces_cuda_wait(); }, dkstd::pinned_host_memory());
+        [] { dk_std::decode_pieces_cuda_wait(); }, dk_std::pinned_host_memory());
 #endif
-  dkstd::StreamSplit s;
+  dk_std::StreamSplit s;
   s.threads = threads_;
   return s;
 }

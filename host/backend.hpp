@@ -9,9 +9,9 @@
 
 #include "attention.hpp"
 #include "cuda_device.hpp"
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "head.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "moments.hpp"
 #include "saturation.hpp"
 #include "tiny_model.hpp"
@@ -45,13 +45,13 @@ class Backend {
   std::string device_description() const;
 
   // How much work one call should take: enough to fill a GPU, small enough on the CPU that
-  // progress and Ctrl-C stay responsive. The d_k sampler: chunks of 256 lanes (kernels/dkstd.hpp);
+  // progress and Ctrl-C stay responsive. The d_k sampler: chunks of 256 lanes (kernels/dk_std.hpp);
   // training: seeds.
-  std::uint64_t dkstd_chunks_per_call() const { return kind_ == DeviceKind::cuda ? 65536 : 64; }
+  std::uint64_t dk_std_chunks_per_call() const { return kind_ == DeviceKind::cuda ? 65536 : 64; }
   // And at most this many of the sampler's normals (2 N d_k) a call: on the CPU a quarter second
   // of two AVX2 cores (5e8 normals/s), so that a stop point comes within the second even when
   // another job shares the cores; on the GPU no more than the chunks say.
-  std::uint64_t dkstd_normals_per_call() const {
+  std::uint64_t dk_std_normals_per_call() const {
     return kind_ == DeviceKind::cuda ? ~std::uint64_t{0} : std::uint64_t{1} << 27;
   }
   static constexpr std::uint64_t kGpuSeedsPerCall = 1u << 20, kCpuSeedsPerCall = 1u << 14;
@@ -78,16 +78,16 @@ class Backend {
                          const Monitor& monitor = silent_monitor()) const;
   static constexpr double kAttentionPieceWork = double(1 << 26);
   static constexpr double kGpuAttentionPieceWork = double(1 << 26) * 256;
-  void dkstd_chunks(const dkstd::Plan& p, std::uint64_t first, std::uint64_t count,
-                    Moments* out) const;
-  // numpy's stream (kernels/dkstd_numpy.hpp): a round's pieces decoded on this backend's device
+  void dk_std_chunks(const dk_std::Plan& p, std::uint64_t first, std::uint64_t count,
+                     Moments* out) const;
+  // numpy's stream (kernels/dk_std_numpy.hpp): a round's pieces decoded on this backend's device
   // (numpy_pieces.hpp's contract), and the split a NumpyStream on this backend uses: the CPU's
   // own threads, or the GPU's decoder with pieces and waves sized for it, queued on a stream
   // with the pieces and values in page-locked host memory, so that a wave decodes while the
   // host takes the previous wave's dot products.
-  void numpy_pieces(const numpy_rng::Pcg64& g0, dkstd::Piece* pieces, std::size_t count, int head,
+  void numpy_pieces(const numpy_rng::Pcg64& g0, dk_std::Piece* pieces, std::size_t count, int head,
                     double* values) const;
-  dkstd::StreamSplit numpy_stream_split() const;
+  dk_std::StreamSplit numpy_stream_split() const;
   void saturation_rows(const saturation::Params& p, std::uint64_t first, std::int64_t rows,
                        double* out) const;
   void train_seeds(tiny::Config c, const std::uint64_t* seeds, std::int64_t n,

@@ -7,7 +7,7 @@
 #include "numpy_pieces.hpp"
 
 #if ATTN_HAVE_CPU_LEVELS
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 using Counted = CountedPcg64;
 
@@ -64,5 +64,5 @@ BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t wor
   return BlockEnd{n, c, state};
 }
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream
 #endif

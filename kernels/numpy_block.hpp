@@ -7,7 +7,7 @@
 
 #include "numpy_random.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 using numpy_rng::Pcg64;
 using numpy_rng::u128;
@@ -37,4 +37,4 @@ struct BlockEnd {
 BlockEnd resolve_block(const Pcg64& proto, std::uint64_t base, std::uint64_t words, unsigned m,
                        const Listed& listed, double* slot);
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

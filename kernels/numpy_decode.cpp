@@ -14,7 +14,7 @@
 #include "numpy_lane.hpp"
 #include "numpy_simd.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 namespace {
 
 constexpr std::uint64_t kMinPieceWords = std::uint64_t{1} << 12;
@@ -202,4 +202,4 @@ void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const 
   }
 }
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

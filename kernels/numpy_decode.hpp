@@ -1,5 +1,5 @@
 // numpy_decode.hpp: runs of numpy's normals decoded in parallel, bit for bit: the pieces of each
-// round over the threads, their joins resynced (dkstd_numpy.hpp says how). Host only.
+// round over the threads, their joins resynced (dk_std_numpy.hpp says how). Host only.
 #pragma once
 
 #include <cstddef>
@@ -7,10 +7,10 @@
 #include <functional>
 #include <initializer_list>
 
-#include "dkstd_numpy.hpp"
+#include "dk_std_numpy.hpp"
 #include "numpy_rows.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 using numpy_rng::Pcg64;
 
@@ -42,4 +42,4 @@ struct SideWork {
 void decode(std::initializer_list<Job> jobs_in, const StreamSplit& split, const SideWork& side = {},
             HostArray<Piece>* pieces = nullptr);
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

@@ -8,7 +8,7 @@
 #include "cpu_clones.hpp"
 #include "hd.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 namespace {
 
 // Eight rows' dot products a[i] . b[i] (d_k values each) into out[0 .. 8), each summed from
@@ -84,4 +84,4 @@ Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std:
   return m;
 }
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

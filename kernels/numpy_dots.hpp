@@ -7,11 +7,11 @@
 #include "moments.hpp"
 #include "numpy_rows.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 // Moments of `rows` rows: row r's dot is q[qrow0 + r] . k[krow0 + r], summed from j = 0 in order
 // (as the sequential loop sums it), eight rows at once (dots8); q and k hold their waves' rows.
 Moments chunk_dots(const Normals& q, std::uint64_t qrow0, const Normals& k, std::uint64_t krow0,
                    std::uint64_t rows, std::uint32_t d_k);
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

@@ -14,7 +14,7 @@
 
 #include "ziggurat_tables.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 // Each layer's k and w side by side, for the AVX2 decoder's paired loads (IsaV3::layer).
 struct alignas(16) KW {
@@ -224,5 +224,5 @@ struct IsaV3 {  // two AVX2 registers: lanes 0-3 in a, 4-7 in b
 };
 #pragma GCC diagnostic pop
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream
 #endif

@@ -8,7 +8,7 @@
 #include "numpy_pieces.hpp"
 #include "numpy_random.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 using numpy_rng::Pcg64;
 
@@ -56,4 +56,4 @@ inline void decode_lanes4(Lane a, Lane b, Lane c, Lane d) {
   decode_lane(d);
 }
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

@@ -1,11 +1,11 @@
 // numpy_pieces.hpp: one piece of numpy's normal stream, decoded from a word offset, on the host
-// or the device (kernels/dkstd_numpy.hpp says how pieces make the stream parallel).
+// or the device (kernels/dk_std_numpy.hpp says how pieces make the stream parallel).
 //
 // A piece covers the stream's words [begin, end). Decoding it from a word `from` treats `from` as
 // a normal's start and takes normals (numpy_rng::standard_normal: one word each, more on the
 // ziggurat's rare paths) until one starts at or after end; it records where its first normals
 // start (head), how many it took (n) and where the next one starts (next). The CPU's threads
-// (kernels/numpy_decode.cpp) and the CUDA kernel (kernels/dkstd_numpy_cuda.cu) run this same
+// (kernels/numpy_decode.cpp) and the CUDA kernel (kernels/dk_std_numpy_cuda.cu) run this same
 // code; the host then joins the pieces.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include "hd.hpp"
 #include "numpy_random.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 
 inline constexpr int kMaxHead = 64;  // normal starts a piece can record
 
@@ -73,4 +73,4 @@ ATTN_HD inline void decode_piece(const numpy_rng::Pcg64& g0, std::uint64_t from,
   p.next = pos;
 }
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

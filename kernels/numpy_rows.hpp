@@ -10,7 +10,7 @@
 #include <new>
 #include <vector>
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 
 // Host memory that the decoded values and the pieces live in: plain (aligned_alloc) for the CPU's
 // threads, page-locked (cudaHostAlloc) for the GPU's decoder, whose asynchronous copies need it.
@@ -62,12 +62,12 @@ class HostArray {
 };
 using Buffer = HostArray<double>;
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
-using dkstd::HostArray;
-using dkstd::HostMemory;
+using dk_std::HostArray;
+using dk_std::HostMemory;
 
 // A run of decoded normals, in order, as spans of the buffers that hold them.
 struct Span {
@@ -116,4 +116,4 @@ class Rows {
   std::vector<Span>::const_iterator it_;
 };
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

@@ -9,7 +9,7 @@
 #include "numpy_block.hpp"
 #include "numpy_isa.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 namespace {
 
 #if ATTN_HAVE_CPU_LEVELS
@@ -148,4 +148,4 @@ ATTN_INLINE void decode_lane_simd_body(Lane l) {
 
 ATTN_CPU_LEVELS_BY_LEVEL(void, decode_lane_simd, (Lane l), (l))
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

@@ -20,11 +20,11 @@
 
 #include "numpy_lane.hpp"
 
-namespace attn::dkstd::stream {
+namespace attn::dk_std::stream {
 
 // Decodes lane l (its recorded head, the vector loop, its last words one at a time) and records
 // its count and end in its piece, at cpu_level() v4 or v3; scalar at the baseline, where
 // decode() groups lanes by four instead and does not call it.
 void decode_lane_simd(Lane l);
 
-}  // namespace attn::dkstd::stream
+}  // namespace attn::dk_std::stream

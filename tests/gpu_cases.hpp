@@ -168,7 +168,7 @@ inline double softmax_bytes(const SoftmaxCase& c, DType t) {
   return (t == DType::f32 ? 4 : 8) * 2.0 * c.rows * c.n;
 }
 
-// ---- dk-std sampler (dkstd.hpp) --------------------------------------------------------------
+// ---- dk-std sampler (dk_std.hpp) --------------------------------------------------------------
 // Same arithmetic in the same merge tree on both sides: tolerance 0 (memcmp of every chunk's
 // summary). Work: 2 d_k normals and d_k multiply-adds per sample; no memory traffic to speak of.
 struct DkStdCase {
@@ -176,14 +176,14 @@ struct DkStdCase {
   std::uint64_t samples;  // the test's size; the benchmark scales it up to >= 1 s
 };
 
-inline const std::vector<DkStdCase>& dkstd_cases() {
+inline const std::vector<DkStdCase>& dk_std_cases() {
   static const std::vector<DkStdCase> cases = {
       {1, 5 * 256 * 9 + 11}, {2, 5 * 256 * 9 + 11},   {3, 5 * 256 * 9 + 11},
       {64, 1 << 16},         {512, 5 * 256 * 9 + 11}, {4096, 5 * 256 * 9 + 11},
   };
   return cases;
 }
-inline double dkstd_normals(std::uint32_t d_k, std::uint64_t samples) {
+inline double dk_std_normals(std::uint32_t d_k, std::uint64_t samples) {
   return 2.0 * d_k * samples;
 }
 

@@ -76,10 +76,10 @@ inline const std::vector<Design>& designs() {
   // each thread (16 warps); a thread that waits on global memory (~600 cycles at 4.8 TB/s over
   // 132 SMs) needs 32 warps or more with a few loads in flight each.
   static const std::vector<Design> d = {
-      {"attn::dkstd::dkstd_chunks_kernel", "dkstd_chunks_kernel", 256, 16, false,
+      {"attn::dk_std::dk_std_chunks_kernel", "dk_std_chunks_kernel", 256, 16, false,
        "Philox rounds and Box-Muller in registers, 4 independent normals per Philox call: "
        "arithmetic-bound, 16 warps"},
-      {"attn::dkstd::numpy_pieces_kernel", "numpy_pieces_kernel", 128, 32, true,
+      {"attn::dk_std::numpy_pieces_kernel", "numpy_pieces_kernel", 128, 32, true,
        "a piece's PCG64 steps form one dependent chain of 128-bit multiplies per thread: 32 "
        "warps; the piece's record (its array of recorded starts, indexed at run time) is a local "
        "copy"},

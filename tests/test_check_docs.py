@@ -86,8 +86,8 @@ class CheckDocs(unittest.TestCase):
         self.assert_passes(
             "# Here\n\n"
             "[design](docs/DESIGN.md#layout), [back](#here), ![f](results/cpu/dk-std.png),\n"
-            "`kernels/dkstd.hpp`, `dkstd.hpp`, `host/backend.{hpp,cpp}`, `kernels/*.cu`,\n"
-            "prose kernels/dkstd.hpp, `DkStdNumpy.*`, `GpuCheck.Script`, `test_simt`,\n"
+            "`kernels/dk_std.hpp`, `dk_std.hpp`, `host/backend.{hpp,cpp}`, `kernels/*.cu`,\n"
+            "prose kernels/dk_std.hpp, `DkStdNumpy.*`, `GpuCheck.Script`, `test_simt`,\n"
             "`demo --table dk-std --d-k 2,64 --samples 1e6 --rng philox`, `--d-k`, `-q`,\n"
             "`scripts/gpu-check --cpu-only`, `scripts/gpu-bundle --list`, `demo --help`.\n")
 

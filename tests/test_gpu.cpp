@@ -17,13 +17,13 @@
 #include "attention.hpp"
 #include "cuda_device.hpp"
 #include "device_buffer.hpp"
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "experiments/registry.hpp"
 #include "gpu_cases.hpp"
 #include "head.hpp"
 #include "host/backend.hpp"
 #include "host/experiment.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "quantiles.hpp"
 #include "saturation.hpp"
 #include "tiny_model.hpp"
@@ -188,12 +188,12 @@ TEST(GpuSoftmax, StableAndMaskedBothVersions) {
 // The dk-std kernel runs the CPU twin's arithmetic in the same tree: identical bits.
 TEST(GpuDkStd, ChunksEqualCpuTwinBitForBit) {
   REQUIRE_GPU();
-  for (const auto& c : gpu_cases::dkstd_cases()) {
-    const std::uint64_t three_chunks = 3 * dkstd::make_plan(1, c.d_k, 77).chunk_samples() + 11;
-    const dkstd::Plan p = dkstd::make_plan(cap(c.samples, three_chunks), c.d_k, 77);
+  for (const auto& c : gpu_cases::dk_std_cases()) {
+    const std::uint64_t three_chunks = 3 * dk_std::make_plan(1, c.d_k, 77).chunk_samples() + 11;
+    const dk_std::Plan p = dk_std::make_plan(cap(c.samples, three_chunks), c.d_k, 77);
     std::vector<Moments> cpu(p.chunks()), gpu(p.chunks());
-    dkstd::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
-    dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
+    dk_std::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
+    dk_std::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
     for (std::uint64_t i = 0; i < p.chunks(); ++i)
       EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0)
           << "d_k " << c.d_k << " chunk " << i << ": std " << cpu[i].stddev() << " vs "
@@ -206,9 +206,9 @@ TEST(GpuDkStd, ChunksEqualCpuTwinBitForBit) {
 // R = 3.65, about 0.03% of them) may differ by a few ulp where CUDA's log1p differs from glibc's;
 // a flipped wedge decision would shift every later normal and fail at once. Then the dk-std
 // blocks: the same moments to 1e-12 relative (tail normals enter only their own rows' dots).
-dkstd::StreamSplit gpu_numpy_split() {
-  return dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
-                                double* v) { dkstd::decode_pieces_cuda(g0, p, n, h, v); });
+dk_std::StreamSplit gpu_numpy_split() {
+  return dk_std::device_split([](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h,
+                                 double* v) { dk_std::decode_pieces_cuda(g0, p, n, h, v); });
 }
 
 TEST(GpuNumpy, NormalsEqualTheCpuStreamButTailUlps) {
@@ -218,7 +218,7 @@ TEST(GpuNumpy, NormalsEqualTheCpuStreamButTailUlps) {
     numpy_rng::Pcg64 a(seed), b(seed);
     std::vector<double> want(kCount);
     for (double& x : want) x = numpy_rng::standard_normal(a);
-    const std::vector<double> got = dkstd::parallel_normals(b, kCount, gpu_numpy_split());
+    const std::vector<double> got = dk_std::parallel_normals(b, kCount, gpu_numpy_split());
     ASSERT_EQ(got.size(), want.size());
     std::uint64_t tail_diffs = 0, other_diffs = 0;
     for (std::uint64_t i = 0; i < kCount; ++i) {
@@ -239,7 +239,7 @@ TEST(GpuNumpy, NormalsEqualTheCpuStreamButTailUlps) {
 
 TEST(GpuNumpy, DkStdBlocksMatchTheCpu) {
   REQUIRE_GPU();
-  dkstd::NumpyStream cpu(0), gpu(0, gpu_numpy_split());
+  dk_std::NumpyStream cpu(0), gpu(0, gpu_numpy_split());
   for (std::uint32_t d_k : {2u, 64u, 512u}) {
     const Moments c = cpu.next_block(10000, d_k, silent_monitor());
     const Moments g = gpu.next_block(10000, d_k, silent_monitor());

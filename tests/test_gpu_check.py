@@ -45,7 +45,7 @@ elif tool == "demo":
         print(json.dumps({"tables": []}))
 elif tool == "gpu_bench":
     with open(args[args.index("--json") + 1], "w") as f:
-        json.dump({"dkstd": []}, f)
+        json.dump({"dk_std": []}, f)
 elif tool == "bench_kernels":
     print(json.dumps({"benchmarks": [{"name": "fake"}]}))
 elif tool == "nvidia-smi":

@@ -18,10 +18,10 @@
 #include <regex>
 #include <string>
 
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "head.hpp"
 #include "host/backend.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "residency.hpp"
 
 namespace attn {
@@ -185,18 +185,18 @@ TEST(Residency, BulkCallsLaunchAtLeastTheResidentThreads) {
         residency::resident(d->threads, it->second.registers, it->second.shared);
     return 1LL * residency::Sm90::kMultiprocessors * res.warps * 32;
   };
-  const long long dkstd = resident_threads("attn::dkstd::dkstd_chunks_kernel");
-  ASSERT_GT(dkstd, 0);
-  EXPECT_GE(1LL * dkstd::kChunksPerLaunch * dkstd::kLanes, dkstd);
+  const long long dk_std = resident_threads("attn::dk_std::dk_std_chunks_kernel");
+  ASSERT_GT(dk_std, 0);
+  EXPECT_GE(1LL * dk_std::kChunksPerLaunch * dk_std::kLanes, dk_std);
   for (const char* k : {"attn::tiny::train_kernel<double>", "attn::tiny::train_kernel<float>"}) {
     const long long training = resident_threads(k);
     ASSERT_GT(training, 0) << k;
     EXPECT_GE(static_cast<long long>(Backend::kGpuSeedsPerCall), training) << k;
   }
-  const long long numpy = resident_threads("attn::dkstd::numpy_pieces_kernel");
+  const long long numpy = resident_threads("attn::dk_std::numpy_pieces_kernel");
   ASSERT_GT(numpy, 0);
-  const dkstd::StreamSplit split =
-      dkstd::device_split([](const numpy_rng::Pcg64&, dkstd::Piece*, std::size_t, int, double*) {});
+  const dk_std::StreamSplit split = dk_std::device_split(
+      [](const numpy_rng::Pcg64&, dk_std::Piece*, std::size_t, int, double*) {});
   const long long pieces = static_cast<long long>(split.wave_normals / split.piece_words);
   EXPECT_GE(pieces, numpy) << "a wave of " << pieces << " pieces (one thread each) against "
                            << numpy << " resident threads";

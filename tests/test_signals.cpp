@@ -39,7 +39,7 @@ void expect_audited(const std::string& args, const std::string& table, double bu
 // a regression that drops a stop check inside a call makes the whole call one piece.
 TEST(StopAudit, DkStdBothGenerators) {
   // The samplers are called in parts of at most 2^27 normals on the CPU
-  // (Backend::dkstd_normals_per_call).
+  // (Backend::dk_std_normals_per_call).
   constexpr double kPart = double(1 << 27);
   expect_audited("--table dk-std --rng philox --d-k 4096 --samples 1e9 --threads 1", "dk-std",
                  kPart);

@@ -23,10 +23,10 @@
 #include "attention.hpp"
 #include "cublas_loader.hpp"
 #include "device_buffer.hpp"
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "gpu_cases.hpp"
 #include "head.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "moments.hpp"
 #include "numpy_random.hpp"
 #include "residency.hpp"
@@ -251,11 +251,11 @@ TEST(SimtCublas, StridedBatchedFollowsColumnMajorConventions) {
 
 TEST(SimtKernels, DkStdChunksEqualTheCpuBitForBit) {
   for (std::uint32_t d_k : {3u, 64u}) {
-    const dkstd::Plan p =
-        dkstd::make_plan(3 * dkstd::make_plan(1, d_k, 5).chunk_samples() + 11, d_k, 5);
+    const dk_std::Plan p =
+        dk_std::make_plan(3 * dk_std::make_plan(1, d_k, 5).chunk_samples() + 11, d_k, 5);
     std::vector<Moments> cpu(p.chunks()), gpu(p.chunks());
-    dkstd::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
-    dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
+    dk_std::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
+    dk_std::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
     for (std::uint64_t i = 0; i < p.chunks(); ++i)
       EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0)
           << "d_k " << d_k << " chunk " << i;
@@ -394,16 +394,16 @@ void expect_designed_blocks(const char* where) {
 
 TEST(SimtGeometry, DkStdWavesCoverEveryChunk) {
   DryRun dry;
-  const dkstd::Plan p = dkstd::make_plan(std::uint64_t{1} << 40, 64, 1);
-  const std::uint64_t count = 2 * dkstd::kChunksPerLaunch + 77;
-  dkstd::chunk_moments_cuda_device(p, 0, count, nullptr);
+  const dk_std::Plan p = dk_std::make_plan(std::uint64_t{1} << 40, 64, 1);
+  const std::uint64_t count = 2 * dk_std::kChunksPerLaunch + 77;
+  dk_std::chunk_moments_cuda_device(p, 0, count, nullptr);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  const auto l = launches_of("dkstd_chunks_kernel");
+  const auto l = launches_of("dk_std_chunks_kernel");
   ASSERT_EQ(l.size(), 3u);
   std::uint64_t blocks = 0;
   for (std::size_t i = 0; i < l.size(); ++i) {
     if (i + 1 < l.size()) {
-      EXPECT_EQ(l[i].grid.x, dkstd::kChunksPerLaunch) << "launch " << i;
+      EXPECT_EQ(l[i].grid.x, dk_std::kChunksPerLaunch) << "launch " << i;
     }
     blocks += l[i].grid.x;
   }
@@ -458,17 +458,17 @@ TEST(SimtGeometry, EveryLaunchUsesItsDesignedBlock) {
   tiny::TrainOptions opt;
   opt.steps = 2;
   tiny::train_seeds_cuda<float>(tiny::Config::all_random, seeds, 3, opt, r);
-  const dkstd::Plan plan = dkstd::make_plan(1000, 4, 5);
+  const dk_std::Plan plan = dk_std::make_plan(1000, 4, 5);
   std::vector<Moments> m(plan.chunks());
-  dkstd::chunk_moments_cuda(plan, 0, plan.chunks(), m.data());
+  dk_std::chunk_moments_cuda(plan, 0, plan.chunks(), m.data());
   numpy_rng::Pcg64 g(3);
-  (void)dkstd::parallel_normals(
+  (void)dk_std::parallel_normals(
       g, 1000,
-      dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* pc, std::size_t n, int h,
-                             double* val) { dkstd::decode_pieces_cuda(g0, pc, n, h, val); }));
+      dk_std::device_split([](const numpy_rng::Pcg64& g0, dk_std::Piece* pc, std::size_t n, int h,
+                              double* val) { dk_std::decode_pieces_cuda(g0, pc, n, h, val); }));
   for (const char* k :
        {"fill_kernel", "stats_kernel", "softmax_rows_v1_kernel", "softmax_rows_v2_kernel",
-        "finish_scores_kernel", "train_kernel", "dkstd_chunks_kernel", "numpy_pieces_kernel"})
+        "finish_scores_kernel", "train_kernel", "dk_std_chunks_kernel", "numpy_pieces_kernel"})
     EXPECT_FALSE(launches_of(k).empty()) << k;
   expect_designed_blocks("every family");
 }
@@ -479,14 +479,14 @@ TEST(SimtGeometry, EveryLaunchUsesItsDesignedBlock) {
 TEST(SimtGeometry, NumpyDecoderAllocatesOnce) {
   simt::clear_launches();
   simt::clear_stats();
-  const dkstd::StreamSplit split =
-      dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
-                             double* v) { dkstd::decode_pieces_cuda(g0, p, n, h, v); });
+  const dk_std::StreamSplit split =
+      dk_std::device_split([](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h,
+                              double* v) { dk_std::decode_pieces_cuda(g0, p, n, h, v); });
   numpy_rng::Pcg64 a(11), b(11);
   std::vector<double> want(3000);
   for (double& x : want) x = numpy_rng::standard_normal(a);
   for (int wave = 0; wave < 3; ++wave) {
-    const std::vector<double> got = dkstd::parallel_normals(b, 1000, split);
+    const std::vector<double> got = dk_std::parallel_normals(b, 1000, split);
     for (int i = 0; i < 1000; ++i) ASSERT_EQ(got[i], want[wave * 1000 + i]) << wave << " " << i;
   }
   EXPECT_GE(launches_of("numpy_pieces_kernel").size(), 3u);
@@ -503,20 +503,21 @@ TEST(SimtNumpy, TableBlocksOverlapOnPinnedBuffersEqualTheCpu) {
   constexpr std::uint64_t kSamples = 3 * 64 + 20;  // three full waves and a partial fourth
   for (const bool keep_q : {true, false}) {
     SCOPED_TRACE(keep_q ? "q kept" : "q decoded again");
-    dkstd::StreamSplit gpu =
-        dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
-                               double* v) { dkstd::decode_pieces_cuda_start(g0, p, n, h, v); },
-                            [] { dkstd::decode_pieces_cuda_wait(); }, dkstd::pinned_host_memory());
+    dk_std::StreamSplit gpu = dk_std::device_split(
+        [](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h, double* v) {
+          dk_std::decode_pieces_cuda_start(g0, p, n, h, v);
+        },
+        [] { dk_std::decode_pieces_cuda_wait(); }, dk_std::pinned_host_memory());
     gpu.wave_normals = keep_q ? kSamples * kDk : kWave;
     gpu.k_wave_normals = kWave;
-    dkstd::StreamSplit cpu;
+    dk_std::StreamSplit cpu;
     cpu.threads = 2;
     cpu.wave_normals = gpu.wave_normals;
     cpu.k_wave_normals = kWave;
 
     simt::clear_launches();
     simt::clear_stats();
-    dkstd::NumpyStream on_gpu(20240611, gpu), on_cpu(20240611, cpu);
+    dk_std::NumpyStream on_gpu(20240611, gpu), on_cpu(20240611, cpu);
     std::uint64_t pinned_after_first = 0;
     for (int block = 0; block < 2; ++block) {
       const Moments g = on_gpu.next_block(kSamples, kDk, silent_monitor());
@@ -554,15 +555,15 @@ void in_fresh_thread(F body) {
 void queued_calls_grow() {
   const numpy_rng::Pcg64 g0(5);
   const std::size_t counts[2] = {3, 40};
-  PinnedBuffer<dkstd::Piece> pieces[2];
+  PinnedBuffer<dk_std::Piece> pieces[2];
   PinnedBuffer<double> values[2];
-  std::vector<dkstd::Piece> want[2];
+  std::vector<dk_std::Piece> want[2];
   std::vector<double> want_values[2];
   for (int call = 0; call < 2; ++call) {
     const std::size_t n = counts[call];
-    dkstd::Piece* p = pieces[call].reserve(n);
+    dk_std::Piece* p = pieces[call].reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
-      p[i] = dkstd::Piece{};
+      p[i] = dk_std::Piece{};
       p[i].begin = 64 * i;
       p[i].end = 64 * i + 64;
     }
@@ -570,15 +571,15 @@ void queued_calls_grow() {
     std::fill(v, v + 64 * n, -1.0);
     want[call].assign(p, p + n);
     want_values[call].assign(64 * n, 0.0);
-    dkstd::decode_pieces_cpu(g0, want[call].data(), n, 4, want_values[call].data(), 1);
+    dk_std::decode_pieces_cpu(g0, want[call].data(), n, 4, want_values[call].data(), 1);
   }
   for (int call = 0; call < 2; ++call)
-    dkstd::decode_pieces_cuda_start(g0, pieces[call].data(), counts[call], 4, values[call].data());
-  dkstd::decode_pieces_cuda_wait();
+    dk_std::decode_pieces_cuda_start(g0, pieces[call].data(), counts[call], 4, values[call].data());
+  dk_std::decode_pieces_cuda_wait();
   for (int call = 0; call < 2; ++call) {
     for (std::size_t i = 0; i < counts[call]; ++i) {
-      const dkstd::Piece& w = want[call][i];
-      EXPECT_EQ(std::memcmp(&pieces[call].data()[i], &w, sizeof(dkstd::Piece)), 0)
+      const dk_std::Piece& w = want[call][i];
+      EXPECT_EQ(std::memcmp(&pieces[call].data()[i], &w, sizeof(dk_std::Piece)), 0)
           << "call " << call << " piece " << i;
       // A piece's values: one per normal it decoded, from its first word's slot.
       for (std::uint64_t k = w.begin; k < w.begin + w.n; ++k) {
@@ -966,10 +967,11 @@ TEST(SimtRaceCheck, BarriersOrderTheTreeSum) {
 // it) under the race check: no race, the CPU's bits.
 TEST(SimtRaceCheck, DkStdTreeHasNoRace) {
   RaceCheck on;
-  const dkstd::Plan p = dkstd::make_plan(2 * dkstd::make_plan(1, 8, 5).chunk_samples() + 3, 8, 5);
+  const dk_std::Plan p =
+      dk_std::make_plan(2 * dk_std::make_plan(1, 8, 5).chunk_samples() + 3, 8, 5);
   std::vector<Moments> cpu(p.chunks()), gpu(p.chunks());
-  dkstd::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
-  dkstd::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
+  dk_std::chunk_moments_cpu(p, 0, p.chunks(), cpu.data());
+  dk_std::chunk_moments_cuda(p, 0, p.chunks(), gpu.data());
   for (std::uint64_t i = 0; i < p.chunks(); ++i)
     EXPECT_EQ(std::memcmp(&cpu[i], &gpu[i], sizeof(Moments)), 0) << "chunk " << i;
 }

@@ -1,6 +1,6 @@
-// dkstd_cuda.cu: the fused dk-std sampling kernel.
+// dk_std_cuda.cu: the fused dk-std sampling kernel.
 //
-// One block per chunk, one thread per lane (dkstd.hpp's layout). Each thread makes its samples'
+// One block per chunk, one thread per lane (dk_std.hpp's layout). Each thread makes its samples'
 // q and k in registers (Philox4x32-10 + Box-Muller), takes the dot product and pushes it into
 // its own Moments; nothing per sample touches memory. The block then merges its 256 lane
 // summaries in shared memory in the same tree as merge_lanes, and thread 0 writes the chunk's
@@ -9,13 +9,13 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
-#include "dkstd.hpp"
+#include "dk_std.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 namespace {
 
 __global__ void __launch_bounds__(kLanes)
-    dkstd_chunks_kernel(Plan p, std::uint64_t first_chunk, Moments* __restrict__ out) {
+    dk_std_chunks_kernel(Plan p, std::uint64_t first_chunk, Moments* __restrict__ out) {
   __shared__ Moments lanes[kLanes];
   const unsigned lane = threadIdx.x;
   const std::uint64_t chunk = first_chunk + blockIdx.x;
@@ -34,7 +34,7 @@ void chunk_moments_cuda_device(const Plan& p, std::uint64_t first, std::uint64_t
                                Moments* d_out) {
   for (std::uint64_t done = 0; done < count; done += kChunksPerLaunch) {
     const std::uint64_t n = count - done < kChunksPerLaunch ? count - done : kChunksPerLaunch;
-    dkstd_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out + done);
+    dk_std_chunks_kernel<<<static_cast<unsigned>(n), kLanes>>>(p, first + done, d_out + done);
     ATTN_CUDA_CHECK_LAUNCH();
   }
 }
@@ -48,4 +48,4 @@ void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count,
   }
 }
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

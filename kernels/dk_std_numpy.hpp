@@ -1,4 +1,4 @@
-// dkstd_numpy.hpp: the lesson's own d_k table, from numpy's default_rng stream, digit for digit,
+// dk_std_numpy.hpp: the lesson's own d_k table, from numpy's default_rng stream, digit for digit,
 // decoded in parallel.
 //
 // The lesson draws everything from ONE default_rng(seed): for each d_k in turn,
@@ -20,7 +20,7 @@
 // they stay in cache and the process touches little fresh memory); one parallel loop a wave
 // decodes that wave's q and k pieces and takes the previous wave's dot products. Their Moments
 // are taken per chunk of rows, chunks merged left to right, so every thread count and wave size
-// gives the same bits as the sequential loop (tests/test_dkstd.cpp).
+// gives the same bits as the sequential loop (tests/test_dk_std.cpp).
 #pragma once
 
 #include <cstddef>
@@ -35,7 +35,7 @@
 #include "numpy_random.hpp"
 #include "numpy_rows.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 
 // Decodes pieces[0 .. count) of the stream g0 stands at the start of, each from its begin
 // (decode_piece), with values at values + piece.begin when values is not null: a round's pieces
@@ -123,4 +123,4 @@ class NumpyStream {
   std::unique_ptr<Buffers> bufs_;
 };
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

@@ -1,4 +1,4 @@
-// dkstd.hpp: the d_k spread experiment's sampler, shared by the CUDA kernel and its CPU twin.
+// dk_std.hpp: the d_k spread experiment's sampler, shared by the CUDA kernel and its CPU twin.
 //
 // Sample i of a run draws q, k in R^{d_k} with i.i.d. N(0, 1) entries and returns q . k
 // (lesson section 5: its std is sqrt(d_k)). Normals come from Philox4x32-10 keyed by the seed,
@@ -18,7 +18,7 @@
 #include "moments.hpp"
 #include "philox.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 
 inline constexpr unsigned kLanes = 256;  // lanes per chunk = CUDA threads per block
 
@@ -88,7 +88,7 @@ ATTN_HD inline Moments merge_lanes(Moments* lanes) {
 // Summaries of chunks [first, first + count) of plan p into out[0..count) (host memory).
 // CPU twin: OpenMP over chunks, each chunk's lanes vectorized W at a time, at the CPU's x86-64
 // level (cpu_clones.hpp); same bits as the scalar lane_moments + merge_lanes at every level
-// (tests/test_dkstd.cpp checks it, the AVX2 and baseline copies too).
+// (tests/test_dk_std.cpp checks it, the AVX2 and baseline copies too).
 void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out);
 
 #if defined(ATTNLAB_WITH_CUDA)
@@ -103,4 +103,4 @@ void chunk_moments_cuda_device(const Plan& p, std::uint64_t first, std::uint64_t
 void chunk_moments_cuda(const Plan& p, std::uint64_t first, std::uint64_t count, Moments* out);
 #endif
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

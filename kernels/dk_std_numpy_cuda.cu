@@ -1,4 +1,4 @@
-// dkstd_numpy_cuda.cu: pieces of numpy's normal stream decoded on the GPU, one thread per piece
+// dk_std_numpy_cuda.cu: pieces of numpy's normal stream decoded on the GPU, one thread per piece
 // (numpy_pieces.hpp's decode_piece, the code the CPU's threads run); the host joins them
 // (kernels/numpy_decode.cpp). Each thread jumps to its piece's first word (Pcg64::advance,
 // O(log n) 128-bit multiplies) and decodes about piece-size normals into its own stretch of the
@@ -13,9 +13,9 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
-#include "dkstd_numpy.hpp"
+#include "dk_std_numpy.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 namespace {
 
 constexpr int kThreads = 128;
@@ -49,7 +49,7 @@ class Stream {
 };
 
 // The device buffers and the stream of decode_pieces_cuda, per host thread, kept from call to
-// call and grown only when a call needs more: a run's waves (dkstd_numpy.hpp's device_split)
+// call and grown only when a call needs more: a run's waves (dk_std_numpy.hpp's device_split)
 // allocate once. Calls queued on the stream before a wait share the buffers: the stream runs
 // them in order, each one's copies back before the next one's copy in.
 struct Scratch {
@@ -109,4 +109,4 @@ void decode_pieces_cuda(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t c
 
 HostMemory pinned_host_memory() { return HostMemory{&pinned_allocate, &pinned_release}; }
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

@@ -1,4 +1,4 @@
-// dkstd_cpu.cpp: CPU twin of the dk-std sampling kernel (dkstd.hpp, dkstd_cuda.cu).
+// dk_std_cpu.cpp: CPU twin of the dk-std sampling kernel (dk_std.hpp, dk_std_cuda.cu).
 //
 // In a chunk, lanes l .. l+W-1 at step s take W consecutive samples, so the CPU runs W lanes
 // in lockstep: the loop over lanes is the innermost one, straight-line code that the compiler
@@ -12,13 +12,13 @@
 
 #include "cpu_clones.hpp"
 #include "cpu_threads.hpp"
-#include "dkstd.hpp"
+#include "dk_std.hpp"
 
 #if ATTN_HAVE_CPU_LEVELS
 #include <immintrin.h>
 #endif
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 namespace {
 
 constexpr unsigned kW = 16;  // lanes in lockstep
@@ -190,4 +190,4 @@ void chunk_moments_cpu(const Plan& p, std::uint64_t first, std::uint64_t count, 
   }
 }
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

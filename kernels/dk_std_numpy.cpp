@@ -1,6 +1,6 @@
-// dkstd_numpy.cpp: see dkstd_numpy.hpp. The table's waves here; the parallel decode in
+// dk_std_numpy.cpp: see dk_std_numpy.hpp. The table's waves here; the parallel decode in
 // numpy_decode.hpp, the dot products in numpy_dots.hpp.
-#include "dkstd_numpy.hpp"
+#include "dk_std_numpy.hpp"
 
 #include <omp.h>
 
@@ -13,7 +13,7 @@
 #include "numpy_dots.hpp"
 #include "numpy_rows.hpp"
 
-namespace attn::dkstd {
+namespace attn::dk_std {
 namespace {
 
 using numpy_rng::Pcg64;
@@ -175,4 +175,4 @@ Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monito
   return total;
 }
 
-}  // namespace attn::dkstd
+}  // namespace attn::dk_std

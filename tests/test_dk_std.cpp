@@ -1,4 +1,4 @@
-// test_dkstd.cpp: the dk-std sampler. The CPU twin's SIMD lanes equal the scalar per-lane code
+// test_dk_std.cpp: the dk-std sampler. The CPU twin's SIMD lanes equal the scalar per-lane code
 // the GPU runs (bit for bit); results do not depend on threads or on how chunks are grouped;
 // the statistics match the theory (std sqrt(d_k), kurtosis 3 + 6/d_k) and the 95% interval
 // covers the truth at least 93% of the time wherever it is printed (none below 1000 samples).
@@ -17,10 +17,10 @@
 #include <variant>
 #include <vector>
 
-#include "dkstd.hpp"
-#include "dkstd_numpy.hpp"
 #include "experiments/dk_std.hpp"
 #include "helpers.hpp"
+#include "kernels/dk_std.hpp"
+#include "kernels/dk_std_numpy.hpp"
 #include "table_helpers.hpp"
 
 namespace attn {
@@ -29,18 +29,18 @@ namespace {
 using test::same_bits;
 
 // The reference: GPU semantics written as scalar host code (lane_moments + merge_lanes).
-Moments scalar_chunk(const dkstd::Plan& p, std::uint64_t chunk) {
-  Moments lanes[dkstd::kLanes];
-  for (unsigned l = 0; l < dkstd::kLanes; ++l) lanes[l] = dkstd::lane_moments(p, chunk, l);
-  return dkstd::merge_lanes(lanes);
+Moments scalar_chunk(const dk_std::Plan& p, std::uint64_t chunk) {
+  Moments lanes[dk_std::kLanes];
+  for (unsigned l = 0; l < dk_std::kLanes; ++l) lanes[l] = dk_std::lane_moments(p, chunk, l);
+  return dk_std::merge_lanes(lanes);
 }
 
 TEST(DkStdSampler, SimdTwinEqualsScalarLanesBitForBit) {
   // Odd and even d_k, d_k above and below the lane width, and a partial last chunk.
   for (std::uint32_t d_k : {1u, 2u, 3u, 7u, 64u, 513u, 4096u}) {
-    const dkstd::Plan p = dkstd::make_plan(3 * 256 + 37, d_k, 12345);
+    const dk_std::Plan p = dk_std::make_plan(3 * 256 + 37, d_k, 12345);
     std::vector<Moments> simd(p.chunks());
-    dkstd::chunk_moments_cpu(p, 0, p.chunks(), simd.data());
+    dk_std::chunk_moments_cpu(p, 0, p.chunks(), simd.data());
     for (std::uint64_t c = 0; c < p.chunks(); ++c)
       EXPECT_TRUE(same_bits(simd[c], scalar_chunk(p, c))) << "d_k " << d_k << " chunk " << c;
   }
@@ -52,12 +52,12 @@ TEST(DkStdSampler, SimdTwinEqualsScalarLanesBitForBit) {
 TEST(DkStdSampler, SimdTwinEqualsScalarLanesPastTwoTo32Samples) {
   constexpr std::uint64_t kTwo32 = std::uint64_t{1} << 32;
   for (std::uint32_t d_k : {3u, 64u}) {
-    const dkstd::Plan p = dkstd::make_plan(kTwo32 + 300, d_k, 77);
+    const dk_std::Plan p = dk_std::make_plan(kTwo32 + 300, d_k, 77);
     const std::uint64_t across = (kTwo32 - 5) / p.chunk_samples();  // holds samples 2^32 - 5 ..
     for (const std::uint64_t c : {across, p.chunks() - 1}) {
       ASSERT_LT(p.chunk_first(c), kTwo32 + 300);
       Moments simd;
-      dkstd::chunk_moments_cpu(p, c, 1, &simd);
+      dk_std::chunk_moments_cpu(p, c, 1, &simd);
       EXPECT_TRUE(same_bits(simd, scalar_chunk(p, c))) << "d_k " << d_k << " chunk " << c;
       EXPECT_GT(simd.n, 0.0);
     }
@@ -75,21 +75,21 @@ TEST(DkStdSampler, SampleDotIsTheDotOfItsNormals) {
       dot += double(n[0]) * n[2];
       if (2 * j + 1 < d_k) dot += double(n[1]) * n[3];
     }
-    EXPECT_NEAR(dkstd::sample_dot(key, d_k, 42), dot, 1e-5 * (1 + std::fabs(dot))) << d_k;
+    EXPECT_NEAR(dk_std::sample_dot(key, d_k, 42), dot, 1e-5 * (1 + std::fabs(dot))) << d_k;
   }
 }
 
-Moments fold(const dkstd::Plan& p, std::uint64_t wave) {
+Moments fold(const dk_std::Plan& p, std::uint64_t wave) {
   std::vector<Moments> parts(p.chunks());
   for (std::uint64_t c0 = 0; c0 < p.chunks(); c0 += wave)
-    dkstd::chunk_moments_cpu(p, c0, std::min(wave, p.chunks() - c0), parts.data() + c0);
+    dk_std::chunk_moments_cpu(p, c0, std::min(wave, p.chunks() - c0), parts.data() + c0);
   Moments total;
   for (const auto& m : parts) total = merge(total, m);
   return total;
 }
 
 TEST(DkStdSampler, ThreadsAndWavesDoNotChangeTheBits) {
-  const dkstd::Plan p = dkstd::make_plan(200000, 16, 3);
+  const dk_std::Plan p = dk_std::make_plan(200000, 16, 3);
   const int before = omp_get_max_threads();
   omp_set_num_threads(1);
   const Moments one = fold(p, 1000);
@@ -104,14 +104,14 @@ TEST(DkStdSampler, ThreadsAndWavesDoNotChangeTheBits) {
 
 TEST(DkStdSampler, DifferentSeedsAndDkGiveDifferentStreams) {
   const philox::Key a = philox::key_from_seed(1), b = philox::key_from_seed(2);
-  EXPECT_NE(dkstd::sample_dot(a, 8, 0), dkstd::sample_dot(b, 8, 0));
-  EXPECT_NE(dkstd::sample_dot(a, 8, 0), dkstd::sample_dot(a, 8, 1));
+  EXPECT_NE(dk_std::sample_dot(a, 8, 0), dk_std::sample_dot(b, 8, 0));
+  EXPECT_NE(dk_std::sample_dot(a, 8, 0), dk_std::sample_dot(a, 8, 1));
 }
 
 // Theory: Var(q.k) = d_k, kurtosis 3 + 6/d_k. 2e5 samples: std within 5 standard errors.
 TEST(DkStdSampler, MomentsMatchTheory) {
   for (std::uint32_t d_k : {1u, 4u, 64u}) {
-    const dkstd::Plan p = dkstd::make_plan(200000, d_k, 99);
+    const dk_std::Plan p = dk_std::make_plan(200000, d_k, 99);
     const Moments m = fold(p, 64);
     const double kurt = 3.0 + 6.0 / d_k;
     const double se_std = std::sqrt(d_k) * std::sqrt((kurt - 1) / (4.0 * m.n));
@@ -166,7 +166,7 @@ double coverage(const CoverageCase& c, double min_samples, int& printed) {
   int covered = 0;
   printed = 0;
   for (int s = 0; s < c.seeds; ++s) {
-    const Moments m = fold(dkstd::make_plan(c.n, c.d_k, 700000 + s), 64);
+    const Moments m = fold(dk_std::make_plan(c.n, c.d_k, 700000 + s), 64);
     const auto ci = std_interval(m, min_samples);
     if (!ci) continue;
     ++printed;
@@ -250,7 +250,7 @@ TEST(DkStdNumpy, ProgressCountsTheNormalsUsed) {
     double units = 0;
     void advance(double u) override { units += u; }
   } counter;
-  dkstd::NumpyStream stream(0);
+  dk_std::NumpyStream stream(0);
   for (std::uint32_t d_k : {3u, 200u}) {
     counter.units = 0;
     (void)stream.next_block(1000, d_k, counter);
@@ -266,9 +266,9 @@ TEST(DkStdNumpy, ProgressMovesWhileLocatingQ) {
     std::vector<double> steps;
     void advance(double u) override { steps.push_back(u); }
   } rec;
-  dkstd::StreamSplit s;
+  dk_std::StreamSplit s;
   s.wave_normals = 4096;  // d_k 200: waves of 327 rows (65536 / 200 rows per chunk)
-  dkstd::NumpyStream stream(0, s);
+  dk_std::NumpyStream stream(0, s);
   const std::uint64_t n = 20000, d_k = 200, wave_rows = 327;
   (void)stream.next_block(n, d_k, rec);
   const std::size_t locate_waves = (n + 16 * wave_rows - 1) / (16 * wave_rows);  // 16 a call
@@ -293,10 +293,10 @@ std::vector<double> sequential_normals(numpy_rng::Pcg64& g, std::uint64_t count)
 
 // The same bits as count sequential calls, and the generator left at the same place.
 void expect_parallel_equals_sequential(std::uint64_t seed, std::uint64_t count,
-                                       const dkstd::StreamSplit& split) {
+                                       const dk_std::StreamSplit& split) {
   numpy_rng::Pcg64 a(seed), b(seed);
   const std::vector<double> want = sequential_normals(a, count);
-  const std::vector<double> got = dkstd::parallel_normals(b, count, split);
+  const std::vector<double> got = dk_std::parallel_normals(b, count, split);
   ASSERT_EQ(got.size(), want.size());
   EXPECT_TRUE(count == 0 || std::memcmp(got.data(), want.data(), count * sizeof(double)) == 0)
       << "seed " << seed << " pieces of " << split.piece_words << " words, " << split.threads
@@ -311,7 +311,7 @@ TEST(DkStdNumpy, ParallelNormalsEqualTheSequentialStreamForEverySplit) {
   for (std::uint64_t piece_words : {1ull, 2ull, 3ull, 7ull, 100ull, 4096ull, 0ull})
     for (int head : {1, 2, 64})
       for (int threads : {1, 2, 3, 4}) {
-        dkstd::StreamSplit s;
+        dk_std::StreamSplit s;
         s.piece_words = piece_words;
         s.head_starts = head;
         s.threads = threads;
@@ -326,7 +326,7 @@ TEST(DkStdNumpy, ParallelNormalsEqualTheSequentialStreamForEverySplit) {
 // A piece that begins inside a rejected normal (a normal that took more than one word): the
 // speculative decode starts mid-normal and must resync with the previous piece.
 TEST(DkStdNumpy, SplitInsideARejectionResyncs) {
-  dkstd::CountedPcg64 c{numpy_rng::Pcg64(7), 0};  // counts words: a normal starts at one
+  dk_std::CountedPcg64 c{numpy_rng::Pcg64(7), 0};  // counts words: a normal starts at one
   std::vector<std::pair<std::uint64_t, std::uint64_t>> multi;  // (start word, words taken)
   for (int i = 0; i < 20000 && multi.size() < 8; ++i) {
     const std::uint64_t start = c.pos;
@@ -337,7 +337,7 @@ TEST(DkStdNumpy, SplitInsideARejectionResyncs) {
   for (const auto& [start, words] : multi)
     for (std::uint64_t inside = 1; inside < words; ++inside)
       for (int head : {1, 64}) {
-        dkstd::StreamSplit s;
+        dk_std::StreamSplit s;
         s.piece_words = start + inside;  // piece 1 begins `inside` words into that normal
         s.head_starts = head;
         s.threads = 2;
@@ -363,7 +363,7 @@ TEST(DkStdNumpy, WordsAtTheAcceptanceThresholdTakeTheExactTest) {
   }
   ASSERT_GE(tie_accepted, 3u) << "expected about one tie in 65536 words";
   ASSERT_GE(tie_rejected, 3u);
-  dkstd::StreamSplit s;
+  dk_std::StreamSplit s;
   s.threads = 2;
   expect_parallel_equals_sequential(99, words, s);  // normals <= words: covers them all
 }
@@ -378,10 +378,10 @@ TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
       std::to_string(kDraws) + ").astype('<f8').tobytes().hex())\n");
   ASSERT_GE(hex.size(), std::size_t(kDraws) * 16);
   numpy_rng::Pcg64 g(2024);
-  dkstd::StreamSplit s;
+  dk_std::StreamSplit s;
   s.threads = 2;
   s.piece_words = 10007;
-  const std::vector<double> got = dkstd::parallel_normals(g, kDraws, s);
+  const std::vector<double> got = dk_std::parallel_normals(g, kDraws, s);
   int mismatches = 0;
   for (int k = 0; k < kDraws; ++k) {
     const double expected = test::f64_from_hex(hex, std::size_t(k));
@@ -398,11 +398,11 @@ TEST(DkStdNumpy, ParallelNormalsMatchFreshNumpy) {
 TEST(DkStdNumpy, PieceDecoderHookGivesTheSameBits) {
   for (const auto& [words, head] :
        std::vector<std::pair<std::uint64_t, int>>{{256, 16}, {3, 1}, {1000, 1}, {0, 64}}) {
-    dkstd::StreamSplit s;
+    dk_std::StreamSplit s;
     s.piece_words = words;
     s.head_starts = head;
-    s.decoder = [](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h, double* v) {
-      dkstd::decode_pieces_cpu(g0, p, n, h, v, 2);
+    s.decoder = [](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h, double* v) {
+      dk_std::decode_pieces_cpu(g0, p, n, h, v, 2);
     };
     expect_parallel_equals_sequential(11, words == 3 ? 20000 : 300000, s);
   }
@@ -415,22 +415,22 @@ TEST(DkStdNumpy, PieceDecoderHookGivesTheSameBits) {
 TEST(DkStdNumpy, ImpossiblePiecesFromADecoderAreRefused) {
   // Never written (the NaN bytes), more normals than words, the next start inside the piece,
   // another piece's range.
-  const std::vector<std::function<void(dkstd::Piece&)>> corrupt = {
-      [](dkstd::Piece& p) { std::memset(static_cast<void*>(&p), 0xff, sizeof p); },
-      [](dkstd::Piece& p) { p.n = p.end - p.begin + 1; },
-      [](dkstd::Piece& p) { p.next = p.end - 1; },
-      [](dkstd::Piece& p) { p.begin += 7, p.end += 7; },
+  const std::vector<std::function<void(dk_std::Piece&)>> corrupt = {
+      [](dk_std::Piece& p) { std::memset(static_cast<void*>(&p), 0xff, sizeof p); },
+      [](dk_std::Piece& p) { p.n = p.end - p.begin + 1; },
+      [](dk_std::Piece& p) { p.next = p.end - 1; },
+      [](dk_std::Piece& p) { p.begin += 7, p.end += 7; },
   };
   for (std::size_t c = 0; c < corrupt.size(); ++c) {
-    dkstd::StreamSplit s;
+    dk_std::StreamSplit s;
     s.piece_words = 256;
-    s.decoder = [&](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h, double* v) {
-      dkstd::decode_pieces_cpu(g0, p, n, h, v, 1);
+    s.decoder = [&](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h, double* v) {
+      dk_std::decode_pieces_cpu(g0, p, n, h, v, 1);
       corrupt[c](p[n / 2]);
     };
     numpy_rng::Pcg64 g(5);
     try {
-      (void)dkstd::parallel_normals(g, 5000, s);
+      (void)dk_std::parallel_normals(g, 5000, s);
       ADD_FAILURE() << "corruption " << c << " was joined";
     } catch (const std::runtime_error& e) {
       EXPECT_NE(std::string(e.what()).find("impossible piece"), std::string::npos) << e.what();
@@ -466,12 +466,12 @@ TEST(DkStdNumpy, BlocksEqualTheSequentialProcedureForAnyThreadsAndWaves) {
   for (int threads : {1, 2, 3})
     for (std::uint64_t wave : {0ull, 4096ull, 70000ull})     // 0: q kept whole
       for (std::uint64_t k_wave : {0ull, 1ull, 20000ull}) {  // 1: one chunk of rows per k wave
-        dkstd::StreamSplit s;
+        dk_std::StreamSplit s;
         s.threads = threads;
         s.wave_normals = wave;
         s.k_wave_normals = k_wave;
         s.piece_words = wave == 4096 ? 1000 : 0;
-        dkstd::NumpyStream stream(5, s);
+        dk_std::NumpyStream stream(5, s);
         for (std::size_t b = 0; b < blocks.size(); ++b)
           EXPECT_TRUE(same_bits(
               stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
@@ -486,23 +486,23 @@ TEST(DkStdNumpy, TheLessonsBlocksEqualTheSequentialProcedure) {
   const std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks = {
       {10000, 2}, {10000, 64}, {10000, 512}};
   numpy_rng::Pcg64 ref(0);
-  dkstd::NumpyStream stream(0);
+  dk_std::NumpyStream stream(0);
   for (const auto& [n, d_k] : blocks)
     EXPECT_TRUE(
         same_bits(stream.next_block(n, d_k, silent_monitor()), sequential_block(ref, n, d_k)))
         << "d_k " << d_k;
 }
 
-// The blocks with the GPU's split (dkstd::device_split, what a CUDA backend uses), its pieces
+// The blocks with the GPU's split (dk_std::device_split, what a CUDA backend uses), its pieces
 // decoded here by the CPU loop.
 TEST(DkStdNumpy, BlocksWithTheGpuSplitOnTheCpuLoop) {
   const std::vector<std::pair<std::uint64_t, std::uint32_t>> blocks = {{3000, 2}, {301, 512}};
   numpy_rng::Pcg64 ref(5);
   std::vector<Moments> want;
   for (const auto& [n, d_k] : blocks) want.push_back(sequential_block(ref, n, d_k));
-  dkstd::NumpyStream stream(
-      5, dkstd::device_split([](const numpy_rng::Pcg64& g0, dkstd::Piece* p, std::size_t n, int h,
-                                double* v) { dkstd::decode_pieces_cpu(g0, p, n, h, v); }));
+  dk_std::NumpyStream stream(
+      5, dk_std::device_split([](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int h,
+                                 double* v) { dk_std::decode_pieces_cpu(g0, p, n, h, v); }));
   for (std::size_t b = 0; b < blocks.size(); ++b)
     EXPECT_TRUE(
         same_bits(stream.next_block(blocks[b].first, blocks[b].second, silent_monitor()), want[b]))
@@ -511,11 +511,11 @@ TEST(DkStdNumpy, BlocksWithTheGpuSplitOnTheCpuLoop) {
 
 // auto picks the lesson's numpy stream up to 1e8 normals and Philox above.
 TEST(DkStdTable, AutoPicksNumpyUpTo1e8Normals) {
-  EXPECT_TRUE(dkstd_uses_numpy("auto", 2.0 * 10000 * (2 + 64 + 512)));  // the lesson
-  EXPECT_TRUE(dkstd_uses_numpy("auto", 1e8));
-  EXPECT_FALSE(dkstd_uses_numpy("auto", 1e8 + 2));
-  EXPECT_TRUE(dkstd_uses_numpy("numpy", 1e12));
-  EXPECT_FALSE(dkstd_uses_numpy("philox", 10));
+  EXPECT_TRUE(dk_std_uses_numpy("auto", 2.0 * 10000 * (2 + 64 + 512)));  // the lesson
+  EXPECT_TRUE(dk_std_uses_numpy("auto", 1e8));
+  EXPECT_FALSE(dk_std_uses_numpy("auto", 1e8 + 2));
+  EXPECT_TRUE(dk_std_uses_numpy("numpy", 1e12));
+  EXPECT_FALSE(dk_std_uses_numpy("philox", 10));
   const Table t = test::run_table("dk-std", {{"--samples", "1000"}, {"--d-k", "4"}});
   EXPECT_EQ(std::get<std::string>(t.rows[0][t.column("rng")]), "numpy");
   EXPECT_NE(t.run["generator"].get<std::string>().find("numpy"), std::string::npos);
