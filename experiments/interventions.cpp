@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "kernels/numpy_random.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 #include "kernels/philox.hpp"
 
 namespace attn {

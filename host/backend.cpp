@@ -168,7 +168,7 @@ void Backend::numpy_pieces(const numpy_rng::Pcg64& g0, dk_std::Piece* pieces, st
 dk_std::StreamSplit Backend::numpy_stream_split() const {
 #if defined(ATTNLAB_WITH_CUDA)
   // The GPU's decoder queued (pieces and values in page-locked memory), waited for after the
-  // host's dot products of the previous wave (kernels/numpy_decode.hpp).
+  // host's dot products of the previous wave (kernels/numpy_random/numpy_decode.hpp).
   if (kind_ == DeviceKind::cuda)
     return dk_std::device_split(
         [this](const numpy_rng::Pcg64& g0, dk_std::Piece* p, std::size_t n, int head, double* v) {

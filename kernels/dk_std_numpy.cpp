@@ -1,17 +1,14 @@
 // dk_std_numpy.cpp: see dk_std_numpy.hpp. The table's waves here; the parallel decode in
-// numpy_decode.hpp, the dot products in numpy_dots.hpp.
+// kernels/numpy_random/numpy_decode.hpp, the dot products in dk_std_numpy_dots.hpp.
 #include "dk_std_numpy.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <memory>
-#include <utility>
+#include <vector>
 
-#include "cpu_threads.hpp"
-#include "numpy_decode.hpp"
-#include "numpy_dots.hpp"
-#include "numpy_rows.hpp"
+#include "dk_std_numpy_dots.hpp"
+#include "kernels/numpy_random/numpy_decode.hpp"
+#include "kernels/numpy_random/numpy_rows.hpp"
 
 namespace attn::dk_std {
 namespace {
@@ -22,7 +19,6 @@ using stream::decode;
 using stream::Job;
 using stream::Normals;
 using stream::SideWork;
-using stream::Span;
 
 // Waves of rows hold up to 2^18 normals of q, and of k (2 MiB each), two of each (one decoded
 // while the other's dot products are taken), reused, so that they stay in cache and the process
@@ -47,37 +43,6 @@ struct NumpyStream::Buffers {
 NumpyStream::NumpyStream(std::uint64_t seed, StreamSplit split)
     : gen_(seed), split_(split), bufs_(std::make_unique<Buffers>()) {}
 NumpyStream::~NumpyStream() = default;
-
-StreamSplit device_split(PieceDecoder decoder, DecodeWait wait, HostMemory host) {
-  StreamSplit s;
-  s.piece_words = 128;
-  s.head_starts = 16;
-  s.wave_normals = s.k_wave_normals = std::uint64_t{1} << 25;
-  s.decoder = std::move(decoder);
-  s.wait = std::move(wait);
-  s.host = host;
-  return s;
-}
-
-void decode_pieces_cpu(const Pcg64& g0, Piece* pieces, std::size_t count, int head, double* values,
-                       int threads) {
-#pragma omp parallel for schedule(dynamic, 1) \
-    num_threads(threads > 0 ? threads : omp_get_max_threads())
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(count); ++i) {
-    bind_this_thread();
-    Piece& p = pieces[i];
-    decode_piece(g0, p.begin, p, head, values != nullptr ? values + p.begin : nullptr);
-  }
-}
-
-std::vector<double> parallel_normals(Pcg64& g, std::uint64_t count, const StreamSplit& split) {
-  Normals v;
-  decode({Job{&g, count, &v}}, split);
-  std::vector<double> out(count);
-  for (const Span& s : v.spans)
-    std::copy(s.p, s.p + s.n, out.begin() + static_cast<std::ptrdiff_t>(s.first));
-  return out;
-}
 
 Moments NumpyStream::next_block(std::uint64_t samples, std::uint32_t d_k, Monitor& monitor) {
   const std::uint64_t rows_per_chunk = std::max<std::uint64_t>(1, 65536 / d_k);

@@ -66,9 +66,9 @@
 #include <cstdint>
 
 #include "hd.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 #include "lanes.hpp"  // exp_t, sqrt_t of lane packs (host only), declared before the templates
 #include "monitor.hpp"
-#include "numpy_random.hpp"
 #include "tiny_model.hpp"  // tiny::Grad, tiny::Schedule, splat
 
 namespace attn {

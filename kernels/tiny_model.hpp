@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include "hd.hpp"
-#include "numpy_random.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 
 namespace attn::tiny {
 

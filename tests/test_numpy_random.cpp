@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "helpers.hpp"
-#include "numpy_random.hpp"
-#include "ziggurat_tables.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
+#include "kernels/numpy_random/ziggurat_tables.hpp"
 
 namespace attn {
 namespace {

@@ -1,4 +1,4 @@
-// test_simt.cpp: the SIMT emulation of the CUDA path (kernels/simt/, label `simt`): its own
+// test_simt.cpp: the SIMT emulation of the CUDA path (tests/simt/, label `simt`): its own
 // semantics (barriers, warp shuffles, errors a device would raise, streams that run work only
 // when it is waited for, device memory the host cannot touch, the race check, cuBLAS's
 // column-major conventions) and what only a GPU would otherwise show of attnlab's launches and
@@ -27,8 +27,8 @@
 #include "head.hpp"
 #include "kernels/dk_std.hpp"
 #include "kernels/dk_std_numpy.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 #include "moments.hpp"
-#include "numpy_random.hpp"
 #include "residency.hpp"
 #include "saturation.hpp"
 #include "simt_memory.hpp"

@@ -5,9 +5,9 @@ fi_double: 256 entries each) from the static library that Debian's python3-numpy
 
 The tables are numpy's data, carried so that attnlab's standard_normal reproduces numpy's
 draws bit for bit (spec/NUMPY_RANDOM.md allows this with the source named). This script is how
-kernels/ziggurat_tables.inc was made; the build never runs it.
+kernels/numpy_random/ziggurat_tables.inc was made; the build never runs it.
 
-Usage: tools/extract_numpy_ziggurat.py > kernels/ziggurat_tables.inc
+Usage: tools/extract_numpy_ziggurat.py > kernels/numpy_random/ziggurat_tables.inc
 Needs: python3-numpy (Debian), binutils (ar, nm, readelf).
 """
 import os, struct, subprocess, sys, tempfile

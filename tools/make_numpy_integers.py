@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Golden draws of numpy's Generator.integers(0, high, size=n) (default dtype int64), with
-normal draws between them, for tests/test_numpy_random.cpp (kernels/numpy_random.hpp's
+normal draws between them, for tests/test_numpy_random.cpp (kernels/numpy_random/numpy_random.hpp's
 integer_below). Writes tests/data/numpy_integers.json.
 
 Each case: a seed and a list of calls on one default_rng(seed), in order:

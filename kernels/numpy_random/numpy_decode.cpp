@@ -1,5 +1,5 @@
 // numpy_decode.cpp: see numpy_decode.hpp.
-#include "numpy_decode.hpp"
+#include "kernels/numpy_random/numpy_decode.hpp"
 
 #include <omp.h>
 
@@ -11,8 +11,8 @@
 
 #include "cpu_clones.hpp"
 #include "cpu_threads.hpp"
-#include "numpy_lane.hpp"
-#include "numpy_simd.hpp"
+#include "kernels/numpy_random/numpy_lane.hpp"
+#include "kernels/numpy_random/numpy_simd.hpp"
 
 namespace attn::dk_std::stream {
 namespace {

@@ -1,13 +1,13 @@
 // numpy_simd.cpp: see numpy_simd.hpp. The loop is written once over an ISA shim (numpy_isa.hpp)
 // and compiled for each level by ATTN_CPU_LEVELS_BY_LEVEL (cpu_clones.hpp).
-#include "numpy_simd.hpp"
+#include "kernels/numpy_random/numpy_simd.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
 #include "cpu_clones.hpp"
-#include "numpy_block.hpp"
-#include "numpy_isa.hpp"
+#include "kernels/numpy_random/numpy_block.hpp"
+#include "kernels/numpy_random/numpy_isa.hpp"
 
 namespace attn::dk_std::stream {
 namespace {

@@ -1,8 +1,9 @@
-// dk_std_numpy_cuda.cu: pieces of numpy's normal stream decoded on the GPU, one thread per piece
+// numpy_pieces_cuda.cu: pieces of numpy's normal stream decoded on the GPU, one thread per piece
 // (numpy_pieces.hpp's decode_piece, the code the CPU's threads run); the host joins them
-// (kernels/numpy_decode.cpp). Each thread jumps to its piece's first word (Pcg64::advance,
-// O(log n) 128-bit multiplies) and decodes about piece-size normals into its own stretch of the
-// values, so a piece of a few hundred words keeps the jump's cost small beside the decode.
+// (kernels/numpy_random/numpy_decode.cpp). Each thread jumps to its piece's first word
+// (Pcg64::advance, O(log n) 128-bit multiplies) and decodes about piece-size normals into its own
+// stretch of the values, so a piece of a few hundred words keeps the jump's cost small beside the
+// decode.
 //
 // The copies and the kernel are queued on a stream of the calling host thread
 // (decode_pieces_cuda_start) and waited for apart (decode_pieces_cuda_wait), so that the host's
@@ -13,7 +14,7 @@
 
 #include "cuda_check.hpp"
 #include "device_buffer.hpp"
-#include "dk_std_numpy.hpp"
+#include "kernels/numpy_random/numpy_stream.hpp"
 
 namespace attn::dk_std {
 namespace {
@@ -49,7 +50,7 @@ class Stream {
 };
 
 // The device buffers and the stream of decode_pieces_cuda, per host thread, kept from call to
-// call and grown only when a call needs more: a run's waves (dk_std_numpy.hpp's device_split)
+// call and grown only when a call needs more: a run's waves (numpy_stream.hpp's device_split)
 // allocate once. Calls queued on the stream before a wait share the buffers: the stream runs
 // them in order, each one's copies back before the next one's copy in.
 struct Scratch {

@@ -18,7 +18,7 @@
 // at each level. The loop is written once (run) over an ISA shim (IsaV4, IsaV3).
 #pragma once
 
-#include "numpy_lane.hpp"
+#include "kernels/numpy_random/numpy_lane.hpp"
 
 namespace attn::dk_std::stream {
 

@@ -1,11 +1,11 @@
-# translate.cmake: a .cu file as C++ for the SIMT emulation (kernels/simt/cuda_runtime.h).
-#   cmake -DIN=kernels/x.cu -DOUT=build/.../x.cpp -P kernels/simt/translate.cmake
+# translate.cmake: a .cu file as C++ for the SIMT emulation (tests/simt/cuda_runtime.h).
+#   cmake -DIN=kernels/x.cu -DOUT=build/.../x.cpp -P tests/simt/translate.cmake
 # The changes, nothing else:
 # - the launch syntax, which C++ cannot parse:
 #     name<T><<<grid, block[, shared[, stream]]>>>(args)
 #   becomes
 #     name<T> % ::simt::launch_config("name", grid, block[, shared[, stream]]) % ::simt::kernel_args(args)
-# - shared arrays, so that the race check sees their accesses (kernels/simt/simt.hpp):
+# - shared arrays, so that the race check sees their accesses (tests/simt/simt.hpp):
 #     __shared__ T name[N];        becomes  __shared__ ::simt::SharedArray<T, N> name;
 #     extern __shared__ T name[];  becomes  ::simt::DynamicShared<T> name;
 #   (one-dimensional arrays of a named type; others stay plain static arrays, unchecked).

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "hd.hpp"
-#include "ziggurat_tables.hpp"
+#include "kernels/numpy_random/ziggurat_tables.hpp"
 
 namespace attn::numpy_rng {
 
@@ -140,7 +140,7 @@ class Pcg64 {
   }
 
   // The raw 128-bit state and increment, for decoders that step several words at once
-  // (kernels/numpy_simd.cpp): state <- state * kMultiplier + increment per word.
+  // (kernels/numpy_random/numpy_simd.cpp): state <- state * kMultiplier + increment per word.
   static constexpr u128 kMultiplier =
       (static_cast<u128>(0x2360ED051FC65DA4ull) << 64) | 0x4385DF649FCCF645ull;
   ATTN_HD u128 state() const { return state_; }

@@ -1,5 +1,5 @@
 // cublas_v2.h (SIMT emulation): the cuBLAS entry points attnlab calls, implemented on the host
-// with cuBLAS's own conventions (kernels/simt/cublas.cpp): column-major matrices, op(A) with
+// with cuBLAS's own conventions (tests/simt/cublas.cpp): column-major matrices, op(A) with
 // CUBLAS_OP_N / CUBLAS_OP_T, leading dimensions, strides between batch entries, batch counts.
 // Arguments are checked as cuBLAS checks them (CUBLAS_STATUS_INVALID_VALUE), and every matrix
 // a call would read or write must lie inside one device allocation, as compute-sanitizer would

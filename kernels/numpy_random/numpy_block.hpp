@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "numpy_random.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 
 namespace attn::dk_std::stream {
 

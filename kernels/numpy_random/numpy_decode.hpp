@@ -1,5 +1,5 @@
 // numpy_decode.hpp: runs of numpy's normals decoded in parallel, bit for bit: the pieces of each
-// round over the threads, their joins resynced (dk_std_numpy.hpp says how). Host only.
+// round over the threads, their joins resynced (numpy_stream.hpp says how). Host only.
 #pragma once
 
 #include <cstddef>
@@ -7,8 +7,8 @@
 #include <functional>
 #include <initializer_list>
 
-#include "dk_std_numpy.hpp"
-#include "numpy_rows.hpp"
+#include "kernels/numpy_random/numpy_rows.hpp"
+#include "kernels/numpy_random/numpy_stream.hpp"
 
 namespace attn::dk_std::stream {
 

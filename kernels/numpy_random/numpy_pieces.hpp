@@ -1,18 +1,18 @@
 // numpy_pieces.hpp: one piece of numpy's normal stream, decoded from a word offset, on the host
-// or the device (kernels/dk_std_numpy.hpp says how pieces make the stream parallel).
+// or the device (kernels/numpy_random/numpy_stream.hpp says how pieces make the stream parallel).
 //
 // A piece covers the stream's words [begin, end). Decoding it from a word `from` treats `from` as
 // a normal's start and takes normals (numpy_rng::standard_normal: one word each, more on the
 // ziggurat's rare paths) until one starts at or after end; it records where its first normals
 // start (head), how many it took (n) and where the next one starts (next). The CPU's threads
-// (kernels/numpy_decode.cpp) and the CUDA kernel (kernels/dk_std_numpy_cuda.cu) run this same
-// code; the host then joins the pieces.
+// (kernels/numpy_random/numpy_decode.cpp) and the CUDA kernel
+// (kernels/numpy_random/numpy_pieces_cuda.cu) run this same code; the host then joins the pieces.
 #pragma once
 
 #include <cstdint>
 
 #include "hd.hpp"
-#include "numpy_random.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 
 namespace attn::dk_std {
 

@@ -1,11 +1,11 @@
-// numpy_dots.hpp: the row dot products of the dk-std table on numpy's stream, summed as the
+// dk_std_numpy_dots.hpp: the row dot products of the dk-std table on numpy's stream, summed as the
 // sequential loop sums them, eight rows at once. Host only.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/numpy_random/numpy_rows.hpp"
 #include "moments.hpp"
-#include "numpy_rows.hpp"
 
 namespace attn::dk_std::stream {
 

@@ -1,5 +1,5 @@
-// numpy_dots.cpp: see numpy_dots.hpp.
-#include "numpy_dots.hpp"
+// dk_std_numpy_dots.cpp: see dk_std_numpy_dots.hpp.
+#include "dk_std_numpy_dots.hpp"
 
 #include <cstring>
 #include <initializer_list>

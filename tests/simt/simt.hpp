@@ -2,7 +2,7 @@
 // that defer them, shared memory as the race check sees it, and the record of every launch that
 // tests read.
 //
-// kernels/simt/translate.cmake rewrites `name<T><<<grid, block, shared, stream>>>(args)` into
+// tests/simt/translate.cmake rewrites `name<T><<<grid, block, shared, stream>>>(args)` into
 //   name<T> % ::simt::launch_config("name", grid, block, shared, stream) %
 //   ::simt::kernel_args(args)
 // which checks the launch and queues the grid on its stream (simt.cpp); a configuration error is

@@ -1,12 +1,12 @@
 // cuda_runtime.h (SIMT emulation): the part of CUDA that kernels/*.cu use, for compiling those
 // files unchanged as C++ and running their kernels on the CPU with CUDA's semantics. Used only by
-// the test build (ATTNLAB_SIMT, see kernels/simt/README.md); never by a build that runs a GPU.
+// the test build (ATTNLAB_SIMT, see tests/simt/README.md); never by a build that runs a GPU.
 //
 // What it emulates, and how:
 // - Qualifiers: __global__, __device__, __host__, __forceinline__,
 //   __launch_bounds__ vanish; __shared__ becomes `static` (see shared memory below).
 // - Built-ins: threadIdx, blockIdx, blockDim, gridDim are the running CUDA thread's values.
-// - A launch `k<<<grid, block, shared, stream>>>(args)` (rewritten by kernels/simt/translate.cmake
+// - A launch `k<<<grid, block, shared, stream>>>(args)` (rewritten by tests/simt/translate.cmake
 //   into simt::launch_config(...) % simt::kernel_args(...)) is checked (the configuration
 //   against an H200's limits, compute capability 9.0; every pointer argument must be null or
 //   device memory) and recorded (simt::launches(), so that tests can assert launch geometry),
@@ -148,7 +148,7 @@ constexpr unsigned cudaHostAllocDefault = 0;
 constexpr unsigned cudaStreamDefault = 0;
 constexpr unsigned cudaStreamNonBlocking = 1;
 
-// ---- Runtime calls (kernels/simt/simt.cpp) ---------------------------------------------------
+// ---- Runtime calls (tests/simt/simt.cpp) ---------------------------------------------------
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);

@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "hd.hpp"
-#include "numpy_pieces.hpp"
-#include "numpy_random.hpp"
+#include "kernels/numpy_random/numpy_pieces.hpp"
+#include "kernels/numpy_random/numpy_random.hpp"
 
 namespace attn::dk_std::stream {
 

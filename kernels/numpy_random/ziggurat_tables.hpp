@@ -13,13 +13,13 @@
 namespace attn::zig {
 
 #define ATTN_ZIGGURAT_TABLE(T, name) inline constexpr T name[256]
-#include "ziggurat_tables.inc"
+#include "kernels/numpy_random/ziggurat_tables.inc"
 #undef ATTN_ZIGGURAT_TABLE
 
 #if defined(__CUDACC__)
 namespace device {
 #define ATTN_ZIGGURAT_TABLE(T, name) static __device__ const T name[256]
-#include "ziggurat_tables.inc"
+#include "kernels/numpy_random/ziggurat_tables.inc"
 #undef ATTN_ZIGGURAT_TABLE
 }  // namespace device
 #endif

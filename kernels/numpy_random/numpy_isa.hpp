@@ -12,7 +12,7 @@
 #include <array>
 #include <cstdint>
 
-#include "ziggurat_tables.hpp"
+#include "kernels/numpy_random/ziggurat_tables.hpp"
 
 namespace attn::dk_std::stream {
 

@@ -1,10 +1,10 @@
 // numpy_block.cpp: see numpy_block.hpp.
-#include "numpy_block.hpp"
+#include "kernels/numpy_random/numpy_block.hpp"
 
 #include <cstring>
 
 #include "cpu_clones.hpp"
-#include "numpy_pieces.hpp"
+#include "kernels/numpy_random/numpy_pieces.hpp"
 
 #if ATTN_HAVE_CPU_LEVELS
 namespace attn::dk_std::stream {
