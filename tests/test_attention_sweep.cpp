@@ -562,7 +562,7 @@ TEST(AttentionSweep, OutputDistanceOfHugeOutputsIsFinite) {
   EXPECT_TRUE(std::isnan(rms_distance(bad.data(), d.data(), 3, 2)));
 }
 
-// The training and measurement against tools/variability_reference.py, numpy float64 written
+// The training and measurement against tests/oracle/variability_reference.py, numpy float64 written
 // from the spec alone: every seed's final, starting and test loss, every head's map on every
 // measured input, and the measures against the known map, at 1e-9 relative (losses) and
 // absolute (weights, JSD), on random configurations: every task, one input (version 2's) or
@@ -621,7 +621,7 @@ TEST(AttentionSweep, EqualsTheNumpyReferenceOnRandomConfigurations) {
                                   dir.file("demo.csv"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto ref = test::run_command("/usr/bin/python3 " + std::string(ATTN_SOURCE_DIR) +
-                                       "/tools/variability_reference.py " + common + " > " +
+                                       "/tests/oracle/variability_reference.py " + common + " > " +
                                        dir.file("ref.csv"));
     ASSERT_EQ(ref.exit_code, 0) << ref.err;
     const auto mine = test::read_csv(dir.file("demo.csv")).columns();

@@ -1,7 +1,7 @@
 // test_timing.cpp (test_timing, ctest label `timing`, not run by CI): the promises that are about
 // the clock, each checked once by the clock. They depend on the machine and its load, so CI
 // asserts their mechanisms instead (test_signals: the stop audit and the ready lines; the
-// refusal tests: no work begun) and these run by hand or from bench/timing.sh.
+// refusal tests: no work begun) and these run by hand or from scripts/test-timing.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>

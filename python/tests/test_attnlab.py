@@ -472,11 +472,12 @@ def test_map_refusals():
 
 # ---- version 3: many inputs ------------------------------------------------------------------
 
-REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "variability_reference.py")
+REFERENCE = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "oracle",
+                         "variability_reference.py")
 
 
 def _reference(args):
-    """tools/variability_reference.py's rows (numpy float64, the spec alone) as {column: array}."""
+    """tests/oracle/variability_reference.py's rows (numpy float64, the spec alone) as {column: array}."""
     r = subprocess.run([sys.executable, REFERENCE, *args], capture_output=True, text=True,
                        check=True)
     lines = [l.split(",") for l in r.stdout.strip().splitlines()]
