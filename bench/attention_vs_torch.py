@@ -14,24 +14,9 @@ Needs Debian's python3-numpy and python3-torch. Usage:
     /usr/bin/python3 bench/attention_vs_torch.py --demo build/cpu/demo [--threads 2]
         [--repeats 5] [--out results/bench/attention-cpu-vs-torch.md]
 """
-import argparse, json, math, os, platform, resource, subprocess, sys, tempfile, time
+import argparse, json, math, os, sys, tempfile
 
-
-def isa_level():
-    flags = set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    level = "AVX-512 (x86-64-v4)" if "avx512f" in flags else "AVX2 (x86-64-v3)" if "avx2" in flags else "SSE2"
-    return model, level
+import common
 
 
 def main():
@@ -67,21 +52,16 @@ def main():
            "--threads", str(a.threads), "--format", "json", "--quiet"]
 
     def demo_run():
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        prov = json.loads(r.stdout)["provenance"]
+        out, cpu, wall = common.run(cmd)
+        prov = json.loads(out)["provenance"]
         return prov["kernel_seconds"], prov["kernel_cpu_seconds"], wall, cpu
 
     def torch_timed():
-        c0, t0 = time.process_time(), time.perf_counter()
+        clock = common.Clock()
         out = torch_run()
-        t = time.perf_counter() - t0
+        t = clock.wall()
         del out
-        return t, time.process_time() - c0
+        return t, clock.cpu()
 
     torch_timed(); demo_run()  # warm-up
     tw_, tc_, dk_, dkc_, dw_, dc_ = [], [], [], [], [], []
@@ -89,7 +69,7 @@ def main():
         t, c = torch_timed(); tw_.append(t); tc_.append(c)
         k, kc, w, c = demo_run(); dk_.append(k); dkc_.append(kc); dw_.append(w); dc_.append(c)
     med = lambda v: sorted(v)[len(v) // 2]
-    model, level = isa_level()
+    model, level = common.cpu_model(), common.isa_level()
     flops = B * (3 * 2 * n * dm * dk + 2 * n * n * dk + 2 * n * n * dk)
     res = {"problems": B, "n": n, "d_model": dm, "d_k": dk, "d_v": dk, "dtype": "float32",
            "threads": a.threads, "repeats": a.repeats, "cpu": model, "isa": level,

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Speed of `demo` on the CPU as a ratio against the numpy and PyTorch programs a user would write
-instead (bench/anchors/, copied from the project's shared anchors), measured in the same run.
+instead (bench/peers/, copied from the project's shared anchors), measured in the same run.
 
 Each comparison runs the anchor and demo alternately, REPEATS times each, as whole processes
 (wall clock around the process), and reports medians and their ratio:
@@ -12,7 +12,7 @@ Each comparison runs the anchor and demo alternately, REPEATS times each, as who
            only, demo its whole process)
   numpy    demo --table dk-std --rng numpy (the lesson's stream, decoded in parallel) with
            --threads 2 against --threads 1 (normals per second)
-PyTorch (Debian's python3-torch, bench/anchors/torch_cpu.py) is a second peer for dk-std and the
+PyTorch (Debian's python3-torch, bench/peers/torch/torch_cpu.py) is a second peer for dk-std and the
 sweep; where it is missing its rows say so and are skipped. The peers run with an optimized BLAS:
 Debian's libopenblas0-pthread is required (numpy and torch pick it up through libblas.so.3), and
 the report names the BLAS library each peer loaded (and OpenBLAS's kernel, via threadpoolctl when
@@ -24,15 +24,17 @@ Usage: bench/compare_anchors.py [--demo build/cpu/demo] [--repeats 3] [--markdow
 Run it with a python3 that has numpy (and torch): Debian's /usr/bin/python3 after the README's
 install step; the anchors run with the same interpreter.
 """
-import argparse, os, re, resource, statistics, subprocess, sys, time
+import argparse, os, re, statistics, subprocess, sys
+
+import common
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ANCHORS = os.path.join(HERE, "anchors")
+PEERS = os.path.join(HERE, "peers")  # by library: numpy/, torch/, jax/
 LESSON = os.path.join(HERE, "..", "tests", "oracle", "lesson_numpy.py")  # also the tests' oracle
 PY = sys.executable  # the peers run with the interpreter that runs this script
 
 
-TORCH = os.path.join(ANCHORS, "torch_cpu.py")
+TORCH = os.path.join(PEERS, "torch", "torch_cpu.py")
 PEER_ENV = {k: v for k, v in os.environ.items()
             if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
 DEMO_ENV = dict(os.environ)
@@ -44,13 +46,8 @@ CPU_SECONDS = []  # CPU time (user + system) of each timed process, in order
 def timed(cmd, env=None):
     """Wall-clock seconds around the process, and its stdout; its CPU seconds go to CPU_SECONDS
     (on a shared machine the CPU time says what the work cost when wall clocks wait for cores)."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         env=env if env is not None else PEER_ENV).stdout
-    t = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU_SECONDS.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    out, cpu, t = common.run(cmd, env=env if env is not None else PEER_ENV)
+    CPU_SECONDS.append(cpu)
     return t, out
 
 
@@ -99,16 +96,6 @@ def require_openblas():
                  "apt-get install libopenblas0-pthread (or scripts/install-deps)")
 
 
-def isa_level():
-    flags = open("/proc/cpuinfo").read()
-    has = lambda f: re.search(r"\b" + f + r"\b", flags) is not None
-    if has("avx512f") and has("avx512bw") and has("avx512vl") and has("avx512dq"):
-        return "x86-64-v4 (AVX-512)"
-    if has("avx2") and has("fma"):
-        return "x86-64-v3 (AVX2, FMA; no AVX-512)"
-    return "x86-64 (no AVX2)"
-
-
 CPU_RATIOS = []  # per comparison: median CPU seconds of the peer's runs / demo's
 
 
@@ -149,7 +136,7 @@ def dk_std(demo, repeats, n, torch):
     own = {"numpy": [], "torch": []}
 
     def numpy_anchor():
-        t, out = timed([PY, os.path.join(ANCHORS, "dk_std_numpy.py"), str(n), "512"])
+        t, out = timed([PY, os.path.join(PEERS, "numpy", "dk_std_numpy.py"), str(n), "512"])
         own["numpy"].append(float(re.search(r"normals_per_s (\S+)", out).group(1)))
         return normals / t
 
@@ -196,7 +183,7 @@ def sweep(demo, repeats, seeds, torch):
     steps = 3000
 
     def numpy_anchor():
-        _, out = timed([PY, os.path.join(ANCHORS, "sweep_numpy.py"), str(seeds)])
+        _, out = timed([PY, os.path.join(PEERS, "numpy", "sweep_numpy.py"), str(seeds)])
         return float(re.search(r"model_steps_per_s (\S+)", out).group(1))
 
     def torch_anchor():
@@ -243,10 +230,9 @@ def main():
         for r in new_rows:  # progress on stderr: a long run on a busy machine shows each row
             print(f"compare_anchors: {r[0]}: {r[1]} vs {r[2]}, {r[3]:.1f}x", file=sys.stderr)
         rows += new_rows
-    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"],
-                         capture_output=True, text=True).stdout.strip()
+    cpu = common.cpu_model()
     load = os.getloadavg()
-    lines = [f"CPU: {cpu}, {os.cpu_count()} cores, ISA level {isa_level()}; demo ran at "
+    lines = [f"CPU: {cpu}, {os.cpu_count()} cores, ISA level {common.isa_level()}; demo ran at "
              f"{args.cpu_level or 'the best level the CPU has'}",
              f"Medians of {args.repeats} alternating runs, whole processes; load average at the "
              f"end {load[0]:.1f} (a shared machine: other jobs ran beside these)",

@@ -2,11 +2,11 @@
 """Speed of `demo --table attention-sweep` on the CPU against the programs a researcher would
 write instead, all doing the same task (one head, n = 8, d_model = d_k = d_v = 16, random task,
 lr 0.01, init scale 0.25, the sequential schedule, float64, batched over seeds):
-  numpy        bench/anchors/numpy_head.py (np.matmul, Debian's OpenBLAS)
-  torch 1.13   bench/anchors/torch_head.py (bmm, Debian's PyTorch 1.13)
-  JAX          bench/peers/jax_head.py (one seed's step, jax.vmap over seeds, jax.jit over a
+  numpy        bench/peers/numpy/numpy_head.py (np.matmul, Debian's OpenBLAS)
+  torch 1.13   bench/peers/torch/torch_head.py (bmm, Debian's PyTorch 1.13)
+  JAX          bench/peers/jax/jax_head.py (one seed's step, jax.vmap over seeds, jax.jit over a
                lax.fori_loop of the steps, float64 via jax_enable_x64; variants autodiff, hand)
-  PyTorch 2    bench/peers/torch2_head.py (torch.func.vmap of one seed's step, batched bmm, and
+  PyTorch 2    bench/peers/torch/torch2_head.py (torch.func.vmap of one seed's step, batched bmm, and
                bmm through torch.compile)
 JAX and PyTorch 2 come from the virtual environment bench/setup-peers makes (build/bench-venv);
 a peer that is not installed there is skipped with a note. The two anchors are run unchanged
@@ -47,10 +47,11 @@ Usage: bench/compare_head.py [--demo build/cpu/demo] [--venv build/bench-venv] [
 """
 import argparse, csv, datetime, math, os, re, shlex, statistics, subprocess, sys, tempfile, time
 
+import common
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-ANCHORS = os.path.join(HERE, "anchors")
-PEERS = os.path.join(HERE, "peers")
+PEERS = os.path.join(HERE, "peers")  # by library: numpy/, torch/, jax/
 PY = "/usr/bin/python3"
 N, D = 8, 16
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -68,34 +69,9 @@ DEFAULT_STEPS = {"numpy": 30, "torch1.13": 30, "jax-autodiff": 100, "jax-hand": 
                  "torch2-vmap": 30, "torch2-bmm": 60, "torch2-compile": 60}
 
 
-def isa_level():
-    flags = set(open("/proc/cpuinfo").read().split("\nflags")[1].split("\n")[0].split())
-    v2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
-    v3 = v2 | {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
-    v4 = v3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
-    for name, need in (("x86-64-v4 (AVX-512)", v4), ("x86-64-v3 (AVX2, FMA)", v3),
-                       ("x86-64-v2 (SSE4.2)", v2)):
-        if need <= flags:
-            return name
-    return "x86-64 baseline"
-
-
-def cpu_model():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
 def run(cmd):
     """(stdout, CPU seconds of the child process, wall seconds)"""
-    r0, t0 = os.times(), time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=ROOT)
-    wall, r1 = time.perf_counter() - t0, os.times()
-    if p.returncode:
-        raise RuntimeError(f"{' '.join(cmd[:3])} ...: exit {p.returncode}: {p.stderr[-2000:]}")
-    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-    return p.stdout, cpu, wall
+    return common.run(cmd, env=ENV, cwd=ROOT)
 
 
 def field(out, key):
@@ -143,7 +119,7 @@ class Contender:
 
 
 def anchor(script, torch=False):
-    path = os.path.join(ANCHORS, script)
+    path = os.path.join(PEERS, script)
 
     def cmd(seeds, steps, extra):
         k = int(extra[1]) if extra else 0
@@ -251,8 +227,9 @@ def main():
         print(s, flush=True)
         lines.append(s)
 
-    say(f"{datetime.datetime.now():%Y-%m-%d %H:%M}; CPU: {cpu_model()}, {os.cpu_count()} cores, "
-        f"ISA level {isa_level()}")
+    say(f"{datetime.datetime.now():%Y-%m-%d %H:%M}; CPU: {common.cpu_model()}, "
+        f"{os.cpu_count()} cores, "
+        f"ISA level {common.isa_level()}")
     task = "random task" if a.task == "random" else f"teacher task, {a.inputs} inputs"
     say(f"task: n {N}, d_model = d_k = d_v = {D}, {task}, task seed 1, {a.seeds} seeds, float64, "
         "sequential schedule, lr 0.01, init scale 0.25")
@@ -271,19 +248,19 @@ def main():
     cs = [Contender("demo", " ".join(["demo --table attention-sweep"] + DEMO_ARGS),
                     demo_cmd(demo), a.steps, "demo"),
           Contender("numpy", "numpy_head.py (np.matmul, Debian OpenBLAS)",
-                    anchor("numpy_head.py"), 0, "anchor"),
+                    anchor("numpy/numpy_head.py"), 0, "anchor"),
           Contender("torch1.13", "torch_head.py (bmm, Debian torch 1.13)",
-                    anchor("torch_head.py", torch=True), 0, "anchor")]
+                    anchor("torch/torch_head.py", torch=True), 0, "anchor")]
     if "jax" in mods:
         for v in ("autodiff", "hand"):
             cs.append(Contender(f"jax-{v}", f"jax_head.py {v} (JAX {mods['jax']}, vmap + jit "
-                                f"+ fori_loop)", peer(python, "jax_head.py", v), 0, "peer"))
+                                f"+ fori_loop)", peer(python, "jax/jax_head.py", v), 0, "peer"))
     else:
         say(f"skipped: JAX (not importable from {python}; run bench/setup-peers)")
     if "torch" in mods and int(mods["torch"].split(".")[0]) >= 2:
         for v in ("vmap", "bmm", "compile"):
             cs.append(Contender(f"torch2-{v}", f"torch2_head.py {v} (PyTorch {mods['torch']})",
-                                peer(python, "torch2_head.py", v), 0, "peer"))
+                                peer(python, "torch/torch2_head.py", v), 0, "peer"))
     else:
         say(f"skipped: PyTorch 2 (not importable from {python}; run bench/setup-peers)")
     if a.task != "random":
@@ -299,7 +276,7 @@ def main():
     k, st = a.check_seeds, a.check_steps
     ref_anchor = None
     if a.task == "random":
-        ref_anchor = losses_of(run(anchor("numpy_head.py")(k, st,
+        ref_anchor = losses_of(run(anchor("numpy/numpy_head.py")(k, st,
                                                            ["--print-losses", str(k)]))[0])
     ref_demo = demo_losses(demo, k, st) if any(c.name == "demo" for c in cs) else None
     failed = []

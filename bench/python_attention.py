@@ -33,7 +33,6 @@ wall seconds.
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,39 +44,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 import numpy as np  # noqa: E402
 
 import attnlab  # noqa: E402
+import common  # noqa: E402
 
 B, N, D = 4096, 128, 64
 THREADS = 2
 
 
-def isa_level():
-    flags = ""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = line
-                break
-    if " avx512f" in flags and " avx512bw" in flags:
-        return "x86-64-v4 (AVX-512)"
-    if " avx2" in flags and " fma" in flags:
-        return "x86-64-v3 (AVX2)"
-    return "x86-64 (baseline)"
-
-
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.machine()
-
-
 def timed(f):
     time.sleep(0.2)
     f()
-    c0, w0 = time.process_time(), time.perf_counter()
+    clock = common.Clock()
     f()
-    return time.process_time() - c0, time.perf_counter() - w0
+    return clock.cpu(), clock.wall()
 
 
 def numpy_attention(x, wq, wk, wv):
@@ -123,7 +101,7 @@ def wait_policies(rounds):
                 call, c, w = line.split()
                 times[(policy, call)].append((float(c), float(w)))
     print(f"attnlab.attention(need_weights=False), new outputs and out=, batch {B}, n {N}, d {D}, "
-          f"float32, {THREADS} threads; {cpu_name()}, {isa_level()}, load average "
+          f"float32, {THREADS} threads; {common.cpu_model()}, {common.isa_level()}, load average "
           f"{os.getloadavg()[0]:.2f} at the end; {rounds} alternating rounds of 4 calls a process")
     print(f"{'OMP_WAIT_POLICY':16} {'call':5} {'CPU s':>8} {'min':>8} {'max':>8} {'wall s':>8}")
     for (policy, call), t in times.items():
@@ -193,7 +171,8 @@ def main():
     flops = 2.0 * (B * N * D * 3 * D + B * N * N * 2 * D)
     base = statistics.median(cpu["attnlab"])
     print(f"attention: batch {B}, n {N}, d_model = d_k = d_v = {D}, float32, {THREADS} threads; "
-          f"{cpu_name()}, {isa_level()}, load average {os.getloadavg()[0]:.2f} at the end; "
+          f"{common.cpu_model()}, {common.isa_level()}, "
+          f"load average {os.getloadavg()[0]:.2f} at the end; "
           f"numpy {np.__version__}"
           + (f", torch {torch_version}" if torch_version else ", torch not installed")
           + (f"; attnlab's kernels at ATTNLAB_CPU_LEVEL={os.environ['ATTNLAB_CPU_LEVEL']}"

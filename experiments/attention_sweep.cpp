@@ -286,7 +286,7 @@ Task task_of(const std::string& name) {
 
 // --lr and --init-scale when "auto": the lesson's 0.5 and 1 for the token tasks (spec, "Start
 // and training"); for --task random and teacher the numpy and PyTorch peers' 0.01 and 0.25
-// (bench/anchors/numpy_head.py), where gradient descent is stable: with the lesson's values
+// (bench/peers/numpy/numpy_head.py), where gradient descent is stable: with the lesson's values
 // every seed of the n = 8, d = 16 random task diverges (the loss's curvature in W_V grows with
 // n and d_model).
 double auto_value(const Config& cfg, const std::string& flag, bool token) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The general head's training (bench/anchors/torch_head.py) in PyTorch on the GPU, for
+"""The general head's training (bench/peers/torch/torch_head.py) in PyTorch on the GPU, for
 scripts/gpu-check: one head (n words, d = d_model = d_k = d_v), random task, batched over seeds
 with bmm, hand-written gradients, the sequential schedule, float64, lr 0.01, init 0.25.
 Usage: torch_head_gpu.py N D SEEDS STEPS -> "seed_steps_per_s R seconds T"; exit 3 without

@@ -15,6 +15,8 @@ Usage: jax_head.py N D SEEDS STEPS [--variant autodiff|hand] [--init demo|anchor
                    [--task random|teacher] [--inputs B] [--print-losses K]
 Prints one line: seed-steps per second and per CPU-second of the run, compile seconds."""
 import math
+import os
+import sys
 
 import jax
 
@@ -22,7 +24,8 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
-import common  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import common  # noqa: E402  (bench/common.py)
 
 a = common.args(__doc__, ["autodiff", "hand"])
 X0, Y0, W0 = common.start(a)

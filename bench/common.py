@@ -1,5 +1,7 @@
-"""Shared by the JAX and PyTorch 2 peers of bench/compare_head.py: the command line, the task's
-starting values (numpy, float64) and the result line.
+"""Shared by the scripts of bench/: the machine's description (CPU model, ISA level), a child
+process timed in wall and CPU seconds, and for the JAX and PyTorch 2 peers of
+bench/compare_head.py (bench/peers/) the command line, the task's starting values (numpy,
+float64) and the result line. The peers under bench/peers/ import it by its folder.
 
 Two ways to start, both float64, lr 0.01, loss over all n rows:
 - "demo" (default): what `demo --table attention-sweep --task random --task-seed T` trains:
@@ -10,18 +12,51 @@ Two ways to start, both float64, lr 0.01, loss over all n rows:
   1/sqrt(d)), then B inputs X_b = normal((n, d)), Y_b the teacher's output on X_b; the loss is
   the mean over the inputs. The seeds' start as above (init scale 0.25 = 1/sqrt(16), the
   teacher's).
-- "anchor": what bench/anchors/numpy_head.py trains: one default_rng(1) draws X, Y, then W_Q,
+- "anchor": what bench/peers/numpy/numpy_head.py trains: one default_rng(1) draws X, Y, then W_Q,
   W_K, W_V as (SEEDS, d, d) blocks, times 0.25 (used to check a peer against that anchor).
 X and Y are (B, n, d): B inputs stacked (B = 1 for the random task).
 """
 import argparse
 import os
 import resource
+import subprocess
 import time
 
 import numpy as np
 
 LR, INIT_SCALE = 0.01, 0.25
+
+
+def isa_level():
+    """This CPU's x86-64 psABI level, from /proc/cpuinfo's flags."""
+    flags = set(open("/proc/cpuinfo").read().split("\nflags")[1].split("\n")[0].split())
+    v2 = {"cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"}
+    v3 = v2 | {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"}
+    v4 = v3 | {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+    for name, need in (("x86-64-v4 (AVX-512)", v4), ("x86-64-v3 (AVX2, FMA)", v3),
+                       ("x86-64-v2 (SSE4.2)", v2)):
+        if need <= flags:
+            return name
+    return "x86-64 baseline"
+
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def run(cmd, env=None, cwd=None):
+    """Runs cmd to its end: (stdout, CPU seconds of the child process (user + system, all its
+    threads), wall seconds). A non-zero exit raises RuntimeError with the end of its stderr."""
+    r0, t0 = os.times(), time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
+    wall, r1 = time.perf_counter() - t0, os.times()
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:3])} ...: exit {p.returncode}: {p.stderr[-2000:]}")
+    cpu = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
+    return p.stdout, cpu, wall
 
 
 def args(doc, variants):

@@ -17,10 +17,12 @@ Usage: torch2_head.py N D SEEDS STEPS [--variant vmap|bmm|compile] [--init demo|
 Prints one line: seed-steps per second and per CPU-second of the run, warm-up seconds."""
 import math
 import os
+import sys
 
 import torch
 
-import common
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import common  # noqa: E402  (bench/common.py)
 
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 a = common.args(__doc__, ["vmap", "bmm", "compile"])
