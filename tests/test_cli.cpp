@@ -473,8 +473,8 @@ TEST(CliHelp, ATablesHelpListsItsOwnOptions) {
   EXPECT_NE(r.out.find("--samples"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("--knob-steps"), std::string::npos) << "another table's option";
   EXPECT_LT(test::lines_of(r.out).size(), test::lines_of(test::run_demo("--help").out).size());
-  // A mistyped name still says the nearest one.
-  const auto typo = test::run_demo("--table dkstd");
+  // A mistyped name (the spelling of the source files) still says the nearest one.
+  const auto typo = test::run_demo("--table dk_std");
   EXPECT_EQ(typo.exit_code, 2);
   EXPECT_NE(typo.err.find("did you mean dk-std?"), std::string::npos) << typo.err;
 }

@@ -297,7 +297,7 @@ namespace {
 TEST(Parse, MistypedNameSuggestsTheNearest) {
   const std::vector<std::string> tables = {"all", "dk-std", "knob", "training-sweep"};
   try {
-    parse_name_list("--table", "dkstd", tables);
+    parse_name_list("--table", "dk_std", tables);
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("(did you mean dk-std?)"), std::string::npos) << e.what();
