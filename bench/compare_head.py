@@ -6,8 +6,8 @@ lr 0.01, init scale 0.25, the sequential schedule, float64, batched over seeds):
   torch 1.13   bench/peers/torch/torch_head.py (bmm, Debian's PyTorch 1.13)
   JAX          bench/peers/jax/jax_head.py (one seed's step, jax.vmap over seeds, jax.jit over a
                lax.fori_loop of the steps, float64 via jax_enable_x64; variants autodiff, hand)
-  PyTorch 2    bench/peers/torch/torch2_head.py (torch.func.vmap of one seed's step, batched bmm, and
-               bmm through torch.compile)
+  PyTorch 2    bench/peers/torch/torch2_head.py (torch.func.vmap of one seed's step, batched
+               bmm, and bmm through torch.compile)
 JAX and PyTorch 2 come from the virtual environment bench/setup-peers makes (build/bench-venv);
 a peer that is not installed there is skipped with a note. The two anchors are run unchanged
 (numpy_head.py computes the three gradients three times a step; demo and the new peers' hand
