@@ -1973,10 +1973,8 @@ std::vector<Table> run(const RunContext& ctx) {
     const double per_seed_call =
         8.0 * (w->trained_size() * (nudge ? 2 : 1) + w->shape.size() * (nudge ? 4 : 2) +
                static_cast<double>(s.heads) * w->shape.map_size() * 2 + w->record.size());
-    const double call_bytes =
-        static_cast<double>(std::min(call, w->count)) * per_seed_call * 1.5 +
-        64.0 * 8 * (head::layout(w->m).total + head::layout(head::one_input(w->m)).total) *
-            std::max(1, ctx.backend.threads());
+    const double call_bytes = static_cast<double>(std::min(call, w->count)) * per_seed_call * 1.5 +
+                              ctx.backend.head_workspace_bytes(w->m);
     // What stays until the table: the inputs, the summaries (and the kept results, one
     // configuration at a time).
     memory_needed = std::max(
