@@ -330,6 +330,157 @@ std::vector<std::string> current_spellings(int argc, char** argv,
   return words;
 }
 
+using Text = const std::string&;
+
+// --out's folder name, refused empty.
+std::string read_out_dir(Text name, Text text) {
+  if (text.empty())
+    throw std::invalid_argument(name + ": an empty folder name (use --out . for this folder)");
+  return text;
+}
+
+// demo's own options, shared by every experiment: the device, the output, the split of the
+// chunks and the checkpoints (--table and --list are parse_command_line's).
+void add_run_options(CLI::App& app, CheckedOptions& checked, Options& o, bool& no_plots) {
+  checked
+      .add(&app, "--device", "auto | cpu | cuda", o.device,
+           [](Text name, Text text) {
+             return parse_choice(name, text, {"auto", "cpu", "cuda"});
+           })
+      ->default_str("auto")
+      ->type_name("DEVICE");
+  checked.add(&app, "--format", "table | csv | json | markdown", o.format, parse_format)
+      ->default_str("table")
+      ->type_name("FORMAT");
+  checked.add(&app, "--threads", "CPU threads (default: all cores)", o.threads, parse_threads)
+      ->type_name("N");
+  checked
+      .add(&app, "--gpu", "GPU to use, by CUDA ordinal (default: the first usable one)", o.gpu,
+           [](Text name, Text text) { return static_cast<int>(parse_int(name, text, 0, 1023)); })
+      ->type_name("N");
+  app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
+  app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
+  checked
+      .add(&app, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
+           read_out_dir)
+      ->type_name("DIR");
+  app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
+  app.add_flag("--no-plots", no_plots, "With --out: no figures");
+  checked
+      .add(&app, "--shard",
+           "Compute part I of N (0 <= I < N) of the bulk tables' chunks and write "
+           "OUT/NAME.part.json; combine the parts with demo merge",
+           [&o](Text name, Text text) {
+             const ShardPart part = parse_shard(name, text);
+             o.shard = part.index;
+             o.shards = part.count;
+           })
+      ->type_name("I/N");
+  checked
+      .add(&app, "--checkpoint",
+           "Save finished chunks to FILE (every 30 s and at Ctrl-C); the same command with the "
+           "same FILE continues from it",
+           o.checkpoint,
+           [](Text name, Text text) {
+             if (text.empty()) throw std::invalid_argument(name + ": empty file name");
+             return text;
+           })
+      ->type_name("FILE");
+  checked
+      .add(&app, "--checkpoint-every", "Seconds between checkpoints [30]", o.checkpoint_seconds,
+           [](Text name, Text text) { return parse_real(name, text, 0, 1e9, true); })
+      ->type_name("S");
+}
+
+// The experiments' own flags (flags: from their declarations), grouped in the help by the
+// experiments that read them; each value is kept in o.given for the chosen experiments to check
+// (one flag's range may differ by experiment). Returns the groups, by those experiments' names.
+std::map<std::string, CLI::Option_group*> add_experiment_flags(
+    CLI::App& app, CheckedOptions& checked, Options& o,
+    const std::vector<std::pair<std::string, TableFlag>>& flags) {
+  std::map<std::string, CLI::Option_group*> groups;
+  for (const auto& [flag, f] : flags) {
+    const std::string group = table_names(f.by, ", ");
+    if (!groups.count(group)) groups[group] = app.add_option_group(group);
+    CLI::Option* option = checked
+                              .add(groups[group], flag, flag_help(flag, f),
+                                   [&o](Text name, Text text) { o.given[name] = text; })
+                              ->type_name(f.first->kind);
+    if (!f.first->implicit_value.empty())  // the value given alone; the help shows the kind
+      option->expected(0, 1)->default_str(f.first->implicit_value)->option_text(f.first->kind);
+  }
+  return groups;
+}
+
+// `demo compare FIRST SECOND`: its files and tolerances into c.
+CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareRequest& c) {
+  auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
+  cmp->add_option("first", c.a, "First JSON file (demo --format json or --out)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmp->add_option("second", c.b, "Second JSON file")->required()->check(CLI::ExistingFile);
+  const auto read_tolerance = [](Text name, Text text) {
+    return parse_real(name, text, 0, 1e300, false);
+  };
+  checked
+      .add(cmp, "--tolerance",
+           "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)", c.rule.rtol,
+           read_tolerance)
+      ->default_str("1e-9")
+      ->type_name("X");
+  checked
+      .add(cmp, "--atol",
+           "Absolute floor for every column (default: per column, rtol x the column's "
+           "largest |b|; for a column of rounding noise, its rows' resolution)",
+           c.rule.atol, read_tolerance)
+      ->type_name("X");
+  return cmp;
+}
+
+// `demo merge DIR...`: the parts' folders into dirs, and merge's own options only (the parts
+// hold the rest of the command), which set demo's own.
+CLI::App* add_merge_command(CLI::App& app, CheckedOptions& checked, Options& o,
+                            std::vector<std::string>& dirs, bool& no_plots) {
+  auto* merge = app.add_subcommand(
+      "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
+  merge->add_option("dirs", dirs, "The parts' directories")->required();
+  checked
+      .add(merge, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
+           read_out_dir)
+      ->type_name("DIR");
+  checked.add(merge, "--format", "table | csv | json | markdown", o.format, parse_format)
+      ->default_str("table")
+      ->type_name("FORMAT");
+  merge->add_flag("--force", o.force, "Replace existing regular result files");
+  merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
+  merge->add_flag("--no-plots", no_plots, "With --out: no figures");
+  merge->allow_extras();  // refused after parsing (subcommand_refusal), as one line
+  return merge;
+}
+
+// `demo replot RESULT.json --out DIR`: the result's file into file.
+CLI::App* add_replot_command(CLI::App& app, CheckedOptions& checked, Options& o,
+                             std::string& file) {
+  auto* replot = app.add_subcommand(
+      "replot",
+      "Draw the figures of a stored result again (RESULT.json, from --format json or "
+      "--out), without recomputing it");
+  replot->add_option("result", file, "The result's JSON file")->required();
+  checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out_dir)
+      ->type_name("DIR");
+  replot->add_flag("--force", o.force, "Replace existing figure files");
+  replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+  return replot;
+}
+
+// The command line in current spellings: what a checkpoint, a part and the provenance hold.
+void record_command_line(int argc, char** argv, Options& o) {
+  for (int i = 0; i < argc; ++i) {
+    o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
+    o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));
+  }
+}
+
 }  // namespace
 
 Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment>& all,
@@ -364,12 +515,6 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
                                         (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
 
   CheckedOptions checked;
-  using Text = const std::string&;
-  const auto read_out = [](Text name, Text text) {
-    if (text.empty())
-      throw std::invalid_argument(name + ": an empty folder name (use --out . for this folder)");
-    return text;
-  };
   bool list = false, no_plots = false;
   o.tables = chosen_tables(all, "all");  // without --table
   checked
@@ -378,120 +523,15 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
       ->default_str("all")
       ->type_name("NAMES");
   app.add_flag("--list", list, "List the tables and exit");
-  checked
-      .add(&app, "--device", "auto | cpu | cuda", o.device,
-           [](Text name, Text text) {
-             return parse_choice(name, text, {"auto", "cpu", "cuda"});
-           })
-      ->default_str("auto")
-      ->type_name("DEVICE");
-  checked.add(&app, "--format", "table | csv | json | markdown", o.format, parse_format)
-      ->default_str("table")
-      ->type_name("FORMAT");
-  checked.add(&app, "--threads", "CPU threads (default: all cores)", o.threads, parse_threads)
-      ->type_name("N");
-  checked
-      .add(&app, "--gpu", "GPU to use, by CUDA ordinal (default: the first usable one)", o.gpu,
-           [](Text name, Text text) { return static_cast<int>(parse_int(name, text, 0, 1023)); })
-      ->type_name("N");
-  app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
-  app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
-  checked
-      .add(&app, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
-           read_out)
-      ->type_name("DIR");
-  app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
-  app.add_flag("--no-plots", no_plots, "With --out: no figures");
-  checked
-      .add(&app, "--shard",
-           "Compute part I of N (0 <= I < N) of the bulk tables' chunks and write "
-           "OUT/NAME.part.json; combine the parts with demo merge",
-           [&o](Text name, Text text) {
-             const ShardPart part = parse_shard(name, text);
-             o.shard = part.index;
-             o.shards = part.count;
-           })
-      ->type_name("I/N");
-  checked
-      .add(&app, "--checkpoint",
-           "Save finished chunks to FILE (every 30 s and at Ctrl-C); the same command with the "
-           "same FILE continues from it",
-           o.checkpoint,
-           [](Text name, Text text) {
-             if (text.empty()) throw std::invalid_argument(name + ": empty file name");
-             return text;
-           })
-      ->type_name("FILE");
-  checked
-      .add(&app, "--checkpoint-every", "Seconds between checkpoints [30]", o.checkpoint_seconds,
-           [](Text name, Text text) { return parse_real(name, text, 0, 1e9, true); })
-      ->type_name("S");
-
-  // The tables' own flags, from their declarations, grouped by the tables that read them. Each
-  // chosen table checks the values it reads, below (one flag's range may differ by table).
+  add_run_options(app, checked, o, no_plots);
   const auto flags = table_flags(all);
-  std::map<std::string, CLI::Option_group*> groups;
-  for (const auto& [flag, f] : flags) {
-    const std::string group = table_names(f.by, ", ");
-    if (!groups.count(group)) groups[group] = app.add_option_group(group);
-    CLI::Option* option = checked
-                              .add(groups[group], flag, flag_help(flag, f),
-                                   [&o](Text name, Text text) { o.given[name] = text; })
-                              ->type_name(f.first->kind);
-    if (!f.first->implicit_value.empty())  // the value given alone; the help shows the kind
-      option->expected(0, 1)->default_str(f.first->implicit_value)->option_text(f.first->kind);
-  }
-
-  auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
-  cmp->add_option("first", cli.compare.a, "First JSON file (demo --format json or --out)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  cmp->add_option("second", cli.compare.b, "Second JSON file")
-      ->required()
-      ->check(CLI::ExistingFile);
-  const auto read_tolerance = [](Text name, Text text) {
-    return parse_real(name, text, 0, 1e300, false);
-  };
-  checked
-      .add(cmp, "--tolerance",
-           "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)",
-           cli.compare.rule.rtol, read_tolerance)
-      ->default_str("1e-9")
-      ->type_name("X");
-  checked
-      .add(cmp, "--atol",
-           "Absolute floor for every column (default: per column, rtol x the column's "
-           "largest |b|; for a column of rounding noise, its rows' resolution)",
-           cli.compare.rule.atol, read_tolerance)
-      ->type_name("X");
-
+  const std::map<std::string, CLI::Option_group*> groups =
+      add_experiment_flags(app, checked, o, flags);
+  CLI::App* cmp = add_compare_command(app, checked, cli.compare);
   add_attention_command(app, cli.attention);
 
-  auto* merge = app.add_subcommand(
-      "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
-  merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
-  // merge's own options only (the parts hold the rest of the command); they set demo's own.
-  checked
-      .add(merge, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
-           read_out)
-      ->type_name("DIR");
-  checked.add(merge, "--format", "table | csv | json | markdown", o.format, parse_format)
-      ->default_str("table")
-      ->type_name("FORMAT");
-  merge->add_flag("--force", o.force, "Replace existing regular result files");
-  merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
-  merge->add_flag("--no-plots", no_plots, "With --out: no figures");
-  merge->allow_extras();  // refused below, naming the option, as one line
-
-  auto* replot = app.add_subcommand(
-      "replot",
-      "Draw the figures of a stored result again (RESULT.json, from --format json or "
-      "--out), without recomputing it");
-  replot->add_option("result", cli.replot_file, "The result's JSON file")->required();
-  checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out)
-      ->type_name("DIR");
-  replot->add_flag("--force", o.force, "Replace existing figure files");
-  replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+  CLI::App* merge = add_merge_command(app, checked, o, cli.merge_dirs, no_plots);
+  CLI::App* replot = add_replot_command(app, checked, o, cli.replot_file);
 
   try {
     app.parse(argc, argv);
@@ -533,11 +573,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
   cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
-  // The command line in current spellings: what a checkpoint, a part and the provenance hold.
-  for (int i = 0; i < argc; ++i) {
-    o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
-    o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));
-  }
+  record_command_line(argc, argv, o);
   return cli;
 }
 
