@@ -17,7 +17,7 @@
 namespace attn {
 namespace {
 
-// The footer of --help: the general examples, then each table's own.
+// The footer of --help: the general examples, then each experiment's own.
 std::string examples_text(const std::vector<Experiment>& all) {
   std::string s =
       "Examples:\n"
@@ -54,19 +54,21 @@ std::string list_text(const std::vector<Experiment>& all) {
   return s + "[host]: plain arithmetic on the host; the others run kernels on --device\n";
 }
 
-// Every flag the tables declare, once, with the tables that read it (in registry order).
-struct TableFlag {
+// Every flag the experiments declare, once, with the experiments that read it (in registry
+// order).
+struct ExperimentFlag {
   const Param* first;                 // the first declaration (kind and help)
-  std::vector<const Experiment*> by;  // every table that declares it
+  std::vector<const Experiment*> by;  // every experiment that declares it
 };
-std::vector<std::pair<std::string, TableFlag>> table_flags(const std::vector<Experiment>& all) {
-  std::vector<std::pair<std::string, TableFlag>> flags;
+std::vector<std::pair<std::string, ExperimentFlag>> experiment_flags(
+    const std::vector<Experiment>& all) {
+  std::vector<std::pair<std::string, ExperimentFlag>> flags;
   for (const auto& e : all)
     for (const Param& p : e.params) {
       auto it =
           std::find_if(flags.begin(), flags.end(), [&](auto& f) { return f.first == p.flag; });
       if (it == flags.end()) {
-        flags.push_back({p.flag, TableFlag{&p, {}}});
+        flags.push_back({p.flag, ExperimentFlag{&p, {}}});
         it = flags.end() - 1;
       }
       it->second.by.push_back(&e);
@@ -75,15 +77,15 @@ std::vector<std::pair<std::string, TableFlag>> table_flags(const std::vector<Exp
 }
 
 // "a", "a and b" or "a, b and c" (with last_sep " and ").
-std::string table_names(const std::vector<const Experiment*>& by, const char* last_sep) {
+std::string experiment_names(const std::vector<const Experiment*>& by, const char* last_sep) {
   std::string s;
   for (std::size_t i = 0; i < by.size(); ++i)
     s += (i == 0 ? "" : i + 1 == by.size() ? last_sep : ", ") + by[i]->name;
   return s;
 }
 
-// The help line: the first declaration's text and each table's default.
-std::string flag_help(const std::string& flag, const TableFlag& f) {
+// The help line: the first declaration's text and each experiment's default.
+std::string flag_help(const std::string& flag, const ExperimentFlag& f) {
   std::string help = f.first->help, defaults;
   bool same = true;
   for (const Experiment* e : f.by)
@@ -97,9 +99,9 @@ std::string flag_help(const std::string& flag, const TableFlag& f) {
   return defaults.empty() ? help : help + " [" + defaults + "]";
 }
 
-// `demo --table NAME --help`: that table's own options (from its declaration) and examples; the
-// options every table shares are in `demo --help`.
-std::string table_help(const Experiment& e) {
+// `demo --table NAME --help`: that experiment's own options (from its declaration) and examples;
+// the options every experiment shares are in `demo --help`.
+std::string experiment_help(const Experiment& e) {
   std::string s = "demo --table " + e.name + ": " + e.summary + "\n";
   if (!e.params.empty()) s += "\nOptions of " + e.name + ":\n";
   for (const Param& p : e.params) {
@@ -113,13 +115,13 @@ std::string table_help(const Experiment& e) {
   return s + "\nThe options every table shares (--device, --format, --out, ...): demo --help\n";
 }
 
-// The tables that --table's text names, "all" expanded to the lesson's tables, each once in
-// the order first named.
-std::vector<std::string> chosen_tables(const std::vector<Experiment>& all,
-                                       const std::string& text) {
+// The experiments that --table's text names (by their tables' names), "all" expanded to the
+// lesson's experiments, each once in the order first named.
+std::vector<std::string> chosen_experiments(const std::vector<Experiment>& all,
+                                            const std::string& text) {
   std::vector<std::string> names = {"all"};
   for (const auto& e : all) names.push_back(e.name);
-  std::vector<std::string> tables;
+  std::vector<std::string> chosen;
   for (const std::string& name : parse_name_list("--table", text, names)) {
     std::vector<std::string> add;
     if (name == "all") {
@@ -129,14 +131,14 @@ std::vector<std::string> chosen_tables(const std::vector<Experiment>& all,
       add.push_back(name);
     }
     for (const auto& a : add)
-      if (std::find(tables.begin(), tables.end(), a) == tables.end()) tables.push_back(a);
+      if (std::find(chosen.begin(), chosen.end(), a) == chosen.end()) chosen.push_back(a);
   }
-  return tables;
+  return chosen;
 }
 
-// The help --help prints when --table names tables: their own options, not the whole list.
-// Empty when --help is not asked for or no table is named.
-std::string named_tables_help(int argc, char** argv, const std::vector<Experiment>& all) {
+// The help --help prints when --table names experiments: their own options, not the whole list.
+// Empty when --help is not asked for or no experiment is named.
+std::string named_experiments_help(int argc, char** argv, const std::vector<Experiment>& all) {
   bool help = false;
   std::string text;
   for (int i = 1; i < argc; ++i) {
@@ -147,7 +149,7 @@ std::string named_tables_help(int argc, char** argv, const std::vector<Experimen
     if (w.rfind("--table=", 0) == 0) value = w.substr(8);
     for (const std::string& n : split_list(value))
       for (const auto& e : all)
-        if (e.name == n) text += (text.empty() ? "" : "\n") + table_help(e);
+        if (e.name == n) text += (text.empty() ? "" : "\n") + experiment_help(e);
   }
   return help ? text : "";
 }
@@ -180,7 +182,7 @@ struct CheckedOptions {
 };
 
 // Why an option given to `sub` cannot be read, or "": an option `sub` does not take (its
-// extras, or one of demo's options before it, table flags included), or one `sub` takes given
+// extras, or one of demo's options before it, experiment flags included), or one `sub` takes given
 // both before and after it. One `sub` takes, given before it alone, is read as if after it.
 std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
                                const std::map<std::string, CLI::Option_group*>& groups) {
@@ -223,8 +225,9 @@ void read_before_attention(const CLI::App& app, AttentionRequest& r) {
     if (given(name)) *field = true;
 }
 
-// Why a table flag that no chosen table reads has a value no table that declares it accepts,
-// or "" (a value is checked wherever it is given; rules between flags are the tables' own).
+// Why an experiment flag that no chosen experiment reads has a value no experiment that declares
+// it accepts, or "" (a value is checked wherever it is given; rules between flags are the
+// experiments' own).
 std::string unread_flag_refusal(const std::vector<Experiment>& all, const Options& o) {
   for (const auto& [flag, text] : o.given) {
     std::string first_error;
@@ -232,8 +235,8 @@ std::string unread_flag_refusal(const std::vector<Experiment>& all, const Option
     for (const auto& e : all)
       for (const Param& p : e.params) {
         if (p.flag != flag) continue;
-        read_by_chosen =
-            read_by_chosen || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();
+        read_by_chosen = read_by_chosen || std::find(o.experiments.begin(), o.experiments.end(),
+                                                     e.name) != o.experiments.end();
         try {
           (void)p.parse(flag, text);
           accepted = true;
@@ -246,11 +249,11 @@ std::string unread_flag_refusal(const std::vector<Experiment>& all, const Option
   return "";
 }
 
-// Why the chosen tables cannot run as asked, or "": each table's own values (its settings
-// check them), then --shard, which splits only the bulk tables' chunks.
-std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Options& o) {
+// Why the chosen experiments cannot run as asked, or "": each experiment's own values (its
+// settings check them), then --shard, which splits only the bulk experiments' chunks.
+std::string chosen_experiments_refusal(const std::vector<Experiment>& all, const Options& o) {
   try {
-    for (const std::string& name : o.tables)
+    for (const std::string& name : o.experiments)
       for (const auto& e : all) {
         if (e.name != name) continue;
         std::map<std::string, std::string> mine;
@@ -265,7 +268,7 @@ std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Opti
   std::string bulk;
   for (const auto& e : all)
     if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
-  for (const std::string& name : o.tables)
+  for (const std::string& name : o.experiments)
     for (const auto& e : all)
       if (e.name == name && !e.chunked)
         return "--shard: " + name + " has no chunks to split (the bulk tables do: " + bulk + ")";
@@ -274,22 +277,24 @@ std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Opti
 
 // The notices for options that do nothing in this run (not errors).
 std::vector<std::string> no_effect_notices(
-    const std::vector<Experiment>& all, const std::vector<std::pair<std::string, TableFlag>>& flags,
-    const Options& o, bool no_plots, bool checkpoint, bool checkpoint_every) {
+    const std::vector<Experiment>& all,
+    const std::vector<std::pair<std::string, ExperimentFlag>>& flags, const Options& o,
+    bool no_plots, bool checkpoint, bool checkpoint_every) {
   const auto chosen = [&o](const std::string& name) {
-    return std::find(o.tables.begin(), o.tables.end(), name) != o.tables.end();
+    return std::find(o.experiments.begin(), o.experiments.end(), name) != o.experiments.end();
   };
   std::vector<std::string> notes;
-  // Flags given that none of the chosen tables reads.
+  // Flags given that none of the chosen experiments reads.
   for (const auto& [flag, f] : flags) {
     if (!o.given.count(flag)) continue;
     bool used = false;
     for (const Experiment* e : f.by) used = used || chosen(e->name);
     if (!used)
-      notes.push_back(flag + " has no effect here (it is for " + table_names(f.by, " or ") + ")");
+      notes.push_back(flag + " has no effect here (it is for " + experiment_names(f.by, " or ") +
+                      ")");
   }
   if (no_plots && o.out_dir.empty()) notes.push_back("--no-plots has no effect without --out");
-  // --checkpoint saves the chunk driver's state: tables without chunks have none to save.
+  // --checkpoint saves the chunk driver's state: experiments without chunks have none to save.
   if (checkpoint || checkpoint_every) {
     std::string bulk;
     bool any = false;
@@ -311,7 +316,7 @@ std::vector<std::string> no_effect_notices(
 
 // Old spellings of options, still read as the new one, with a warning naming the new one.
 constexpr std::pair<const char*, const char*> kDeprecatedSpellings[] = {
-    {"--dk", "--d-k"},  // two tables' d_k list, before every table spelled d_k alike
+    {"--dk", "--d-k"},  // two experiments' d_k list, before every experiment spelled d_k alike
 };
 
 // argv with each deprecated spelling (alone or as --old=value) replaced by its new one, and a
@@ -397,10 +402,10 @@ void add_run_options(CLI::App& app, CheckedOptions& checked, Options& o, bool& n
 // (one flag's range may differ by experiment). Returns the groups, by those experiments' names.
 std::map<std::string, CLI::Option_group*> add_experiment_flags(
     CLI::App& app, CheckedOptions& checked, Options& o,
-    const std::vector<std::pair<std::string, TableFlag>>& flags) {
+    const std::vector<std::pair<std::string, ExperimentFlag>>& flags) {
   std::map<std::string, CLI::Option_group*> groups;
   for (const auto& [flag, f] : flags) {
-    const std::string group = table_names(f.by, ", ");
+    const std::string group = experiment_names(f.by, ", ");
     if (!groups.count(group)) groups[group] = app.add_option_group(group);
     CLI::Option* option = checked
                               .add(groups[group], flag, flag_help(flag, f),
@@ -505,7 +510,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
     if (speak) print_error(message);
     return done(2);
   };
-  if (const std::string help = named_tables_help(argc, argv, all); !help.empty()) {
+  if (const std::string help = named_experiments_help(argc, argv, all); !help.empty()) {
     out << help;
     return done(0);
   }
@@ -516,15 +521,15 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
 
   CheckedOptions checked;
   bool list = false, no_plots = false;
-  o.tables = chosen_tables(all, "all");  // without --table
+  o.experiments = chosen_experiments(all, "all");  // without --table
   checked
-      .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.tables,
-           [&all](Text, Text text) { return chosen_tables(all, text); })
+      .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.experiments,
+           [&all](Text, Text text) { return chosen_experiments(all, text); })
       ->default_str("all")
       ->type_name("NAMES");
   app.add_flag("--list", list, "List the tables and exit");
   add_run_options(app, checked, o, no_plots);
-  const auto flags = table_flags(all);
+  const auto flags = experiment_flags(all);
   const std::map<std::string, CLI::Option_group*> groups =
       add_experiment_flags(app, checked, o, flags);
   CLI::App* cmp = add_compare_command(app, checked, cli.compare);
@@ -568,7 +573,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   if (*replot) cli.action = Cli::Action::replot;
   if (*cmp || *merge || *replot) return cli;
 
-  if (const std::string refusal = chosen_tables_refusal(all, o); !refusal.empty())
+  if (const std::string refusal = chosen_experiments_refusal(all, o); !refusal.empty())
     return refuse(refusal);
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
