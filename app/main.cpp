@@ -1,8 +1,8 @@
-// main.cpp: `demo`, the attnlab experiment runner: the one place that wires the tables
+// main.cpp: `demo`, the attnlab experiment runner: the one place that wires the experiments
 // (experiments/registry.hpp) into the driver (host/). Parses the command line, picks the device,
-// runs the tables, prints them on stdout (logs go to stderr) and, with --out, writes CSV,
-// JSON and figures. Exit status: 0 success, 1 a run error (including a failed write to stdout),
-// 2 bad usage, 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM.
+// runs the experiments, prints their tables on stdout (logs go to stderr) and, with --out, writes
+// CSV, JSON and figures. Exit status: 0 success, 1 a run error (including a failed write to
+// stdout), 2 bad usage, 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM.
 //
 // A run is one unit: every destination is checked, and every folder written into is locked
 // (a flock on DIR itself), before any work; files are written under temporary names and renamed
@@ -65,12 +65,13 @@ void note_stale(const std::vector<std::string>& removed) {
 void check_outputs(const Options& o, OutputPlan& plan) {
   std::vector<std::pair<std::string, std::string>> files;      // (path, which option)
   std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
-  // The tables' output files (param::output_file flags the user gave).
-  for (const std::string& name : o.tables)
+  // The experiments' output files (param::output_file flags the user gave).
+  for (const std::string& name : o.experiments)
     for (const Param& param : find_experiment(name)->params) {
       if (!param.output_file || !o.given.count(param.flag)) continue;
       const std::string& path = o.given.at(param.flag);
-      // One flag read by two chosen tables: each would write the file, the second over the first.
+      // One flag read by two chosen experiments: each would write the file, the second over the
+      // first.
       if (std::find_if(files.begin(), files.end(), [&](const auto& f) {
             return f.first == path && f.second == param.flag;
           }) != files.end())
@@ -89,7 +90,7 @@ void check_outputs(const Options& o, OutputPlan& plan) {
     }
   if (!o.out_dir.empty()) {
     plan.locks.push_back(lock_out_dir("--out", o.out_dir, plan.created_out_dir));
-    for (const std::string& name : o.tables) {
+    for (const std::string& name : o.experiments) {
       for (const char* ext : {".csv", ".json"})
         files.push_back({o.out_dir + "/" + name + ext, "--out"});
       if (o.plots)
@@ -109,7 +110,7 @@ void check_outputs(const Options& o, OutputPlan& plan) {
   // they go; an existing checkpoint is the run's input, so it is not refused as existing).
   const std::size_t results = files.size();
   if (o.shards > 0)
-    for (const std::string& name : o.tables)
+    for (const std::string& name : o.experiments)
       if (find_experiment(name)->chunked)
         files.push_back({o.out_dir + "/" + name + ".part.json", "--shard"});
   if (!o.checkpoint.empty()) files.push_back({o.checkpoint, "--checkpoint"});
@@ -163,10 +164,10 @@ int run(const Options& o, bool& created_out_dir) {
   const Backend backend = Backend::select(o.device, o.threads, o.gpu, cluster::local_rank());
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());
   std::vector<Table> tables;
-  for (const std::string& name : o.tables) {
+  for (const std::string& name : o.experiments) {
     stop_point();
-    // A table without chunks is not split over ranks: rank 0 alone computes it (and writes its
-    // files, --per-seed included), the others have no share of it.
+    // An experiment without chunks is not split over ranks: rank 0 alone computes it (and writes
+    // its files, --per-seed included), the others have no share of it.
     if (!cluster::is_root() && !find_experiment(name)->chunked) continue;
     auto made = run_experiment(*find_experiment(name), o, o.given, backend, cluster::size());
     tables.insert(tables.end(), made.begin(), made.end());
@@ -420,7 +421,7 @@ int main_checked(int argc, char** argv) {
       std::_Exit(128 + sig);
     }
     return 128 + sig;
-  } catch (const std::invalid_argument& e) {  // a request refused by its table: a usage error
+  } catch (const std::invalid_argument& e) {  // a request refused by its experiment: a usage error
     remove_if_created_and_empty(cli.options, created_out_dir);
     if (cluster::is_root()) print_error(e.what());
     end_job_after_rank_0(2);

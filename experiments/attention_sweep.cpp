@@ -1882,11 +1882,8 @@ InterventionTask intervention_task(const RunContext& ctx, const Shape& s, const 
   return t;
 }
 
-std::vector<Table> run(const RunContext& ctx) {
-  const std::vector<Config> configs = grid_of(ctx);
-  const bool grid = configs.size() > 1;
-  const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
-  const std::string per_seed_file = ctx.get<std::string>("--per-seed");
+// --per-seed's file name, checked before any work.
+void check_per_seed_file(const RunContext& ctx, const std::string& per_seed_file) {
   if (!per_seed_file.empty() && PerSeedMaps::files(per_seed_file, PerSeedRecord{}).size() > 1 &&
       std::filesystem::path(per_seed_file).filename().string().size() <= 4)
     throw std::invalid_argument("--per-seed " + per_seed_file +
@@ -1894,11 +1891,20 @@ std::vector<Table> run(const RunContext& ctx) {
   if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
     throw std::invalid_argument(
         "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
-  const bool nudge = ctx.get<std::string>("--nudge") == "on";
+}
 
-  // Every configuration checked and sized before any work.
+// Every configuration checked and sized before any work: its task made, its chunks, calls and
+// quantile budget chosen, and the memory the sweep needs up to it checked against what is
+// available. flops: the training's FLOPs in all.
+std::vector<std::unique_ptr<Sweep>> size_sweeps(const RunContext& ctx,
+                                                const std::vector<Config>& configs,
+                                                const std::string& per_seed_file, bool nudge,
+                                                double& flops) {
+  const bool grid = configs.size() > 1;
+  const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
   std::vector<std::unique_ptr<Sweep>> sweeps;
-  double memory_needed = 0, flops = 0;
+  double memory_needed = 0;
+  flops = 0;
   const double memory = memory_available();
   const auto too_much = [&](double bytes, const std::string& what) {
     if (bytes > 0.8 * memory)
@@ -1973,10 +1979,8 @@ std::vector<Table> run(const RunContext& ctx) {
     const double per_seed_call =
         8.0 * (w->trained_size() * (nudge ? 2 : 1) + w->shape.size() * (nudge ? 4 : 2) +
                static_cast<double>(s.heads) * w->shape.map_size() * 2 + w->record.size());
-    const double call_bytes =
-        static_cast<double>(std::min(call, w->count)) * per_seed_call * 1.5 +
-        64.0 * 8 * (head::layout(w->m).total + head::layout(head::one_input(w->m)).total) *
-            std::max(1, ctx.backend.threads());
+    const double call_bytes = static_cast<double>(std::min(call, w->count)) * per_seed_call * 1.5 +
+                              ctx.backend.head_workspace_bytes(w->m);
     // What stays until the table: the inputs, the summaries (and the kept results, one
     // configuration at a time).
     memory_needed = std::max(
@@ -1988,33 +1992,34 @@ std::vector<Table> run(const RunContext& ctx) {
              (w->keep ? 1 : 2) * (nudge ? 2 : 1);
     sweeps.push_back(std::move(w));
   }
-  if (grid && !per_seed_file.empty())
-    throw std::invalid_argument("--per-seed with a grid of " + std::to_string(configs.size()) +
-                                " configurations: run one configuration per file");
-  if (grid)
-    spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
-                 configs.size(), flops);
-  if (!per_seed_file.empty()) {
-    Sweep& w = *sweeps[0];
-    if (ctx.opt.shards > 0)
-      spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
-                   per_seed_file);
-    // The disk for --per-seed, before any work.
-    const double need = PerSeedMaps::bytes(per_seed_file, w.record, w.count);
-    std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
-    if (dir.empty()) dir = ".";
-    std::error_code ec;
-    const auto space = std::filesystem::space(dir, ec);
-    if (!ec && need > static_cast<double>(space.available))
-      throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
-                                  " of results, " +
-                                  human_bytes(static_cast<double>(space.available)) +
-                                  " free on that disk; use fewer seeds or leave out --per-seed");
-    if (reports_results(ctx.opt))
-      w.per_seed =
-          std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.record, w.s.r0, w.count);
-  }
+  return sweeps;
+}
 
+// --per-seed's file for the one configuration w: its disk space checked and, where this run
+// reports results, the file opened.
+void open_per_seed_file(const RunContext& ctx, Sweep& w, const std::string& per_seed_file) {
+  if (ctx.opt.shards > 0)
+    spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
+                 per_seed_file);
+  // The disk for --per-seed, before any work.
+  const double need = PerSeedMaps::bytes(per_seed_file, w.record, w.count);
+  std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  if (!ec && need > static_cast<double>(space.available))
+    throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
+                                " of results, " +
+                                human_bytes(static_cast<double>(space.available)) +
+                                " free on that disk; use fewer seeds or leave out --per-seed");
+  if (reports_results(ctx.opt))
+    w.per_seed =
+        std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.record, w.s.r0, w.count);
+}
+
+// Each configuration's passes over its seeds: the first (summaries, mean maps) and, where the
+// results were not kept or this run reports them, the second (JSDs to the mean map).
+void train_sweeps(const RunContext& ctx, std::vector<std::unique_ptr<Sweep>>& sweeps) {
   for (auto& w : sweeps) {
     spdlog::debug("attention-sweep: {}{} seeds in {} chunks of {}, {} pass{}",
                   w->cfg.name.empty() ? "" : w->cfg.name + ": ", w->count, w->chunks, w->per_chunk,
@@ -2031,9 +2036,10 @@ std::vector<Table> run(const RunContext& ctx) {
     w->kept_nudge.clear();
     w->kept_nudge.shrink_to_fit();
   }
-  if (!reports_results(ctx.opt)) return {};
-  if (sweeps[0]->per_seed) sweeps[0]->per_seed->commit();
+}
 
+// The table's name, title and columns (a configuration column for a grid).
+Table empty_table(bool grid) {
   Table t;
   t.name = "attention-sweep";
   t.title = "attention maps across seeds: how far apart the maps are, and how far the outputs";
@@ -2055,9 +2061,13 @@ std::vector<Table> run(const RunContext& ctx) {
                                       {"ci95_high", "%.4g"}})
     t.columns.push_back(c);
   if (grid) t.extra["grid"] = nlohmann::json::array();
-  for (auto& w : sweeps) w->table(t, grid);
+  return t;
+}
+
+// The training speed, the table's first note (analytic gradients, a run of all the seeds).
+void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>& sweeps,
+                    Table& t) {
   const Sweep& w0 = *sweeps[0];
-  const Shape& s = w0.s;
   double seed_steps = 0, train_seconds = 0, useful = 0;
   for (const auto& w : sweeps) {
     // Every seed's steps, twice with --nudge (its second run).
@@ -2074,6 +2084,14 @@ std::vector<Table> run(const RunContext& ctx) {
                 useful / seed_steps, w0.keep ? "" : "; the first of two passes");
   if (w0.m.grad == head::Grad::analytic && ctx.opt.shards == 0)
     t.notes.insert(t.notes.begin(), line);
+}
+
+// The table's notes: the training speed, what the quantities are, and what this run chose.
+void add_notes(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>& sweeps, bool grid,
+               bool nudge, Table& t) {
+  const Sweep& w0 = *sweeps[0];
+  const Shape& s = w0.s;
+  add_speed_note(ctx, sweeps, t);
   const std::vector<std::string> general = {
       "over: converged = final loss < " + ctx.settings.text("--converged-below") +
           " and not diverged; finite = losses and maps finite; diverged = not finite, or a final "
@@ -2157,6 +2175,14 @@ std::vector<Table> run(const RunContext& ctx) {
         chosen = {what};
     }
   t.notes.insert(t.notes.end(), chosen.begin(), chosen.end());
+}
+
+// The table's run record: the settings, and each configuration of a grid.
+void add_run_record(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>& sweeps,
+                    bool grid, Table& t) {
+  const Sweep& w0 = *sweeps[0];
+  const Shape& s = w0.s;
+  const SeedSet& seeds = ctx.get<SeedSet>("--seeds");
   const auto& m = w0.m;
   t.run = {
       {"task", ctx.get<std::string>("--task")},
@@ -2203,9 +2229,34 @@ std::vector<Table> run(const RunContext& ctx) {
     t.run["teacher_scale"] = teacher_scale(ctx, s);
     t.run["found_below"] = ctx.get<double>("--found-below");
   }
-  t.run["nudge"] = nudge;
+  t.run["nudge"] = w0.nudge;
   t.run["adversary"] = ctx.get<std::string>("--adversary") == "on";
   t.run["epsilon"] = ctx.get<double>("--epsilon");
+}
+
+std::vector<Table> run(const RunContext& ctx) {
+  const std::vector<Config> configs = grid_of(ctx);
+  const bool grid = configs.size() > 1;
+  const std::string per_seed_file = ctx.get<std::string>("--per-seed");
+  check_per_seed_file(ctx, per_seed_file);
+  const bool nudge = ctx.get<std::string>("--nudge") == "on";
+  double flops = 0;
+  std::vector<std::unique_ptr<Sweep>> sweeps =
+      size_sweeps(ctx, configs, per_seed_file, nudge, flops);
+  if (grid && !per_seed_file.empty())
+    throw std::invalid_argument("--per-seed with a grid of " + std::to_string(configs.size()) +
+                                " configurations: run one configuration per file");
+  if (grid)
+    spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
+                 configs.size(), flops);
+  if (!per_seed_file.empty()) open_per_seed_file(ctx, *sweeps[0], per_seed_file);
+  train_sweeps(ctx, sweeps);
+  if (!reports_results(ctx.opt)) return {};
+  if (sweeps[0]->per_seed) sweeps[0]->per_seed->commit();
+  Table t = empty_table(grid);
+  for (auto& w : sweeps) w->table(t, grid);
+  add_notes(ctx, sweeps, grid, nudge, t);
+  add_run_record(ctx, sweeps, grid, t);
   return {t};
 }
 }  // namespace

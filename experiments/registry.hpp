@@ -1,7 +1,9 @@
-// registry.hpp: the list of tables `demo --table` knows (what a table is: host/experiment.hpp).
+// registry.hpp: the list of experiments `demo --table` knows (what an experiment is:
+// host/experiment.hpp).
 //
-// A table is one file in experiments/ that defines one Experiment. Adding a table is that file
-// plus one line in registry.cpp (docs/ADDING_A_TABLE.md walks through an example). The program's
+// An experiment is one file in experiments/ that defines one Experiment; its output is a Table of
+// the same name. Adding an experiment is that file plus one line in registry.cpp
+// (docs/ADDING_AN_EXPERIMENT.md walks through an example). The program's
 // main gives this list to the command line (host/cli.hpp); nothing in host/ includes it.
 #pragma once
 
@@ -12,7 +14,7 @@
 
 namespace attn {
 
-// Every table, in the order of --table all and --list.
+// Every experiment, in the order of --table all and --list.
 const std::vector<Experiment>& experiments();
 // nullptr when no experiment has that name.
 const Experiment* find_experiment(const std::string& name);

@@ -113,112 +113,89 @@ SaturationStats saturation_stats(const ChunkState& s, std::size_t at, std::uint6
   return x;
 }
 
-std::vector<Table> run(const RunContext& ctx) {
-  const auto& dks = ctx.get<std::vector<std::int64_t>>("--d-k");
-  const std::uint64_t rows = ctx.get<std::uint64_t>("--samples");
-  const int keys = static_cast<int>(ctx.get<std::int64_t>("--keys"));
-  const std::uint64_t seed = ctx.get<std::uint64_t>("--seed");
-  Table t;
-  t.name = "softmax-saturation";
-  t.title = "softmax of q.k over " + human_count(keys, "key", "keys") +
-            ", unscaled vs / sqrt(d_k): max weight, entropy (nats), ||J||_F";
-  t.columns = {{"d_k"},
-               {"keys"},
-               {"samples"},
-               {"non_finite"},
-               {"max_weight_unscaled", "%.4f"},
-               {"max_weight_scaled", "%.4f"},
-               {"entropy_unscaled", "%.4f"},
-               {"entropy_scaled", "%.4f"},
-               {"jacobian_norm_unscaled", "%.4f"},
-               {"jacobian_norm_scaled", "%.4f"}};
-  // Chunk-driver work (host/chunks.hpp): chunk i is a run of rows of one d_k, about 2^22
-  // normals of q and keys (so memory stays bounded); its state is the six Moments of its rows,
-  // pushed in row order; the driver folds the chunks' states in chunk order.
-  // A row (its query and keys) is computed whole: bounded, so that a chunk's memory and time are.
-  constexpr std::uint64_t kMaxRowNormals = std::uint64_t{1} << 24;
-  for (const std::int64_t d : dks)
-    if (static_cast<std::uint64_t>(keys + 1) * static_cast<std::uint64_t>(d) > kMaxRowNormals)
-      throw std::invalid_argument("--keys " + std::to_string(keys) + " with --d-k " +
-                                  std::to_string(d) + ": a row of (keys + 1) d_k = " +
-                                  std::to_string(static_cast<std::uint64_t>(keys + 1) * d) +
-                                  " normals; at most 2^24 (16777216)");
-  std::vector<saturation::Params> params;
-  KeyRanges chunks;  // key: the d_k's index; items: rows
-  for (std::size_t d = 0; d < dks.size(); ++d) {
-    params.push_back({seed, static_cast<std::uint32_t>(dks[d]), keys});
-    chunks.add(rows, std::max<std::uint64_t>(
-                         1, (std::uint64_t{1} << 22) /
-                                static_cast<std::uint64_t>(params[d].normals_per_row())));
-  }
-  std::vector<std::array<Moments, saturation::kStats>> m(dks.size());
+// One softmax-saturation run: its settings, read once, its chunks, and the measures' moments
+// folded so far. Chunk-driver work (host/chunks.hpp): chunk i is a run of rows of one d_k, about
+// 2^22 normals of q and keys (so memory stays bounded); its state is the six Moments of its rows,
+// pushed in row order; the driver folds the chunks' states in chunk order.
+struct Saturation {
+  explicit Saturation(const RunContext& c)
+      : ctx(c),
+        dks(ctx.get<std::vector<std::int64_t>>("--d-k")),
+        rows(ctx.get<std::uint64_t>("--samples")),
+        keys(static_cast<int>(ctx.get<std::int64_t>("--keys"))),
+        seed(ctx.get<std::uint64_t>("--seed")),
+        m(dks.size()),
+        non_finite(dks.size(), 0) {}
+
+  const RunContext& ctx;
+  const std::vector<std::int64_t>& dks;
+  const std::uint64_t rows;
+  const int keys;
+  const std::uint64_t seed;
+  std::vector<saturation::Params> params;  // per d_k
+  KeyRanges chunks;                        // key: the d_k's index; items: rows
+  std::vector<std::array<Moments, saturation::kStats>> m;
   // Rows with a non-finite measure, per d_k: counted and left out of the means.
-  std::vector<std::int64_t> non_finite(dks.size(), 0);
-  std::vector<double> stats;
-  ChunkJob job;
-  job.label = "softmax-saturation";
-  job.unit = "normals";
-  job.chunks = chunks.chunks();
-  job.work = [&](std::uint64_t i) {
-    const KeyRanges::Range c = chunks.at(i);
-    return static_cast<double>(c.count) * params[c.key].normals_per_row();
-  };
-  job.compute = [&](std::uint64_t first, std::uint64_t count) {
-    std::vector<ChunkState> states;
-    for (std::uint64_t i = first; i < first + count; ++i) {
-      const KeyRanges::Range c = chunks.at(i);
-      stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
-      // The chunk's rows in backend calls of about 2^20 normals, each after a stop point, so
-      // that Ctrl-C is honoured within a second on shared cores too (Signals.SoftmaxSaturation),
-      // where a whole chunk of 2^22 normals would take longer. Rows are independent and their
-      // Moments are pushed below, so the parts leave the bits.
-      const std::uint64_t per_call =
-          std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / params[c.key].normals_per_row());
-      for (std::uint64_t done = 0; done < c.count; done += per_call) {
-        stop_point();
-        ctx.backend.saturation_rows(params[c.key], c.first + done,
-                                    static_cast<std::int64_t>(std::min(per_call, c.count - done)),
-                                    stats.data() + done * saturation::kStats);
-      }
-      Moments part[saturation::kStats];
-      std::int64_t bad = 0;
-      for (std::uint64_t r = 0; r < c.count; ++r) {
-        const double* row = &stats[r * saturation::kStats];
-        bool finite = true;
-        for (int k = 0; k < saturation::kStats; ++k) finite = finite && std::isfinite(row[k]);
-        if (!finite) {
-          ++bad;
-          continue;
-        }
-        for (int k = 0; k < saturation::kStats; ++k) part[k].push(row[k]);
-      }
-      ChunkState s = ChunkState::array();
-      for (const Moments& p : part) s.push_back(exact(p));
-      s.push_back(bad);
-      states.push_back(std::move(s));
+  std::vector<std::int64_t> non_finite;
+
+  // A row (its query and keys) is computed whole: bounded, so that a chunk's memory and time
+  // are. Throws std::invalid_argument for a larger row.
+  void check_rows() const {
+    constexpr std::uint64_t kMaxRowNormals = std::uint64_t{1} << 24;
+    for (const std::int64_t d : dks)
+      if (static_cast<std::uint64_t>(keys + 1) * static_cast<std::uint64_t>(d) > kMaxRowNormals)
+        throw std::invalid_argument("--keys " + std::to_string(keys) + " with --d-k " +
+                                    std::to_string(d) + ": a row of (keys + 1) d_k = " +
+                                    std::to_string(static_cast<std::uint64_t>(keys + 1) * d) +
+                                    " normals; at most 2^24 (16777216)");
+  }
+
+  // Each d_k's parameters and chunks.
+  void size_chunks() {
+    for (std::size_t d = 0; d < dks.size(); ++d) {
+      params.push_back({seed, static_cast<std::uint32_t>(dks[d]), keys});
+      chunks.add(rows, std::max<std::uint64_t>(
+                           1, (std::uint64_t{1} << 22) /
+                                  static_cast<std::uint64_t>(params[d].normals_per_row())));
     }
-    return states;
-  };
-  job.fold = [&](std::uint64_t i, const ChunkState& s) {
-    const std::size_t d = chunks.at(i).key;
-    for (int k = 0; k < saturation::kStats; ++k) m[d][k] = merge(m[d][k], exact_moments(s.at(k)));
-    non_finite[d] += s.at(saturation::kStats).get<std::int64_t>();
-  };
-  job.check = [&](std::uint64_t i, const ChunkState& s) {
-    if (!s.is_array() || s.size() != saturation::kStats + 1)
-      throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
-                                  " Moments and a count");
-    saturation_stats(s, 0, chunks.at(i).count, keys);
-  };
-  job.save = [&] {
+  }
+
+  // Chunk c's state: the Moments of its rows' six measures (the finite rows) and the count of
+  // the others. stats: the rows' measures, a buffer kept between chunks.
+  ChunkState measure_chunk(const KeyRanges::Range& c, std::vector<double>& stats) const {
+    stats.resize(static_cast<std::size_t>(c.count) * saturation::kStats);
+    // The chunk's rows in backend calls of about 2^20 normals, each after a stop point, so
+    // that Ctrl-C is honoured within a second on shared cores too (Signals.SoftmaxSaturation),
+    // where a whole chunk of 2^22 normals would take longer. Rows are independent and their
+    // Moments are pushed below, so the parts leave the bits.
+    const std::uint64_t per_call =
+        std::max<std::uint64_t>(1, (std::uint64_t{1} << 20) / params[c.key].normals_per_row());
+    for (std::uint64_t done = 0; done < c.count; done += per_call) {
+      stop_point();
+      ctx.backend.saturation_rows(params[c.key], c.first + done,
+                                  static_cast<std::int64_t>(std::min(per_call, c.count - done)),
+                                  stats.data() + done * saturation::kStats);
+    }
+    Moments part[saturation::kStats];
+    std::int64_t bad = 0;
+    for (std::uint64_t r = 0; r < c.count; ++r) {
+      const double* row = &stats[r * saturation::kStats];
+      bool finite = true;
+      for (int k = 0; k < saturation::kStats; ++k) finite = finite && std::isfinite(row[k]);
+      if (!finite) {
+        ++bad;
+        continue;
+      }
+      for (int k = 0; k < saturation::kStats; ++k) part[k].push(row[k]);
+    }
     ChunkState s = ChunkState::array();
-    for (std::size_t d = 0; d < m.size(); ++d) {
-      for (const Moments& x : m[d]) s.push_back(exact(x));
-      s.push_back(non_finite[d]);
-    }
+    for (const Moments& p : part) s.push_back(exact(p));
+    s.push_back(bad);
     return s;
-  };
-  job.load = [&](const ChunkState& s, std::uint64_t next) {
+  }
+
+  // The moments of the first `next` chunks, from a checkpoint's state s.
+  void load(const ChunkState& s, std::uint64_t next) {
     if (!s.is_array() || s.size() != m.size() * (saturation::kStats + 1))
       throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
                                   " Moments and a count for each d_k");
@@ -236,8 +213,35 @@ std::vector<Table> run(const RunContext& ctx) {
       m[d] = loaded[d].first;
       non_finite[d] = loaded[d].second;
     }
-  };
-  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  }
+};
+
+// The table's name, title and columns.
+Table empty_table(int keys) {
+  Table t;
+  t.name = "softmax-saturation";
+  t.title = "softmax of q.k over " + human_count(keys, "key", "keys") +
+            ", unscaled vs / sqrt(d_k): max weight, entropy (nats), ||J||_F";
+  t.columns = {{"d_k"},
+               {"keys"},
+               {"samples"},
+               {"non_finite"},
+               {"max_weight_unscaled", "%.4f"},
+               {"max_weight_scaled", "%.4f"},
+               {"entropy_unscaled", "%.4f"},
+               {"entropy_scaled", "%.4f"},
+               {"jacobian_norm_unscaled", "%.4f"},
+               {"jacobian_norm_scaled", "%.4f"}};
+  return t;
+}
+
+// The table's rows (one per d_k), notes and run record, from the folded moments.
+void summarize(const Saturation& w, Table& t) {
+  const std::vector<std::int64_t>& dks = w.dks;
+  const std::vector<std::array<Moments, saturation::kStats>>& m = w.m;
+  const std::vector<std::int64_t>& non_finite = w.non_finite;
+  const int keys = w.keys;
+  const std::uint64_t rows = w.rows, seed = w.seed;
   bool any_non_finite = false;
   for (std::size_t d = 0; d < dks.size(); ++d) {
     const auto& x = m[d];
@@ -261,6 +265,51 @@ std::vector<Table> run(const RunContext& ctx) {
            {"seed", seed},
            {"samples", rows},
            {"keys", keys}};
+}
+
+std::vector<Table> run(const RunContext& ctx) {
+  Saturation w(ctx);
+  Table t = empty_table(w.keys);
+  w.check_rows();
+  w.size_chunks();
+  std::vector<double> stats;
+  ChunkJob job;
+  job.label = "softmax-saturation";
+  job.unit = "normals";
+  job.chunks = w.chunks.chunks();
+  job.work = [&](std::uint64_t i) {
+    const KeyRanges::Range c = w.chunks.at(i);
+    return static_cast<double>(c.count) * w.params[c.key].normals_per_row();
+  };
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    std::vector<ChunkState> states;
+    for (std::uint64_t i = first; i < first + count; ++i)
+      states.push_back(w.measure_chunk(w.chunks.at(i), stats));
+    return states;
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    const std::size_t d = w.chunks.at(i).key;
+    for (int k = 0; k < saturation::kStats; ++k)
+      w.m[d][k] = merge(w.m[d][k], exact_moments(s.at(k)));
+    w.non_finite[d] += s.at(saturation::kStats).get<std::int64_t>();
+  };
+  job.check = [&](std::uint64_t i, const ChunkState& s) {
+    if (!s.is_array() || s.size() != saturation::kStats + 1)
+      throw std::invalid_argument("not " + std::to_string(saturation::kStats) +
+                                  " Moments and a count");
+    saturation_stats(s, 0, w.chunks.at(i).count, w.keys);
+  };
+  job.save = [&] {
+    ChunkState s = ChunkState::array();
+    for (std::size_t d = 0; d < w.m.size(); ++d) {
+      for (const Moments& x : w.m[d]) s.push_back(exact(x));
+      s.push_back(w.non_finite[d]);
+    }
+    return s;
+  };
+  job.load = [&](const ChunkState& s, std::uint64_t next) { w.load(s, next); };
+  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  summarize(w, t);
   return {t};
 }
 

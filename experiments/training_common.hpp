@@ -1,5 +1,5 @@
 // training_common.hpp: what the training table and the training sweep share: the configs,
-// the training flags (declared once here, with each table's own defaults for --configs and
+// the training flags (declared once here, with each experiment's own defaults for --configs and
 // --seeds) and their values.
 #pragma once
 

@@ -148,53 +148,53 @@ ChunkState chunk_state(const SweepSummary& s, const std::string& rows, bool with
   return j;
 }
 
-std::vector<Table> run(const RunContext& ctx) {
-  const auto& configs = ctx.get<std::vector<std::string>>("--configs");
-  const auto& seeds = ctx.get<SeedSet>("--seeds");
-  const std::uint64_t n = seeds.size();
-  const tiny::TrainOptions train = train_options(ctx.settings);
-  const double converged_below = ctx.get<double>("--converged-below");
-  const std::string& per_seed_file = ctx.get<std::string>("--per-seed");
-  const std::uint64_t budget = ctx.get<std::uint64_t>("--quantile-budget");
-  if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
-    throw std::invalid_argument(
-        "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
-
-  std::unique_ptr<AtomicFile> per_seed;
-  if (!per_seed_file.empty() && reports_results(ctx.opt)) {
-    per_seed = std::make_unique<AtomicFile>(per_seed_file, ctx.opt.force);
-    per_seed->write("config,seed,weight_on_apple,out_x,out_y,loss\n");
+// One training-sweep run: its settings, read once, and the chunks its seeds go in.
+struct TrainingSweep {
+  explicit TrainingSweep(const RunContext& c)
+      : ctx(c),
+        configs(ctx.get<std::vector<std::string>>("--configs")),
+        seeds(ctx.get<SeedSet>("--seeds")),
+        n(seeds.size()),
+        train(train_options(ctx.settings)),
+        converged_below(ctx.get<double>("--converged-below")),
+        per_seed_file(ctx.get<std::string>("--per-seed")),
+        budget(ctx.get<std::uint64_t>("--quantile-budget")) {
+    if (!per_seed_file.empty() && !ctx.opt.checkpoint.empty())
+      throw std::invalid_argument(
+          "--per-seed with --checkpoint: the rows written so far are not checkpointed; drop one");
   }
-  Table t;
-  t.name = "training-sweep";
-  t.title = "sweet's weight on apple across seeds: spread when W_V trains, pinned when fixed";
-  t.columns = {
-      {"config"},      {"seeds"},       {"diverged"},          {"mean", "%.4f"}, {"std", "%.4f"},
-      {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},       {"p50", "%.4f"},  {"p75", "%.4f"},
-      {"p95", "%.4f"}, {"max", "%.4f"}, {"converged", "%.4f"}, {"quantiles"}};
-  std::vector<tiny::Config> cs;
-  for (const std::string& name : configs) cs.push_back(config_from_name(name));
+
+  const RunContext& ctx;
+  const std::vector<std::string>& configs;
+  const SeedSet& seeds;
+  const std::uint64_t n;
+  const tiny::TrainOptions train;
+  const double converged_below;
+  const std::string& per_seed_file;
+  const std::uint64_t budget;
+  std::vector<tiny::Config> cs;  // configs' models
+  std::uint64_t per_chunk = 0, per_config = 0;
+
   // Chunk i, computed (not stored: a sweep may have 2^53 seeds).
-  const std::uint64_t kSeedsPerChunk = seeds_per_chunk(train);
-  const std::uint64_t per_config = (n + kSeedsPerChunk - 1) / kSeedsPerChunk;
-  const auto chunk_of = [&](std::uint64_t i) {
-    const std::uint64_t first = (i % per_config) * kSeedsPerChunk;
+  SeedChunk chunk_of(std::uint64_t i) const {
+    const std::uint64_t first = (i % per_config) * per_chunk;
     return SeedChunk{static_cast<std::size_t>(i / per_config), first,
-                     std::min(kSeedsPerChunk, n - first)};
-  };
-  std::vector<SweepSummary> summaries(configs.size(), SweepSummary(budget, converged_below));
-  if (reports_results(ctx.opt))  // the process that folds keeps the weights (up to the budget)
-    for (SweepSummary& s : summaries) s.reserve(n);
-  std::vector<std::uint64_t> chunk_seeds;
-  std::vector<tiny::TrainResult> results;
-  ChunkJob job;
-  job.label = "training-sweep";
-  job.unit = "model-steps";
-  job.chunks = per_config * configs.size();
-  job.batch = std::max<std::uint64_t>(1, ctx.backend.seeds_per_call() / kSeedsPerChunk);
-  job.least = (ctx.backend.least_seeds_per_call() + kSeedsPerChunk - 1) / kSeedsPerChunk;
-  job.work = [&](std::uint64_t i) { return static_cast<double>(chunk_of(i).count) * train.steps; };
-  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+                     std::min(per_chunk, n - first)};
+  }
+
+  // The configs' models and the chunks' size.
+  void size_chunks() {
+    for (const std::string& name : configs) cs.push_back(config_from_name(name));
+    per_chunk = seeds_per_chunk(train);
+    per_config = (n + per_chunk - 1) / per_chunk;
+  }
+
+  // Chunks [first, first + count) trained, one backend call for the consecutive chunks of one
+  // config: each chunk's state (its summary and, with --per-seed, its rows). chunk_seeds and
+  // results: the calls' buffers, kept between calls.
+  std::vector<ChunkState> train_chunks(std::uint64_t first, std::uint64_t count,
+                                       std::vector<std::uint64_t>& chunk_seeds,
+                                       std::vector<tiny::TrainResult>& results) const {
     std::vector<ChunkState> states;
     for (std::uint64_t i = first; i < first + count;) {
       // One backend call for the consecutive chunks of one config.
@@ -228,15 +228,12 @@ std::vector<Table> run(const RunContext& ctx) {
       }
     }
     return states;
-  };
-  job.fold = [&](std::uint64_t i, const ChunkState& s) {
-    summaries[chunk_of(i).config].merge_state(s, static_cast<std::int64_t>(chunk_of(i).count));
-    if (per_seed) per_seed->write(s.at("rows").get<std::string>());
-  };
+  }
+
   // A chunk's state read back: the summary of its seeds and, with --per-seed, one row for each
   // seed, in order, of its config, whose weight and loss are in their domains
   // (SweepSummary::kWeight, kLoss) and give the summary: the rows are the runs it summarizes.
-  job.check = [&](std::uint64_t i, const ChunkState& s) {
+  void check_chunk(std::uint64_t i, const ChunkState& s) const {
     const SeedChunk c = chunk_of(i);
     SweepSummary(budget, converged_below).check_state(s, static_cast<std::int64_t>(c.count));
     if (per_seed_file.empty()) return;
@@ -279,13 +276,11 @@ std::vector<Table> run(const RunContext& ctx) {
     if (made.to_state() != summary)
       throw std::invalid_argument(
           "a summary that is not the one its --per-seed rows give (weights, losses, counts)");
-  };
-  job.save = [&] {
-    ChunkState j = ChunkState::array();
-    for (const SweepSummary& s : summaries) j.push_back(chunk_state(s, "", false));
-    return j;
-  };
-  job.load = [&](const ChunkState& j, std::uint64_t next) {
+  }
+
+  // The summaries of the first `next` chunks, from a checkpoint's state j.
+  void load_summaries(const ChunkState& j, std::uint64_t next,
+                      std::vector<SweepSummary>& summaries) const {
     if (!j.is_array() || j.size() != summaries.size())
       throw std::invalid_argument("not " + std::to_string(summaries.size()) +
                                   " sweep states, one per config");
@@ -301,9 +296,28 @@ std::vector<Table> run(const RunContext& ctx) {
         throw std::invalid_argument("config " + configs[c] + ": " + e.what());
       }
     }
-  };
-  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  }
+};
 
+// The table's name, title and columns.
+Table empty_table() {
+  Table t;
+  t.name = "training-sweep";
+  t.title = "sweet's weight on apple across seeds: spread when W_V trains, pinned when fixed";
+  t.columns = {
+      {"config"},      {"seeds"},       {"diverged"},          {"mean", "%.4f"}, {"std", "%.4f"},
+      {"min", "%.4f"}, {"p05", "%.4f"}, {"p25", "%.4f"},       {"p50", "%.4f"},  {"p75", "%.4f"},
+      {"p95", "%.4f"}, {"max", "%.4f"}, {"converged", "%.4f"}, {"quantiles"}};
+  return t;
+}
+
+// The table's rows (one per config), notes, histograms and run record, from the summaries.
+void summarize(const TrainingSweep& sw, std::vector<SweepSummary>& summaries,
+               std::unique_ptr<AtomicFile>& per_seed, Table& t) {
+  const RunContext& ctx = sw.ctx;
+  const std::vector<std::string>& configs = sw.configs;
+  const double converged_below = sw.converged_below;
+  const std::uint64_t budget = sw.budget;
   nlohmann::json hist = nlohmann::json::object();
   bool any_binned = false, any_diverged = false;
   for (std::size_t c = 0; c < configs.size(); ++c) {
@@ -336,11 +350,56 @@ std::vector<Table> run(const RunContext& ctx) {
   t.extra["histogram"] = {
       {"bins", SweepSummary::kFigureBins}, {"range", {0.0, 1.0}}, {"counts", hist}};
   t.run = training_settings(ctx.settings);
-  t.run["seeds"] = seeds.text();
+  t.run["seeds"] = sw.seeds.text();
   t.run["converged_below"] = converged_below;
   t.run["quantile_budget"] = budget;
   t.run["quantiles"] = any_binned ? "binned: 2^20-bin histogram on [0, 1], error <= 2^-21"
                                   : "exact: type 7 (numpy's linear) on the sorted weights";
+}
+
+std::vector<Table> run(const RunContext& ctx) {
+  TrainingSweep sw(ctx);
+  std::unique_ptr<AtomicFile> per_seed;
+  if (!sw.per_seed_file.empty() && reports_results(ctx.opt)) {
+    per_seed = std::make_unique<AtomicFile>(sw.per_seed_file, ctx.opt.force);
+    per_seed->write("config,seed,weight_on_apple,out_x,out_y,loss\n");
+  }
+  Table t = empty_table();
+  sw.size_chunks();
+  std::vector<SweepSummary> summaries(sw.configs.size(),
+                                      SweepSummary(sw.budget, sw.converged_below));
+  if (reports_results(ctx.opt))  // the process that folds keeps the weights (up to the budget)
+    for (SweepSummary& s : summaries) s.reserve(sw.n);
+  std::vector<std::uint64_t> chunk_seeds;
+  std::vector<tiny::TrainResult> results;
+  ChunkJob job;
+  job.label = "training-sweep";
+  job.unit = "model-steps";
+  job.chunks = sw.per_config * sw.configs.size();
+  job.batch = std::max<std::uint64_t>(1, ctx.backend.seeds_per_call() / sw.per_chunk);
+  job.least = (ctx.backend.least_seeds_per_call() + sw.per_chunk - 1) / sw.per_chunk;
+  job.work = [&](std::uint64_t i) {
+    return static_cast<double>(sw.chunk_of(i).count) * sw.train.steps;
+  };
+  job.compute = [&](std::uint64_t first, std::uint64_t count) {
+    return sw.train_chunks(first, count, chunk_seeds, results);
+  };
+  job.fold = [&](std::uint64_t i, const ChunkState& s) {
+    summaries[sw.chunk_of(i).config].merge_state(s,
+                                                 static_cast<std::int64_t>(sw.chunk_of(i).count));
+    if (per_seed) per_seed->write(s.at("rows").get<std::string>());
+  };
+  job.check = [&](std::uint64_t i, const ChunkState& s) { sw.check_chunk(i, s); };
+  job.save = [&] {
+    ChunkState j = ChunkState::array();
+    for (const SweepSummary& s : summaries) j.push_back(chunk_state(s, "", false));
+    return j;
+  };
+  job.load = [&](const ChunkState& j, std::uint64_t next) {
+    sw.load_summaries(j, next, summaries);
+  };
+  if (!run_chunks(ctx.opt, job)) return {};  // a shard or another MPI rank
+  summarize(sw, summaries, per_seed, t);
   return {t};
 }
 

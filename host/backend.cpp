@@ -249,6 +249,11 @@ std::int64_t Backend::head_seeds_per_call(const head::Model& m) const {
                   static_cast<std::int64_t>(least_seeds_per_call()));
 }
 
+double Backend::head_workspace_bytes(const head::Model& m) const {
+  return 64.0 * 8 * (head::layout(m).total + head::layout(head::one_input(m)).total) *
+         std::max(1, threads_);
+}
+
 void Backend::check_head(const head::Model& m) const {
   if (kind_ == DeviceKind::cuda) head_sizing::check_gpu_head(m);
 }

@@ -109,6 +109,11 @@ class Backend {
   // thread of the device, fewer where the workspaces or the results would not fit
   // (head_sizing::gpu_seeds_per_call with gpu()).
   std::int64_t head_seeds_per_call(const head::Model& m) const;
+  // Bytes of host memory the head's workspaces take while a train_heads call of model m and its
+  // evaluation run, for a memory check before any work: per thread, a training workspace
+  // (head::layout(m)) and an evaluation one (head::layout(head::one_input(m))), at 512 bytes a
+  // pack (eight times a pack's 64, room for the lane groups' scratch).
+  double head_workspace_bytes(const head::Model& m) const;
   // Throws std::invalid_argument (one line, ending with what to do) when this backend should not
   // train model m: on the GPU, a head whose single seed's training on one GPU thread is
   // estimated to take longer than head_sizing::kGpuSeedSecondsBudget

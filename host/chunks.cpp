@@ -37,11 +37,14 @@ constexpr int kMaxStateDepth = 64;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// What makes two runs "the same command": the program version, the tables and the table flags
-// given (not --threads, --device, --format, --out: they never change a number).
+// What makes two runs "the same command": the program version, the experiments (under "tables":
+// their tables' names) and the experiment flags given (not --threads, --device, --format, --out:
+// they never change a number).
 json identity(const Options& o) {
-  json id = {
-      {"version", kVersion}, {"git_commit", kGitCommit}, {"tables", o.tables}, {"given", o.given}};
+  json id = {{"version", kVersion},
+             {"git_commit", kGitCommit},
+             {"tables", o.experiments},
+             {"given", o.given}};
   if (o.shards > 0) id["shard"] = std::to_string(o.shard) + "/" + std::to_string(o.shards);
   return id;
 }
@@ -190,7 +193,7 @@ void states_from_json(const json& a, std::map<std::uint64_t, ChunkState>& states
   for (const auto& e : a) states[e.at(0).get<std::uint64_t>()] = e.at(1);
 }
 
-// A state as this process holds it: its exact text, or the table's own form (ChunkJob::native)
+// A state as this process holds it: its exact text, or the experiment's own form (ChunkJob::native)
 // while it stays in the process that computed it.
 struct Held {
   ChunkState text;
@@ -326,7 +329,8 @@ void prepare_chunks(const Options& o) {
   // destination is (std::runtime_error: demo exits 1); what an existing checkpoint holds is
   // input (std::invalid_argument: exit 2).
   if (o.shards > 0)
-    for (const auto& t : o.tables) refuse_existing(o.out_dir + "/" + t + ".part.json", o.force);
+    for (const auto& t : o.experiments)
+      refuse_existing(o.out_dir + "/" + t + ".part.json", o.force);
   if (o.checkpoint.empty() || !cluster::is_root()) return;
   Checkpoint& checkpoint = driver().checkpoint;
   checkpoint = Checkpoint{o.checkpoint, identity(o), json::object(), o.command_line};

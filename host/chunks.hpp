@@ -1,4 +1,4 @@
-// chunks.hpp: the chunk driver. Every bulk table (one that cuts its work into many independent
+// chunks.hpp: the chunk driver. Every bulk experiment (one that cuts its work into many independent
 // chunks: the sqrt(d_k) sampler, softmax saturation, the training sweep) hands its work to this
 // driver as a ChunkJob: how many chunks, "compute chunks [first, first + count)" giving one
 // serializable partial state per chunk, and "fold chunk i's state into the result". The driver
@@ -45,7 +45,7 @@
 namespace attn {
 
 using ChunkState = nlohmann::json;
-// A chunk's state in a table's own form (any copyable object; ChunkJob::native).
+// A chunk's state in an experiment's own form (any copyable object; ChunkJob::native).
 using NativeState = std::any;
 
 // The most chunks a job may have (2^28): the driver walks the chunk list a few times before any
@@ -103,7 +103,7 @@ struct ChunkJob {
   // std::invalid_argument saying what is wrong (the run then stops, before any work).
   std::function<ChunkState()> save;
   std::function<void(const ChunkState& state, std::uint64_t next)> load;
-  // Optional: the states in the table's own form while they stay in this process. With
+  // Optional: the states in the experiment's own form while they stay in this process. With
   // native.compute set, the driver calls it instead of compute (the states of chunks [first,
   // first + count), in order), folds those states with native.fold, and turns one into its exact
   // text with native.text only where it leaves the process (an MPI message, a checkpoint, a

@@ -17,7 +17,7 @@
 namespace attn {
 namespace {
 
-// The footer of --help: the general examples, then each table's own.
+// The footer of --help: the general examples, then each experiment's own.
 std::string examples_text(const std::vector<Experiment>& all) {
   std::string s =
       "Examples:\n"
@@ -54,19 +54,21 @@ std::string list_text(const std::vector<Experiment>& all) {
   return s + "[host]: plain arithmetic on the host; the others run kernels on --device\n";
 }
 
-// Every flag the tables declare, once, with the tables that read it (in registry order).
-struct TableFlag {
+// Every flag the experiments declare, once, with the experiments that read it (in registry
+// order).
+struct ExperimentFlag {
   const Param* first;                 // the first declaration (kind and help)
-  std::vector<const Experiment*> by;  // every table that declares it
+  std::vector<const Experiment*> by;  // every experiment that declares it
 };
-std::vector<std::pair<std::string, TableFlag>> table_flags(const std::vector<Experiment>& all) {
-  std::vector<std::pair<std::string, TableFlag>> flags;
+std::vector<std::pair<std::string, ExperimentFlag>> experiment_flags(
+    const std::vector<Experiment>& all) {
+  std::vector<std::pair<std::string, ExperimentFlag>> flags;
   for (const auto& e : all)
     for (const Param& p : e.params) {
       auto it =
           std::find_if(flags.begin(), flags.end(), [&](auto& f) { return f.first == p.flag; });
       if (it == flags.end()) {
-        flags.push_back({p.flag, TableFlag{&p, {}}});
+        flags.push_back({p.flag, ExperimentFlag{&p, {}}});
         it = flags.end() - 1;
       }
       it->second.by.push_back(&e);
@@ -75,15 +77,15 @@ std::vector<std::pair<std::string, TableFlag>> table_flags(const std::vector<Exp
 }
 
 // "a", "a and b" or "a, b and c" (with last_sep " and ").
-std::string table_names(const std::vector<const Experiment*>& by, const char* last_sep) {
+std::string experiment_names(const std::vector<const Experiment*>& by, const char* last_sep) {
   std::string s;
   for (std::size_t i = 0; i < by.size(); ++i)
     s += (i == 0 ? "" : i + 1 == by.size() ? last_sep : ", ") + by[i]->name;
   return s;
 }
 
-// The help line: the first declaration's text and each table's default.
-std::string flag_help(const std::string& flag, const TableFlag& f) {
+// The help line: the first declaration's text and each experiment's default.
+std::string flag_help(const std::string& flag, const ExperimentFlag& f) {
   std::string help = f.first->help, defaults;
   bool same = true;
   for (const Experiment* e : f.by)
@@ -97,9 +99,9 @@ std::string flag_help(const std::string& flag, const TableFlag& f) {
   return defaults.empty() ? help : help + " [" + defaults + "]";
 }
 
-// `demo --table NAME --help`: that table's own options (from its declaration) and examples; the
-// options every table shares are in `demo --help`.
-std::string table_help(const Experiment& e) {
+// `demo --table NAME --help`: that experiment's own options (from its declaration) and examples;
+// the options every experiment shares are in `demo --help`.
+std::string experiment_help(const Experiment& e) {
   std::string s = "demo --table " + e.name + ": " + e.summary + "\n";
   if (!e.params.empty()) s += "\nOptions of " + e.name + ":\n";
   for (const Param& p : e.params) {
@@ -113,13 +115,13 @@ std::string table_help(const Experiment& e) {
   return s + "\nThe options every table shares (--device, --format, --out, ...): demo --help\n";
 }
 
-// The tables that --table's text names, "all" expanded to the lesson's tables, each once in
-// the order first named.
-std::vector<std::string> chosen_tables(const std::vector<Experiment>& all,
-                                       const std::string& text) {
+// The experiments that --table's text names (by their tables' names), "all" expanded to the
+// lesson's experiments, each once in the order first named.
+std::vector<std::string> chosen_experiments(const std::vector<Experiment>& all,
+                                            const std::string& text) {
   std::vector<std::string> names = {"all"};
   for (const auto& e : all) names.push_back(e.name);
-  std::vector<std::string> tables;
+  std::vector<std::string> chosen;
   for (const std::string& name : parse_name_list("--table", text, names)) {
     std::vector<std::string> add;
     if (name == "all") {
@@ -129,14 +131,14 @@ std::vector<std::string> chosen_tables(const std::vector<Experiment>& all,
       add.push_back(name);
     }
     for (const auto& a : add)
-      if (std::find(tables.begin(), tables.end(), a) == tables.end()) tables.push_back(a);
+      if (std::find(chosen.begin(), chosen.end(), a) == chosen.end()) chosen.push_back(a);
   }
-  return tables;
+  return chosen;
 }
 
-// The help --help prints when --table names tables: their own options, not the whole list.
-// Empty when --help is not asked for or no table is named.
-std::string named_tables_help(int argc, char** argv, const std::vector<Experiment>& all) {
+// The help --help prints when --table names experiments: their own options, not the whole list.
+// Empty when --help is not asked for or no experiment is named.
+std::string named_experiments_help(int argc, char** argv, const std::vector<Experiment>& all) {
   bool help = false;
   std::string text;
   for (int i = 1; i < argc; ++i) {
@@ -147,7 +149,7 @@ std::string named_tables_help(int argc, char** argv, const std::vector<Experimen
     if (w.rfind("--table=", 0) == 0) value = w.substr(8);
     for (const std::string& n : split_list(value))
       for (const auto& e : all)
-        if (e.name == n) text += (text.empty() ? "" : "\n") + table_help(e);
+        if (e.name == n) text += (text.empty() ? "" : "\n") + experiment_help(e);
   }
   return help ? text : "";
 }
@@ -180,7 +182,7 @@ struct CheckedOptions {
 };
 
 // Why an option given to `sub` cannot be read, or "": an option `sub` does not take (its
-// extras, or one of demo's options before it, table flags included), or one `sub` takes given
+// extras, or one of demo's options before it, experiment flags included), or one `sub` takes given
 // both before and after it. One `sub` takes, given before it alone, is read as if after it.
 std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
                                const std::map<std::string, CLI::Option_group*>& groups) {
@@ -223,8 +225,9 @@ void read_before_attention(const CLI::App& app, AttentionRequest& r) {
     if (given(name)) *field = true;
 }
 
-// Why a table flag that no chosen table reads has a value no table that declares it accepts,
-// or "" (a value is checked wherever it is given; rules between flags are the tables' own).
+// Why an experiment flag that no chosen experiment reads has a value no experiment that declares
+// it accepts, or "" (a value is checked wherever it is given; rules between flags are the
+// experiments' own).
 std::string unread_flag_refusal(const std::vector<Experiment>& all, const Options& o) {
   for (const auto& [flag, text] : o.given) {
     std::string first_error;
@@ -232,8 +235,8 @@ std::string unread_flag_refusal(const std::vector<Experiment>& all, const Option
     for (const auto& e : all)
       for (const Param& p : e.params) {
         if (p.flag != flag) continue;
-        read_by_chosen =
-            read_by_chosen || std::find(o.tables.begin(), o.tables.end(), e.name) != o.tables.end();
+        read_by_chosen = read_by_chosen || std::find(o.experiments.begin(), o.experiments.end(),
+                                                     e.name) != o.experiments.end();
         try {
           (void)p.parse(flag, text);
           accepted = true;
@@ -246,11 +249,11 @@ std::string unread_flag_refusal(const std::vector<Experiment>& all, const Option
   return "";
 }
 
-// Why the chosen tables cannot run as asked, or "": each table's own values (its settings
-// check them), then --shard, which splits only the bulk tables' chunks.
-std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Options& o) {
+// Why the chosen experiments cannot run as asked, or "": each experiment's own values (its
+// settings check them), then --shard, which splits only the bulk experiments' chunks.
+std::string chosen_experiments_refusal(const std::vector<Experiment>& all, const Options& o) {
   try {
-    for (const std::string& name : o.tables)
+    for (const std::string& name : o.experiments)
       for (const auto& e : all) {
         if (e.name != name) continue;
         std::map<std::string, std::string> mine;
@@ -265,7 +268,7 @@ std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Opti
   std::string bulk;
   for (const auto& e : all)
     if (e.chunked) bulk += (bulk.empty() ? "" : ", ") + e.name;
-  for (const std::string& name : o.tables)
+  for (const std::string& name : o.experiments)
     for (const auto& e : all)
       if (e.name == name && !e.chunked)
         return "--shard: " + name + " has no chunks to split (the bulk tables do: " + bulk + ")";
@@ -274,22 +277,24 @@ std::string chosen_tables_refusal(const std::vector<Experiment>& all, const Opti
 
 // The notices for options that do nothing in this run (not errors).
 std::vector<std::string> no_effect_notices(
-    const std::vector<Experiment>& all, const std::vector<std::pair<std::string, TableFlag>>& flags,
-    const Options& o, bool no_plots, bool checkpoint, bool checkpoint_every) {
+    const std::vector<Experiment>& all,
+    const std::vector<std::pair<std::string, ExperimentFlag>>& flags, const Options& o,
+    bool no_plots, bool checkpoint, bool checkpoint_every) {
   const auto chosen = [&o](const std::string& name) {
-    return std::find(o.tables.begin(), o.tables.end(), name) != o.tables.end();
+    return std::find(o.experiments.begin(), o.experiments.end(), name) != o.experiments.end();
   };
   std::vector<std::string> notes;
-  // Flags given that none of the chosen tables reads.
+  // Flags given that none of the chosen experiments reads.
   for (const auto& [flag, f] : flags) {
     if (!o.given.count(flag)) continue;
     bool used = false;
     for (const Experiment* e : f.by) used = used || chosen(e->name);
     if (!used)
-      notes.push_back(flag + " has no effect here (it is for " + table_names(f.by, " or ") + ")");
+      notes.push_back(flag + " has no effect here (it is for " + experiment_names(f.by, " or ") +
+                      ")");
   }
   if (no_plots && o.out_dir.empty()) notes.push_back("--no-plots has no effect without --out");
-  // --checkpoint saves the chunk driver's state: tables without chunks have none to save.
+  // --checkpoint saves the chunk driver's state: experiments without chunks have none to save.
   if (checkpoint || checkpoint_every) {
     std::string bulk;
     bool any = false;
@@ -311,7 +316,7 @@ std::vector<std::string> no_effect_notices(
 
 // Old spellings of options, still read as the new one, with a warning naming the new one.
 constexpr std::pair<const char*, const char*> kDeprecatedSpellings[] = {
-    {"--dk", "--d-k"},  // two tables' d_k list, before every table spelled d_k alike
+    {"--dk", "--d-k"},  // two experiments' d_k list, before every experiment spelled d_k alike
 };
 
 // argv with each deprecated spelling (alone or as --old=value) replaced by its new one, and a
@@ -330,54 +335,18 @@ std::vector<std::string> current_spellings(int argc, char** argv,
   return words;
 }
 
-}  // namespace
+using Text = const std::string&;
 
-Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment>& all,
-                       bool speak) {
-  Cli cli;
-  std::vector<std::string> deprecated;
-  std::vector<std::string> words = current_spellings(argc, given_argv, deprecated);
-  std::vector<char*> word_ptrs;
-  for (std::string& w : words) word_ptrs.push_back(w.data());
-  char** argv = word_ptrs.data();
-  // Where help and errors go: stdout and stderr, or nowhere (speak false).
-  std::ostringstream unheard;
-  std::ostream& out = speak ? std::cout : unheard;
-  std::ostream& err = speak ? std::cerr : unheard;
-  Options& o = cli.options;
-  const auto done = [&cli](int exit_code) {
-    cli.exit_code = exit_code;
-    cli.action = Cli::Action::done;
-    return cli;
-  };
-  const auto refuse = [&done, speak](const std::string& message) {
-    if (speak) print_error(message);
-    return done(2);
-  };
-  if (const std::string help = named_tables_help(argc, argv, all); !help.empty()) {
-    out << help;
-    return done(0);
-  }
-  CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
-  app.footer(examples_text(all));
-  app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
-                                        (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
+// --out's folder name, refused empty.
+std::string read_out_dir(Text name, Text text) {
+  if (text.empty())
+    throw std::invalid_argument(name + ": an empty folder name (use --out . for this folder)");
+  return text;
+}
 
-  CheckedOptions checked;
-  using Text = const std::string&;
-  const auto read_out = [](Text name, Text text) {
-    if (text.empty())
-      throw std::invalid_argument(name + ": an empty folder name (use --out . for this folder)");
-    return text;
-  };
-  bool list = false, no_plots = false;
-  o.tables = chosen_tables(all, "all");  // without --table
-  checked
-      .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.tables,
-           [&all](Text, Text text) { return chosen_tables(all, text); })
-      ->default_str("all")
-      ->type_name("NAMES");
-  app.add_flag("--list", list, "List the tables and exit");
+// demo's own options, shared by every experiment: the device, the output, the split of the
+// chunks and the checkpoints (--table and --list are parse_command_line's).
+void add_run_options(CLI::App& app, CheckedOptions& checked, Options& o, bool& no_plots) {
   checked
       .add(&app, "--device", "auto | cpu | cuda", o.device,
            [](Text name, Text text) {
@@ -398,7 +367,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
   checked
       .add(&app, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
-           read_out)
+           read_out_dir)
       ->type_name("DIR");
   app.add_flag("--force", o.force, "Replace existing regular result files (--out, output files)");
   app.add_flag("--no-plots", no_plots, "With --out: no figures");
@@ -426,13 +395,17 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
       .add(&app, "--checkpoint-every", "Seconds between checkpoints [30]", o.checkpoint_seconds,
            [](Text name, Text text) { return parse_real(name, text, 0, 1e9, true); })
       ->type_name("S");
+}
 
-  // The tables' own flags, from their declarations, grouped by the tables that read them. Each
-  // chosen table checks the values it reads, below (one flag's range may differ by table).
-  const auto flags = table_flags(all);
+// The experiments' own flags (flags: from their declarations), grouped in the help by the
+// experiments that read them; each value is kept in o.given for the chosen experiments to check
+// (one flag's range may differ by experiment). Returns the groups, by those experiments' names.
+std::map<std::string, CLI::Option_group*> add_experiment_flags(
+    CLI::App& app, CheckedOptions& checked, Options& o,
+    const std::vector<std::pair<std::string, ExperimentFlag>>& flags) {
   std::map<std::string, CLI::Option_group*> groups;
   for (const auto& [flag, f] : flags) {
-    const std::string group = table_names(f.by, ", ");
+    const std::string group = experiment_names(f.by, ", ");
     if (!groups.count(group)) groups[group] = app.add_option_group(group);
     CLI::Option* option = checked
                               .add(groups[group], flag, flag_help(flag, f),
@@ -441,39 +414,44 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
     if (!f.first->implicit_value.empty())  // the value given alone; the help shows the kind
       option->expected(0, 1)->default_str(f.first->implicit_value)->option_text(f.first->kind);
   }
+  return groups;
+}
 
+// `demo compare FIRST SECOND`: its files and tolerances into c.
+CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareRequest& c) {
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
-  cmp->add_option("first", cli.compare.a, "First JSON file (demo --format json or --out)")
+  cmp->add_option("first", c.a, "First JSON file (demo --format json or --out)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmp->add_option("second", cli.compare.b, "Second JSON file")
-      ->required()
-      ->check(CLI::ExistingFile);
+  cmp->add_option("second", c.b, "Second JSON file")->required()->check(CLI::ExistingFile);
   const auto read_tolerance = [](Text name, Text text) {
     return parse_real(name, text, 0, 1e300, false);
   };
   checked
       .add(cmp, "--tolerance",
-           "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)",
-           cli.compare.rule.rtol, read_tolerance)
+           "rtol: numbers agree when |a - b| <= atol + rtol*|b| (numpy's allclose)", c.rule.rtol,
+           read_tolerance)
       ->default_str("1e-9")
       ->type_name("X");
   checked
       .add(cmp, "--atol",
            "Absolute floor for every column (default: per column, rtol x the column's "
            "largest |b|; for a column of rounding noise, its rows' resolution)",
-           cli.compare.rule.atol, read_tolerance)
+           c.rule.atol, read_tolerance)
       ->type_name("X");
+  return cmp;
+}
 
-  add_attention_command(app, cli.attention);
-
+// `demo merge DIR...`: the parts' folders into dirs, and merge's own options only (the parts
+// hold the rest of the command), which set demo's own.
+CLI::App* add_merge_command(CLI::App& app, CheckedOptions& checked, Options& o,
+                            std::vector<std::string>& dirs, bool& no_plots) {
   auto* merge = app.add_subcommand(
       "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
-  merge->add_option("dirs", cli.merge_dirs, "The parts' directories")->required();
-  // merge's own options only (the parts hold the rest of the command); they set demo's own.
+  merge->add_option("dirs", dirs, "The parts' directories")->required();
   checked
       .add(merge, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
-           read_out)
+           read_out_dir)
       ->type_name("DIR");
   checked.add(merge, "--format", "table | csv | json | markdown", o.format, parse_format)
       ->default_str("table")
@@ -481,17 +459,84 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   merge->add_flag("--force", o.force, "Replace existing regular result files");
   merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   merge->add_flag("--no-plots", no_plots, "With --out: no figures");
-  merge->allow_extras();  // refused below, naming the option, as one line
+  merge->allow_extras();  // refused after parsing (subcommand_refusal), as one line
+  return merge;
+}
 
+// `demo replot RESULT.json --out DIR`: the result's file into file.
+CLI::App* add_replot_command(CLI::App& app, CheckedOptions& checked, Options& o,
+                             std::string& file) {
   auto* replot = app.add_subcommand(
       "replot",
       "Draw the figures of a stored result again (RESULT.json, from --format json or "
       "--out), without recomputing it");
-  replot->add_option("result", cli.replot_file, "The result's JSON file")->required();
-  checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out)
+  replot->add_option("result", file, "The result's JSON file")->required();
+  checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out_dir)
       ->type_name("DIR");
   replot->add_flag("--force", o.force, "Replace existing figure files");
   replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+  return replot;
+}
+
+// The command line in current spellings: what a checkpoint, a part and the provenance hold.
+void record_command_line(int argc, char** argv, Options& o) {
+  for (int i = 0; i < argc; ++i) {
+    o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
+    o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));
+  }
+}
+
+}  // namespace
+
+Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment>& all,
+                       bool speak) {
+  Cli cli;
+  std::vector<std::string> deprecated;
+  std::vector<std::string> words = current_spellings(argc, given_argv, deprecated);
+  std::vector<char*> word_ptrs;
+  for (std::string& w : words) word_ptrs.push_back(w.data());
+  char** argv = word_ptrs.data();
+  // Where help and errors go: stdout and stderr, or nowhere (speak false).
+  std::ostringstream unheard;
+  std::ostream& out = speak ? std::cout : unheard;
+  std::ostream& err = speak ? std::cerr : unheard;
+  Options& o = cli.options;
+  const auto done = [&cli](int exit_code) {
+    cli.exit_code = exit_code;
+    cli.action = Cli::Action::done;
+    return cli;
+  };
+  const auto refuse = [&done, speak](const std::string& message) {
+    if (speak) print_error(message);
+    return done(2);
+  };
+  if (const std::string help = named_experiments_help(argc, argv, all); !help.empty()) {
+    out << help;
+    return done(0);
+  }
+  CLI::App app{"attnlab demo: the attention lesson's experiments, on a GPU or the CPU", "demo"};
+  app.footer(examples_text(all));
+  app.set_version_flag("--version", std::string("attnlab ") + kVersion + " (" + kGitCommit +
+                                        (kBuiltWithCuda ? ", CUDA and CPU" : ", CPU only") + ")");
+
+  CheckedOptions checked;
+  bool list = false, no_plots = false;
+  o.experiments = chosen_experiments(all, "all");  // without --table
+  checked
+      .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.experiments,
+           [&all](Text, Text text) { return chosen_experiments(all, text); })
+      ->default_str("all")
+      ->type_name("NAMES");
+  app.add_flag("--list", list, "List the tables and exit");
+  add_run_options(app, checked, o, no_plots);
+  const auto flags = experiment_flags(all);
+  const std::map<std::string, CLI::Option_group*> groups =
+      add_experiment_flags(app, checked, o, flags);
+  CLI::App* cmp = add_compare_command(app, checked, cli.compare);
+  add_attention_command(app, cli.attention);
+
+  CLI::App* merge = add_merge_command(app, checked, o, cli.merge_dirs, no_plots);
+  CLI::App* replot = add_replot_command(app, checked, o, cli.replot_file);
 
   try {
     app.parse(argc, argv);
@@ -528,16 +573,12 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   if (*replot) cli.action = Cli::Action::replot;
   if (*cmp || *merge || *replot) return cli;
 
-  if (const std::string refusal = chosen_tables_refusal(all, o); !refusal.empty())
+  if (const std::string refusal = chosen_experiments_refusal(all, o); !refusal.empty())
     return refuse(refusal);
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
   cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
-  // The command line in current spellings: what a checkpoint, a part and the provenance hold.
-  for (int i = 0; i < argc; ++i) {
-    o.argv.push_back(i == 0 ? std::string("demo") : std::string(argv[i]));
-    o.command_line += (i ? " " : "") + (i == 0 ? std::string("demo") : shell_quote(argv[i]));
-  }
+  record_command_line(argc, argv, o);
   return cli;
 }
 

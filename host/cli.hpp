@@ -25,10 +25,10 @@ struct Cli {
   AttentionRequest attention;           // `demo attention` (host/attention_command.hpp)
   std::vector<std::string> merge_dirs;  // demo merge DIR...
   std::string replot_file;              // demo replot RESULT.json (its --out: options.out_dir)
-  std::vector<std::string> warnings;    // e.g. options that none of the chosen tables uses
+  std::vector<std::string> warnings;    // e.g. options that none of the chosen experiments uses
 };
 
-// Parses and checks everything before any work starts, for the tables in `all` (the program's
+// Parses and checks everything before any work starts, for the experiments in `all` (the program's
 // registry, experiments/registry.hpp: main hands it over). Help, --version and --list print to
 // stdout; errors print one line to stderr; with speak false neither prints (a process a
 // launcher started beside rank 0, which speaks for the job). Neither throws.

@@ -1,5 +1,5 @@
-// exact_state.hpp: the exact text of partial states. A bulk table's chunk states (chunks.hpp) are
-// JSON: they travel between MPI ranks and are kept in --checkpoint files and --shard parts, so
+// exact_state.hpp: the exact text of partial states. A bulk experiment's chunk states (chunks.hpp)
+// are JSON: they travel between MPI ranks and are kept in --checkpoint files and --shard parts, so
 // every number in them is written as text that reads back bit for bit, and every reader checks
 // that what it reads is such text (a file may be damaged or edited).
 //

@@ -1,5 +1,6 @@
-// options.hpp: the run's global options, already parsed and checked (host/cli.cpp). What a
-// table reads is declared by the table itself (host/settings.hpp, experiments/registry.hpp).
+// options.hpp: the run's global options, already parsed and checked (host/cli.cpp). What an
+// experiment reads is declared by the experiment itself (host/settings.hpp,
+// experiments/registry.hpp).
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,10 @@
 namespace attn {
 
 struct Options {
-  std::vector<std::string> tables;  // experiment names, in order, "all" already expanded
-  // Table flags the user gave (flag -> text), handed to each chosen table that declares them.
+  // The experiments --table picks (by their tables' names), in order, "all" already expanded.
+  std::vector<std::string> experiments;
+  // Experiment flags the user gave (flag -> text), handed to each chosen experiment that
+  // declares them.
   std::map<std::string, std::string> given;
   std::string device = "auto";  // auto | cpu | cuda
   int gpu = -1;                 // --gpu N: CUDA device ordinal (-1: the first usable one)

@@ -342,30 +342,20 @@ ATTN_CPU_LEVEL_COPIES(void, forward_rows_f32, ATTN_FORWARD_ROWS_PARAMS(float),
                       ATTN_FORWARD_ROWS_ARGS)
 ATTN_CPU_LEVEL_COPIES(void, forward_rows_f64, ATTN_FORWARD_ROWS_PARAMS(double),
                       ATTN_FORWARD_ROWS_ARGS)
-#define ATTN_FORWARD_ROWS_AT(NAME)                   \
-  switch (level) {                                   \
-    case CpuLevel::v4:                               \
-      return NAME##_v4 ATTN_FORWARD_ROWS_ARGS;       \
-    case CpuLevel::v3:                               \
-      return NAME##_v3 ATTN_FORWARD_ROWS_ARGS;       \
-    default:                                         \
-      return NAME##_baseline ATTN_FORWARD_ROWS_ARGS; \
-  }
 void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
                     bool attend, int r0, int r1, const float* x, const float* w_q, const float* w_k,
                     const float* w_v, float* q, float* k, float* v, float* scores, float* weights,
                     float* out, const unsigned char* mask, const float* map,
                     Scratch<float>* scratch) {
-  ATTN_FORWARD_ROWS_AT(forward_rows_f32)
+  ATTN_CPU_LEVEL_CALL(level, forward_rows_f32, ATTN_FORWARD_ROWS_ARGS)
 }
 void forward_rows_t(CpuLevel level, const AttentionShape& s, double scale, bool project,
                     bool attend, int r0, int r1, const double* x, const double* w_q,
                     const double* w_k, const double* w_v, double* q, double* k, double* v,
                     double* scores, double* weights, double* out, const unsigned char* mask,
                     const double* map, Scratch<double>* scratch) {
-  ATTN_FORWARD_ROWS_AT(forward_rows_f64)
+  ATTN_CPU_LEVEL_CALL(level, forward_rows_f64, ATTN_FORWARD_ROWS_ARGS)
 }
-#undef ATTN_FORWARD_ROWS_AT
 #undef ATTN_FORWARD_ROWS_ARGS
 #undef ATTN_FORWARD_ROWS_PARAMS
 

@@ -80,18 +80,30 @@ inline CpuLevel cpu_level() {
 
 }  // namespace attn
 
+// Returns NAME##_v4 ARGS, NAME##_v3 ARGS or NAME##_baseline ARGS for the level LEVEL (a
+// CpuLevel known at run time): the statement that picks a level's copy.
+#define ATTN_CPU_LEVEL_CALL(LEVEL, NAME, ARGS) \
+  switch (LEVEL) {                             \
+    case ::attn::CpuLevel::v4:                 \
+      return NAME##_v4 ARGS;                   \
+    case ::attn::CpuLevel::v3:                 \
+      return NAME##_v3 ARGS;                   \
+    default:                                   \
+      return NAME##_baseline ARGS;             \
+  }
+
+// As ATTN_CPU_LEVEL_CALL for a level L known at compile time (the level of the copy that calls).
+#define ATTN_CPU_LEVEL_PICK(L, NAME, ARGS)        \
+  if constexpr ((L) == ::attn::CpuLevel::v4)      \
+    return NAME##_v4 ARGS;                        \
+  else if constexpr ((L) == ::attn::CpuLevel::v3) \
+    return NAME##_v3 ARGS;                        \
+  else                                            \
+    return NAME##_baseline ARGS;
+
 // RET NAME PARAMS: calls NAME##_v4, NAME##_v3 or NAME##_baseline ARGS at cpu_level().
 #define ATTN_CPU_LEVELS_DISPATCH(RET, NAME, PARAMS, ARGS) \
-  RET NAME PARAMS {                                       \
-    switch (::attn::cpu_level()) {                        \
-      case ::attn::CpuLevel::v4:                          \
-        return NAME##_v4 ARGS;                            \
-      case ::attn::CpuLevel::v3:                          \
-        return NAME##_v3 ARGS;                            \
-      default:                                            \
-        return NAME##_baseline ARGS;                      \
-    }                                                     \
-  }
+  RET NAME PARAMS { ATTN_CPU_LEVEL_CALL(::attn::cpu_level(), NAME, ARGS) }
 
 // Defines RET NAME PARAMS, which runs `NAME##_body ARGS` (an always-inline function) compiled
 // for cpu_level(). PARAMS and ARGS are parenthesized lists: (int n, float* x) and (n, x).
@@ -125,4 +137,18 @@ inline CpuLevel cpu_level() {
   }                                                              \
   __attribute__((flatten)) RET NAME##_baseline PARAMS {          \
     return NAME##_body<::attn::CpuLevel::baseline> ARGS;         \
+  }
+
+// Its three copies as out-of-line functions of a header (inline, noinline, not flattened), for a
+// body that code compiled per level calls through ATTN_CPU_LEVEL_PICK: one copy of a large body
+// per level, not one at each call site.
+#define ATTN_CPU_LEVEL_OUT_OF_LINE_COPIES(RET, NAME, PARAMS, ARGS)       \
+  ATTN_TARGET_V4 __attribute__((noinline)) inline RET NAME##_v4 PARAMS { \
+    return NAME##_body<ATTN_CPU_LEVEL_V4> ARGS;                          \
+  }                                                                      \
+  ATTN_TARGET_V3 __attribute__((noinline)) inline RET NAME##_v3 PARAMS { \
+    return NAME##_body<ATTN_CPU_LEVEL_V3> ARGS;                          \
+  }                                                                      \
+  __attribute__((noinline)) inline RET NAME##_baseline PARAMS {          \
+    return NAME##_body<::attn::CpuLevel::baseline> ARGS;                 \
   }

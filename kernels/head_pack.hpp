@@ -241,26 +241,12 @@ ATTN_INLINE void product_body(const Product<EA>& job) {
 // The products compiled once for each level, out of line: the training inlines everything
 // else, and a copy of every product at each of its call sites would be a large function for
 // no speed (a product is hundreds of cycles at the smallest sizes; a call is a few).
-#define ATTN_HEAD_PRODUCTS(TARGET, SUFFIX, LEVEL)                                             \
-  TARGET __attribute__((noinline)) inline void product_##SUFFIX(const Product<P>& job) {      \
-    product_body<LEVEL>(job);                                                                 \
-  }                                                                                           \
-  TARGET __attribute__((noinline)) inline void product_##SUFFIX(const Product<double>& job) { \
-    product_body<LEVEL>(job);                                                                 \
-  }
-ATTN_HEAD_PRODUCTS(ATTN_TARGET_V4, v4, ATTN_CPU_LEVEL_V4)
-ATTN_HEAD_PRODUCTS(ATTN_TARGET_V3, v3, ATTN_CPU_LEVEL_V3)
-ATTN_HEAD_PRODUCTS(, baseline, CpuLevel::baseline)
-#undef ATTN_HEAD_PRODUCTS
+ATTN_CPU_LEVEL_OUT_OF_LINE_COPIES(void, product, (const Product<P>& job), (job))
+ATTN_CPU_LEVEL_OUT_OF_LINE_COPIES(void, product, (const Product<double>& job), (job))
 
 template <CpuLevel L, class EA>
 ATTN_INLINE void product(const Product<EA>& job) {
-  if constexpr (L == CpuLevel::v4)
-    product_v4(job);
-  else if constexpr (L == CpuLevel::v3)
-    product_v3(job);
-  else
-    product_baseline(job);
+  ATTN_CPU_LEVEL_PICK(L, product, (job))
 }
 
 // s > top ? s : top in every lane (pick_gt(s, top, s, top)).

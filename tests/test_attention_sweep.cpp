@@ -441,7 +441,7 @@ TEST(AttentionSweep, PerSeedNpySiblingsAreOutputsToo) {
 }
 
 // Refused before any work: a --per-seed .npy with no name before the extension, and one file
-// that two chosen tables would both write.
+// that two chosen experiments would both write.
 TEST(AttentionSweep, PerSeedNamesThatCannotWorkAreRefused) {
   TempDir dir;
   test::expect_refused(

@@ -1,7 +1,7 @@
 // test_chunks.cpp (test_host): the chunk driver's calls in one process: chunks folded in order,
 // and how many chunks each compute() call takes, paced by time (from the job's least, in whole
-// multiples of it) or a fixed batch; states in a table's own form (ChunkJob::native) folded as
-// they are, and written as text only where they leave the process.
+// multiples of it) or a fixed batch; states in an experiment's own form (ChunkJob::native) folded
+// as they are, and written as text only where they leave the process.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -176,7 +176,7 @@ TEST(ChunkDriver, NativeStatesLeaveAShardAsText) {
   o.shard = 1;
   o.shards = 2;
   o.out_dir = dir.path.string();
-  o.tables = {"squares"};
+  o.experiments = {"squares"};
   EXPECT_FALSE(run_chunks(o, native_job(calls, 10)));
   EXPECT_TRUE(calls.folded_native.empty());
   EXPECT_TRUE(calls.folded_text.empty());

@@ -370,7 +370,7 @@ TEST(CliThreads, SameBytesForOneAndTwoThreads) {
 namespace attn {
 namespace {
 
-// Options that none of the chosen tables reads are named in one warning; the run still works.
+// Options that none of the chosen experiments reads are named in one warning; the run still works.
 TEST(CliWarnings, UnusedOptionsAreNamed) {
   test::TempDir dir;
   const auto r =
@@ -464,7 +464,7 @@ TEST(CliRefuses, EmptyPerSeedFile) {
 namespace attn {
 namespace {
 
-// --help with --table NAME: that table's own options and examples, not every table's.
+// --help with --table NAME: that experiment's own options and examples, not every experiment's.
 TEST(CliHelp, ATablesHelpListsItsOwnOptions) {
   const auto r = test::run_demo("--table dk-std --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -563,8 +563,8 @@ TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
                        {"merge: --format is given both before and after merge"});
 }
 
-// A table flag's value is checked where no chosen table reads it too (each flag by its own
-// declaration); a rule between two flags is left to the table that reads them.
+// An experiment flag's value is checked where no chosen experiment reads it too (each flag by its
+// own declaration); a rule between two flags is left to the table that reads them.
 TEST(CliRefuses, ValuesOfFlagsNoChosenTableReads) {
   for (const std::string bad :
        {"--lr nan", "--seeds 5:3", "--seeds abc", "--d-k 0", "--inputs 0", "--samples 0"})

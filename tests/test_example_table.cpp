@@ -1,4 +1,4 @@
-// test_example_table.cpp: the worked example of docs/ADDING_A_TABLE.md
+// test_example_table.cpp: the worked example of docs/ADDING_AN_EXPERIMENT.md
 // (docs/examples/softmax_temperature.cpp) is a working table: one file, nothing else changed,
 // and everything the driver does for a table works for it.
 #include <gtest/gtest.h>

@@ -389,7 +389,7 @@ TEST(GpuQuantiles, SortOnDeviceEqualsStdSort) {
   EXPECT_THROW(quantiles_cuda({NAN, NAN}, probs), std::invalid_argument);
 }
 
-// Each bulk table's GPU path at a small size against its CPU path: every cell, numbers within
+// Each bulk experiment's GPU path at a small size against its CPU path: every cell, numbers within
 // 1e-6 (1 + |cpu|) (far above the kernels' rounding differences, far below a wrong row or a lost
 // wave), counts and text equal; attention-sweep with its maps learned and frozen (a grid of
 // uniform and the teacher's known maps). attention-sweep trains on the warp kernel, whose lanes

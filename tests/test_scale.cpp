@@ -30,7 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The bulk tables, with a few chunks each (dk-std 5, saturation 13, the sweeps 6).
+// The bulk experiments, with a few chunks each (dk-std 5, saturation 13, the sweeps 6).
 const std::vector<std::string> kBulk = {
     "--table dk-std --rng philox --d-k 2,64,512 --samples 6e5",
     "--table softmax-saturation --samples 2000 --keys 3",
@@ -605,7 +605,7 @@ void expect_refused_before_work(const std::string& args, const std::vector<std::
       test::Refusal().under("timeout 20").leaves_no(out.string()).shorter_than(300));
 }
 
-// The bulk tables as the edits below use them: dk-std 3 d_k of 600000 samples, softmax
+// The bulk experiments as the edits below use them: dk-std 3 d_k of 600000 samples, softmax
 // saturation 1 d_k (11 by default; the first is d_k 1) of 2000 rows, the sweep 2 configs of
 // 10000 seeds; and the sweep with its quantiles binned (a budget of 100 weights).
 const std::string kDk = kBulk[0] + " -q", kSat = kBulk[1] + " -q", kSweep = kBulk[2] + " -q";

@@ -1,5 +1,5 @@
-// softmax_temperature.cpp: the worked example of docs/ADDING_A_TABLE.md. A table with two
-// options and a figure, in one file. It is not part of the product: it is not listed in
+// softmax_temperature.cpp: the worked example of docs/ADDING_AN_EXPERIMENT.md. An experiment
+// with two options and a figure, in one file. It is not part of the product: it is not listed in
 // experiments/registry.cpp; tests/test_example_table.cpp compiles and runs it.
 //
 // What it shows: softmax of the scores (0, 1, ..., n-1) / T. As the temperature T falls the

@@ -23,7 +23,7 @@
 //       call (outputs not given, scratch, attention_compute's own), and of it the scores and
 //       weights; the caller checks it against memory_available() before any work.
 //   experiments() -> [{"name", "summary", "in_all", "runs", "chunked", "params": [...]}]
-//       every table of the registry with its Param declarations (flag, kind, help, default,
+//       every experiment of the registry with its Param declarations (flag, kind, help, default,
 //       output_file): what the command line reads, declared once.
 //   run_table(name, given, device, threads, progress, main_thread, command_line)
 //       -> (provenance JSON text, [{"name", "title", "columns", "values", "notes", "run"}])
@@ -429,7 +429,7 @@ nb::tuple run_table(const std::string& name, const std::map<std::string, std::st
   Made made = guarded(main_thread, [&] {
     const LogLevel level(progress);
     Options o;
-    o.tables = {name};
+    o.experiments = {name};
     o.given = given;
     o.device = device;
     o.threads = threads;
