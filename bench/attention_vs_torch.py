@@ -22,11 +22,12 @@ import common
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--demo", required=True)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--batch", type=int, default=4096)
+    ap.add_argument("--threads", type=common.positive_int, default=2)
+    ap.add_argument("--repeats", type=common.positive_int, default=5)
+    ap.add_argument("--batch", type=common.positive_int, default=4096)
     ap.add_argument("--out")
     a = ap.parse_args()
+    common.require_executable(ap, "--demo", a.demo)
     import numpy as np
     import torch
     torch.set_num_threads(a.threads)

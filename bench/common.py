@@ -20,11 +20,33 @@ import argparse
 import os
 import resource
 import subprocess
+import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(f"bench: {sys.executable} has no numpy: run the bench scripts with /usr/bin/python3 "
+             "or a virtual environment's python (bench/setup-peers: build/bench-venv)")
 
 LR, INIT_SCALE = 0.01, 0.25
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1 (its error one usage line, as argparse writes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def require_executable(ap, option, path):
+    """Ends with argparse's usage error unless path is an executable file (before any work)."""
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        ap.error(f"{option}: no executable at {path}")
 
 
 def isa_level():

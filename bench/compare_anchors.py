@@ -209,14 +209,15 @@ def sweep(demo, repeats, seeds, torch):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--demo", default=os.path.join(HERE, "..", "build", "cpu", "demo"))
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--samples", type=int, default=500000, help="dk-std N")
-    ap.add_argument("--numpy-samples", type=int, default=100000, help="dk-std --rng numpy N")
-    ap.add_argument("--seeds", type=int, default=20000, help="sweep seeds")
+    ap.add_argument("--repeats", type=common.positive_int, default=3)
+    ap.add_argument("--samples", type=common.positive_int, default=500000, help="dk-std N")
+    ap.add_argument("--numpy-samples", type=common.positive_int, default=100000, help="dk-std --rng numpy N")
+    ap.add_argument("--seeds", type=common.positive_int, default=20000, help="sweep seeds")
     ap.add_argument("--cpu-level", choices=["x86-64", "x86-64-v3", "x86-64-v4"],
                     help="run demo at this x86-64 level (ATTNLAB_CPU_LEVEL; never above the CPU's)")
     ap.add_argument("--markdown", help="also write the table to this file")
     args = ap.parse_args()
+    common.require_executable(ap, "--demo", args.demo)
     require_openblas()
     if args.cpu_level:
         DEMO_ENV["ATTNLAB_CPU_LEVEL"] = args.cpu_level

@@ -195,17 +195,18 @@ def rel(x, y):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--demo", default=os.path.join(ROOT, "build", "cpu", "demo"))
-    ap.add_argument("--venv", default=os.path.join(ROOT, "build", "bench-venv"))
-    ap.add_argument("--seeds", type=int, default=10000)
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--venv", help="the peers' virtual environment (default build/bench-venv, "
+                    "where the peers it lacks are left out)")
+    ap.add_argument("--seeds", type=common.positive_int, default=10000)
+    ap.add_argument("--steps", type=common.positive_int, default=1000)
+    ap.add_argument("--rounds", type=common.positive_int, default=3)
     ap.add_argument("--steps-for", action="append", default=[], metavar="NAME=STEPS")
     ap.add_argument("--only", help="comma-separated contender names")
-    ap.add_argument("--check-seeds", type=int, default=4)
-    ap.add_argument("--check-steps", type=int, default=20)
+    ap.add_argument("--check-seeds", type=common.positive_int, default=4)
+    ap.add_argument("--check-steps", type=common.positive_int, default=20)
     ap.add_argument("--tolerance", type=float, default=1e-10)
     ap.add_argument("--task", choices=["random", "teacher"], default="random")
-    ap.add_argument("--inputs", type=int, default=1)
+    ap.add_argument("--inputs", type=common.positive_int, default=1)
     ap.add_argument("--target-dgemm", type=float, default=0.5)
     ap.add_argument("--demo-args", default="", metavar="ARGS")
     ap.add_argument("--dgemm-python")
@@ -214,11 +215,21 @@ def main():
     a = ap.parse_args()
     if a.task == "random" and a.inputs != 1:
         ap.error("--inputs B > 1 needs --task teacher")
+    common.require_executable(ap, "--demo", a.demo)
+    if a.dgemm_python is not None:
+        common.require_executable(ap, "--dgemm-python", a.dgemm_python)
+    if a.venv is None:
+        a.venv = os.path.join(ROOT, "build", "bench-venv")
+    elif not os.access(os.path.join(a.venv, "bin", "python"), os.X_OK):
+        ap.error(f"--venv: no bin/python in {a.venv} (bench/setup-peers makes build/bench-venv)")
     DEMO_ARGS[:] = shlex.split(a.demo_args)
     TASK[:] = ["--task", a.task] + (["--inputs", str(a.inputs)] if a.task == "teacher" else [])
     steps_for = dict(DEFAULT_STEPS)
     for s in a.steps_for:
-        k, v = s.split("=")
+        k, _, v = s.partition("=")
+        if k not in DEFAULT_STEPS or not v.isdigit() or int(v) < 1:
+            ap.error(f"--steps-for: expected NAME=STEPS with NAME one of "
+                     f"{', '.join(DEFAULT_STEPS)} and STEPS >= 1, got {s!r}")
         steps_for[k] = int(v)
 
     lines = []
@@ -239,8 +250,8 @@ def main():
     mods = venv_modules(python)
     dgemm_python = a.dgemm_python
     if dgemm_python is None:
-        dgemm_python = python if subprocess.run([python, "-c", "import numpy"], env=ENV,
-                                                capture_output=True).returncode == 0 else PY
+        dgemm_python = python if os.access(python, os.X_OK) and subprocess.run(
+            [python, "-c", "import numpy"], env=ENV, capture_output=True).returncode == 0 else PY
     dgemm_numpy = subprocess.run([dgemm_python, "-c", "import numpy; print(numpy.__version__)"],
                        env=ENV, capture_output=True, text=True).stdout.strip()
     say(f"DGEMM: numpy {dgemm_numpy} of {dgemm_python}")
@@ -267,6 +278,10 @@ def main():
         cs = [c for c in cs if c.kind != "anchor"]
     if a.only:
         keep = a.only.split(",")
+        unknown = [k for k in keep if k not in [c.name for c in cs]]
+        if unknown:
+            ap.error(f"--only: no contender {', '.join(unknown)} here (these: "
+                     f"{', '.join(c.name for c in cs)})")
         cs = [c for c in cs if c.name in keep]
     for c in cs:
         if c.kind != "demo":

@@ -112,7 +112,7 @@ def wait_policies(rounds):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--rounds", type=common.positive_int, default=7)
     ap.add_argument("--wait-policies", type=int, default=0, metavar="N")
     ap.add_argument("--child-calls", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
