@@ -54,7 +54,7 @@ struct Plan {
   int heads = 1;
   bool causal = false, f32 = false;
   double scale = 0;
-  // --mask and --lengths, as one (batch, heads, n, n) mask (AttentionArrays::mask): 1 where
+  // --mask and --lengths, as one (batch, heads, n, n) mask (AttentionProblem::mask): 1 where
   // query i may attend key j; empty when neither is given.
   std::vector<unsigned char> mask;
   std::vector<std::size_t> mask_shape, lengths_shape;  // as read, for the provenance
@@ -319,20 +319,13 @@ Result<T> compute(const Plan& p, const Backend& backend, KernelTime& time) {
   r.out.resize(B * n * p.d_v);
   r.scores.resize(B * H * n * n);
   r.weights.resize(B * H * n * n);
-  AttentionArrays<T> a;
+  AttentionProblem<T> a;
+  a.shape =
+      attention_shape(B, n, p.d_model, p.d_k, p.d_v, p.heads, !p.per_entry, p.causal, p.scale);
   a.x = x.data();
   a.w_q = wq.data();
   a.w_k = wk.data();
   a.w_v = wv.data();
-  a.batch = B;
-  a.n = n;
-  a.d_model = p.d_model;
-  a.d_k = p.d_k;
-  a.d_v = p.d_v;
-  a.per_entry = p.per_entry;
-  a.heads = p.heads;
-  a.causal = p.causal;
-  a.scale = p.scale;
   a.mask = p.mask.empty() ? nullptr : p.mask.data();
   a.q = r.q.data();
   a.k = r.k.data();

@@ -123,6 +123,7 @@ void Backend::attention_forward(const AttentionProblem<T>& p, const Monitor& mon
     throw std::invalid_argument("mask: the CUDA path takes no mask; use the CPU (--device cpu)");
   if (p.map && kind_ == DeviceKind::cuda)
     throw std::invalid_argument("map: the CUDA path takes no map; use the CPU (--device cpu)");
+  p.shape.validate_one_head();
   ++calls_;
 #if defined(ATTNLAB_WITH_CUDA)
   if (kind_ == DeviceKind::cuda) {

@@ -72,7 +72,8 @@ class Backend {
   // pieces with monitor.stop_point() before each (Interrupted when a stop was asked; the outputs
   // are then partly written): on the CPU pieces of at most kAttentionPieceWork multiply-adds
   // (attention_pieces: a problem larger than that is cut into rows), on the GPU runs of whole
-  // problems of at most kGpuAttentionPieceWork. One kernel call counted.
+  // problems of at most kGpuAttentionPieceWork. One kernel call counted. One head
+  // (p.shape.heads == 1, else std::invalid_argument; attention_compute splits heads).
   template <class T>
   void attention_forward(const AttentionProblem<T>& p,
                          const Monitor& monitor = silent_monitor()) const;

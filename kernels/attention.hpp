@@ -8,10 +8,17 @@
 //   w_q, w_k (batch or 1, d_model, d_k)   1: one set of weights shared by the whole batch
 //   w_v      (batch or 1, d_model, d_v)
 //   q, k     (batch, n, d_k)   v (batch, n, d_v)
-//   scores   (batch, n, n)     scaled scores S, masked entries -inf
-//   weights  (batch, n, n)     P; rows sum to 1 (all-masked rows are zero)
+//   scores   (batch, heads, n, n)   scaled scores S, masked entries -inf
+//   weights  (batch, heads, n, n)   P; rows sum to 1 (all-masked rows are zero)
 //   out      (batch, n, d_v)   O
 // With causal = true, word i sees words 0..i only (Level 15's mask), else every word.
+//
+// One AttentionProblem describes an attention call of H = shape.heads heads (Vaswani et al.
+// 2017, section 3.2.2): H divides d_k and d_v, head h uses columns [h d_k/H, (h+1) d_k/H) of
+// W_Q and W_K and the same share of W_V, q, k, v and out are the heads' columns concatenated,
+// and scores, weights (and mask, map) are (batch, H, n, n). The kernels here (and
+// Backend::attention_forward) compute one head and refuse H != 1 with std::invalid_argument;
+// host/attention_compute.hpp's attention_compute splits several heads into one-head calls.
 // Two backends take the same Problem: attention_forward_cpu (OpenMP over the batch; each product
 // entry one fused multiply-add per term, ascending, the same bits at every CPU level) and, in a
 // CUDA build, attention_forward_cuda (cuBLAS strided-batched GEMM plus a softmax kernel).
@@ -42,11 +49,15 @@ struct AttentionShape {
   int batch = 1, n = 1, d_model = 1, d_k = 1, d_v = 1;
   bool shared_weights = false;  // w_q, w_k, w_v hold one matrix each, used by every problem
   bool causal = false;
-  double scale = 0;  // > 0; 0 means 1/sqrt(d_k)
+  double scale = 0;  // > 0; 0 means 1/sqrt(d_k / heads)
+  int heads = 1;     // H, dividing d_k and d_v; the kernels take 1
 
-  double effective_scale() const { return scale != 0 ? scale : 1.0 / std::sqrt(double(d_k)); }
+  double effective_scale() const {
+    return scale != 0 ? scale : 1.0 / std::sqrt(double(d_k / heads));
+  }
 
-  // Throws std::invalid_argument naming the first non-positive dimension.
+  // Throws std::invalid_argument naming the first non-positive dimension, for heads that do
+  // not divide d_k and d_v, and for a scale that is negative, NaN or infinite.
   void validate() const {
     const struct {
       const char* name;
@@ -56,8 +67,20 @@ struct AttentionShape {
       if (d.value < 1)
         throw std::invalid_argument(std::string("attention: ") + d.name + " must be >= 1, got " +
                                     std::to_string(d.value));
+    if (heads < 1 || d_k % heads != 0 || d_v % heads != 0)
+      throw std::invalid_argument("attention: " + std::to_string(heads) +
+                                  " heads do not divide d_k = " + std::to_string(d_k) +
+                                  " and d_v = " + std::to_string(d_v));
     if (!(scale >= 0) || std::isinf(scale))
       throw std::invalid_argument("attention: scale must be positive (0 for 1/sqrt(d_k))");
+  }
+
+  // validate(), and one head: what the kernels take.
+  void validate_one_head() const {
+    validate();
+    if (heads != 1)
+      throw std::invalid_argument("attention: the kernels take one head, got heads = " +
+                                  std::to_string(heads) + " (attention_compute splits heads)");
   }
 };
 
@@ -67,12 +90,12 @@ struct AttentionProblem {
   const T *x = nullptr, *w_q = nullptr, *w_k = nullptr, *w_v = nullptr;  // inputs
   T *q = nullptr, *k = nullptr, *v = nullptr;                            // outputs
   T *scores = nullptr, *weights = nullptr, *out = nullptr;
-  // An optional mask (batch, n, n): nonzero where query i may attend key j (PyTorch's boolean
-  // attn_mask convention); with causal, key j also needs j <= i. A key it hides is masked as
-  // causal masks one (score -inf, weight 0, never read by the weighted sum); a row with no key
+  // An optional mask (batch, heads, n, n): nonzero where query i may attend key j (PyTorch's
+  // boolean attn_mask convention); with causal, key j also needs j <= i. A key it hides is masked
+  // as causal masks one (score -inf, weight 0, never read by the weighted sum); a row with no key
   // left has zero weights and a zero output. The CPU twin alone takes one.
   const unsigned char* mask = nullptr;
-  // An optional map (batch, n, n): the weights used instead of the softmax's (a patched or
+  // An optional map (batch, heads, n, n): the weights used instead of the softmax's (a patched or
   // frozen map). The scores are computed as without it; weights holds the map on the visible
   // keys and 0 on the masked ones, and out_i = sum over the visible j of map_ij v_j in the
   // order the softmax's weights take, so that the computed weights given back as the map give

@@ -367,7 +367,7 @@ double attention_work(const AttentionShape& s) {
 }
 
 std::vector<AttentionPiece> attention_pieces(const AttentionShape& s, double budget) {
-  s.validate();
+  s.validate_one_head();
   if (!(budget > 0)) throw std::invalid_argument("attention: a piece budget must be positive");
   std::vector<AttentionPiece> pieces;
   const double entry = attention_work(s);
@@ -436,7 +436,7 @@ namespace {
 template <class T>
 void forward_piece(const AttentionProblem<T>& p, const AttentionPiece& piece, CpuLevel level) {
   const AttentionShape& s = p.shape;
-  s.validate();
+  s.validate_one_head();
   if (piece.b0 < 0 || piece.b1 > s.batch || piece.b0 >= piece.b1 || piece.r0 < 0 ||
       piece.r1 > s.n || piece.r0 >= piece.r1 ||
       (piece.step != AttentionStep::whole && piece.b1 != piece.b0 + 1))
@@ -476,7 +476,7 @@ void forward_piece(const AttentionProblem<T>& p, const AttentionPiece& piece, Cp
 }
 
 AttentionPiece whole_batch(const AttentionShape& s) {
-  s.validate();
+  s.validate_one_head();
   return AttentionPiece{AttentionStep::whole, 0, s.batch, 0, s.n, attention_work(s) * s.batch};
 }
 

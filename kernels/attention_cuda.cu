@@ -181,7 +181,7 @@ void batched_scores_cuda(const T* q, const T* k, T* scores, int batch, int n_q, 
 template <class T>
 void attention_forward_cuda(const AttentionProblem<T>& p) {
   const AttentionShape& s = p.shape;
-  s.validate();
+  s.validate_one_head();
   const long long x_stride = 1LL * s.n * s.d_model;
   const long long wk_stride = s.shared_weights ? 0 : 1LL * s.d_model * s.d_k;
   const long long wv_stride = s.shared_weights ? 0 : 1LL * s.d_model * s.d_v;
@@ -238,7 +238,7 @@ struct Transfer {
 template <class T>
 void attention_forward_cuda_host(const AttentionProblem<T>& h) {
   const AttentionShape& s = h.shape;
-  s.validate();
+  s.validate_one_head();
   const std::size_t w_count = s.shared_weights ? 1 : static_cast<std::size_t>(s.batch);
   const std::size_t rows = static_cast<std::size_t>(s.batch) * s.n;
   HostScratch<T>& d = host_scratch<T>();

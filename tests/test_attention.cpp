@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attention.hpp"
@@ -474,6 +476,46 @@ TEST(AttentionCpu, RejectsNonPositiveShapes) {
   sh.n = 3;
   sh.d_k = -1;
   EXPECT_THROW(sh.validate(), std::invalid_argument);
+}
+
+TEST(AttentionCpu, HeadsDivideDkAndDv) {
+  AttentionShape sh{1, 3, 2, 4, 6, true, false, 0};
+  sh.heads = 2;
+  EXPECT_NO_THROW(sh.validate());
+  EXPECT_EQ(sh.effective_scale(), 1 / std::sqrt(2.0));  // the head's own d_k
+  for (const int h : {0, -1, 3, 4}) {
+    sh.heads = h;
+    try {
+      sh.validate();
+      ADD_FAILURE() << h << " heads accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "attention: " + std::to_string(h) + " heads do not divide d_k = 4 and d_v = 6");
+    }
+  }
+}
+
+// The kernels compute one head: a problem of several is refused before any output is written.
+TEST(AttentionCpu, KernelsTakeOneHead) {
+  AttentionShape sh{1, 2, 1, 2, 2, true, false, 0};
+  sh.heads = 2;
+  std::vector<double> x(2, 1.0), w(2, 1.0), out(4, 7.0), square(4, 7.0);
+  const AttentionProblem<double> p{sh,         x.data(),   w.data(),   w.data(),      w.data(),
+                                   out.data(), out.data(), out.data(), square.data(), square.data(),
+                                   out.data()};
+  try {
+    attention_forward_cpu(p);
+    ADD_FAILURE() << "two heads accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "attention: the kernels take one head, got heads = 2 (attention_compute splits "
+              "heads)");
+  }
+  EXPECT_THROW(attention_forward_cpu(p, AttentionPiece{AttentionStep::whole, 0, 1, 0, 2, 0}),
+               std::invalid_argument);
+  EXPECT_THROW(attention_pieces(sh, 1e6), std::invalid_argument);
+  EXPECT_EQ(out, std::vector<double>(4, 7.0));
+  EXPECT_EQ(square, std::vector<double>(4, 7.0));
 }
 
 TEST(SoftmaxRowsCpu, HugeScoresAndInfiniteRows) {

@@ -7,7 +7,10 @@
 // - check_head: nothing refused on the CPU; on the GPU a head whose one seed would train for
 //   days on one thread (n = d = 1024) is refused with one line that says --device cpu.
 // - attention_forward in pieces gives the bits of one whole call, float and double, and a stop
-//   asked before a piece throws Interrupted.
+//   asked before a piece throws Interrupted; a problem of several heads is refused.
+// - attention_compute: several heads are one-head calls on each head's columns and its share of
+//   the mask and map, concatenated; one head is one call in place; attention_shape refuses a
+//   size beyond the kernels' int.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 
 #include "attention.hpp"
 #include "head.hpp"
+#include "host/attention_compute.hpp"
 #include "host/backend.hpp"
 #include "lanes.hpp"
 
@@ -229,6 +233,129 @@ void pieces_equal_whole() {
 TEST(BackendAttention, CpuPiecesEqualOneWholeCall) {
   pieces_equal_whole<double>();
   pieces_equal_whole<float>();
+}
+
+TEST(BackendAttention, RefusesSeveralHeads) {
+  AttentionShape sh{1, 2, 1, 2, 2, true, false, 0};
+  sh.heads = 2;
+  std::vector<double> x(2, 1.0), w(2, 1.0), out(4), square(4);
+  const Backend cpu = Backend::select("cpu", 1);
+  const std::uint64_t calls = cpu.kernel_calls();
+  EXPECT_THROW(cpu.attention_forward(AttentionProblem<double>{
+                   sh, x.data(), w.data(), w.data(), w.data(), out.data(), out.data(), out.data(),
+                   square.data(), square.data(), out.data()}),
+               std::invalid_argument);
+  EXPECT_EQ(cpu.kernel_calls(), calls);
+}
+
+TEST(AttentionCompute, ShapeRefusesSizesBeyondInt) {
+  const std::size_t big = std::size_t(1) << 31, most = big - 1;
+  const AttentionShape s = attention_shape(most, most, most, most, most, 1, true, true, 0.5);
+  EXPECT_EQ(s.batch, 0x7fffffff);
+  EXPECT_EQ(s.d_v, 0x7fffffff);
+  EXPECT_TRUE(s.shared_weights);
+  EXPECT_TRUE(s.causal);
+  EXPECT_EQ(s.scale, 0.5);
+  for (int i = 0; i < 5; ++i) {
+    std::size_t d[5] = {1, 1, 1, 1, 1};
+    d[i] = big;
+    try {
+      attention_shape(d[0], d[1], d[2], d[3], d[4], 1, false, false, 0);
+      ADD_FAILURE() << "dimension " << i << " of 2^31 accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "attention: a dimension beyond 2^31 - 1");
+    }
+  }
+  EXPECT_THROW(attention_shape(1, 1, 1, 4, 6, 4, false, false, 0), std::invalid_argument);
+}
+
+// Head h of a two-head problem is the one-head problem on columns [h d/2, (h+1) d/2) of every
+// weight, with its (batch, n, n) share of the mask and map; its q, k, v and out are those
+// columns of the whole, its scores and weights entry [b][h] of (batch, heads, n, n).
+template <class T>
+void heads_are_column_problems(bool use_map) {
+  const int B = 2, n = 5, dm = 3, dk = 4, dv = 6, H = 2, dkh = dk / H, dvh = dv / H;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd;
+  auto random = [&](std::size_t count) {
+    std::vector<T> v(count);
+    for (T& e : v) e = T(nd(rng));
+    return v;
+  };
+  const auto x = random(B * n * dm), wq = random(B * dm * dk), wk = random(B * dm * dk),
+             wv = random(B * dm * dv), map = random(B * H * n * n);
+  std::vector<unsigned char> mask(B * H * n * n);
+  for (std::size_t e = 0; e < mask.size(); ++e) mask[e] = (e * 7 + e / 11) % 3 != 0;
+  std::vector<T> q(B * n * dk), k(q.size()), v(B * n * dv), s(B * H * n * n), w(s.size()),
+      o(v.size());
+  AttentionProblem<T> p{attention_shape(B, n, dm, dk, dv, H, false, true, 0.75),
+                        x.data(),
+                        wq.data(),
+                        wk.data(),
+                        wv.data(),
+                        q.data(),
+                        k.data(),
+                        v.data(),
+                        s.data(),
+                        w.data(),
+                        o.data(),
+                        mask.data(),
+                        use_map ? map.data() : nullptr};
+  KernelTime time;
+  attention_compute(p, Backend::select("cpu", 2), silent_monitor(), time);
+  for (int h = 0; h < H; ++h) {
+    auto cols = [&](const std::vector<T>& a, int rows, int all, int part) {
+      std::vector<T> c(std::size_t(rows) * part);
+      for (int r = 0; r < rows; ++r)
+        for (int j = 0; j < part; ++j) c[r * part + j] = a[r * all + h * part + j];
+      return c;
+    };
+    auto square = [&](const auto& a) {
+      std::vector<std::decay_t<decltype(a[0])>> c(B * n * n);
+      for (int b = 0; b < B; ++b)
+        for (int e = 0; e < n * n; ++e) c[b * n * n + e] = a[(b * H + h) * n * n + e];
+      return c;
+    };
+    const auto hq = cols(wq, B * dm, dk, dkh), hk = cols(wk, B * dm, dk, dkh),
+               hv = cols(wv, B * dm, dv, dvh), hmap = square(map);
+    const auto hmask = square(mask);
+    std::vector<T> eq(B * n * dkh), ek(eq.size()), ev(B * n * dvh), es(B * n * n), ew(es.size()),
+        eo(ev.size());
+    attention_forward_cpu(AttentionProblem<T>{AttentionShape{B, n, dm, dkh, dvh, false, true, 0.75},
+                                              x.data(), hq.data(), hk.data(), hv.data(), eq.data(),
+                                              ek.data(), ev.data(), es.data(), ew.data(), eo.data(),
+                                              hmask.data(), use_map ? hmap.data() : nullptr});
+    EXPECT_EQ(cols(q, B * n, dk, dkh), eq) << "head " << h;
+    EXPECT_EQ(cols(k, B * n, dk, dkh), ek) << "head " << h;
+    EXPECT_EQ(cols(v, B * n, dv, dvh), ev) << "head " << h;
+    EXPECT_EQ(cols(o, B * n, dv, dvh), eo) << "head " << h;
+    const auto hs = square(s);
+    EXPECT_EQ(std::memcmp(hs.data(), es.data(), es.size() * sizeof(T)), 0) << "head " << h;
+    EXPECT_EQ(square(w), ew) << "head " << h;
+  }
+  // One head: the kernels' call itself, in place.
+  p.shape = attention_shape(B, n, dm, dk, dv, 1, false, true, 0.75);
+  p.mask = nullptr;
+  p.map = nullptr;
+  std::vector<T> s1(B * n * n), w1(s1.size());
+  p.scores = s1.data();
+  p.weights = w1.data();
+  attention_compute(p, Backend::select("cpu", 2), silent_monitor(), time);
+  const auto q1 = q, o1 = o;
+  std::vector<T> es(s1.size()), ew(s1.size());
+  p.scores = es.data();
+  p.weights = ew.data();
+  attention_forward_cpu(p);
+  EXPECT_EQ(q1, q);
+  EXPECT_EQ(o1, o);
+  EXPECT_EQ(w1, ew);
+}
+
+TEST(AttentionCompute, HeadsAreOneHeadProblemsOnTheirColumns) {
+  heads_are_column_problems<double>(false);
+  heads_are_column_problems<double>(true);
+  heads_are_column_problems<float>(false);
+  heads_are_column_problems<float>(true);
 }
 
 }  // namespace

@@ -251,8 +251,8 @@ struct AttentionPlan {
       square = 2.0 * double(word) * double(chunk) * double(H) * double(n) * double(n);
       total += square;
     }
-    total += attention_compute_bytes(chunk, n, d_model, d_k, d_v, per_entry, int(H), masked, mapped,
-                                     word);
+    total += attention_compute_bytes(chunk, n, d_model, d_k, d_v, !per_entry, int(H), masked,
+                                     mapped, word);
     return {total, square};
   }
 };
@@ -323,21 +323,14 @@ nb::tuple attention(In3<T> x, In3<T> w_q, In3<T> w_k, In3<T> w_v, bool per_entry
     Ran r{backend.name(), {}};
     for (std::size_t b0 = 0; b0 < B; b0 += plan.chunk) {
       const std::size_t b = std::min(plan.chunk, B - b0);
-      AttentionArrays<T> a;
+      AttentionProblem<T> a;
+      a.shape =
+          attention_shape(b, n, d_model, plan.d_k, plan.d_v, heads, !per_entry, causal, scale);
       a.x = x.data() + b0 * n * d_model;
       const std::size_t w0 = per_entry ? b0 * d_model : 0;
       a.w_q = w_q.data() + w0 * plan.d_k;
       a.w_k = w_k.data() + w0 * plan.d_k;
       a.w_v = w_v.data() + w0 * plan.d_v;
-      a.batch = b;
-      a.n = n;
-      a.d_model = d_model;
-      a.d_k = plan.d_k;
-      a.d_v = plan.d_v;
-      a.per_entry = per_entry;
-      a.heads = heads;
-      a.causal = causal;
-      a.scale = scale;
       a.mask = mask ? mask->data() + b0 * square : nullptr;
       a.map = map ? map->data() + b0 * square : nullptr;
       a.q = ptr[0] + b0 * n * plan.d_k;
