@@ -83,15 +83,15 @@ def run(cmd, env=None, cwd=None):
 
 def args(doc, variants):
     ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("n", type=int)
-    ap.add_argument("d", type=int)
-    ap.add_argument("seeds", type=int)
-    ap.add_argument("steps", type=int)
+    ap.add_argument("n", type=positive_int)
+    ap.add_argument("d", type=positive_int)
+    ap.add_argument("seeds", type=positive_int)
+    ap.add_argument("steps", type=positive_int)
     ap.add_argument("--variant", choices=variants, default=variants[0])
     ap.add_argument("--init", choices=["demo", "anchor"], default="demo")
     ap.add_argument("--task-seed", type=int, default=1)
     ap.add_argument("--task", choices=["random", "teacher"], default="random")
-    ap.add_argument("--inputs", type=int, default=1, help="B (--task teacher)")
+    ap.add_argument("--inputs", type=positive_int, default=1, help="B (--task teacher)")
     ap.add_argument("--print-losses", type=int, default=0, metavar="K",
                     help="print the final loss of the first K seeds (repr, float64)")
     return ap.parse_args()

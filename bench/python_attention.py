@@ -41,10 +41,20 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 
+import common  # noqa: E402  (first: a Python without numpy is told so in one line)
 import numpy as np  # noqa: E402
 
-import attnlab  # noqa: E402
-import common  # noqa: E402
+attnlab = None  # imported by main() once the arguments are checked
+
+
+def import_attnlab():
+    global attnlab
+    try:
+        import attnlab as module
+    except ImportError:
+        sys.exit(f"python_attention: {sys.executable} has no attnlab: install it (pip install .) "
+                 "or put build/python/python on PYTHONPATH (the python preset)")
+    attnlab = module
 
 B, N, D = 4096, 128, 64
 THREADS = 2
@@ -116,6 +126,7 @@ def main():
     ap.add_argument("--wait-policies", type=int, default=0, metavar="N")
     ap.add_argument("--child-calls", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    import_attnlab()
     if a.child_calls:
         return without_maps(a.child_calls)
     if a.wait_policies:
