@@ -93,9 +93,10 @@ void check_outputs(const Options& o, OutputPlan& plan) {
     for (const std::string& name : o.experiments) {
       for (const char* ext : {".csv", ".json"})
         files.push_back({o.out_dir + "/" + name + ext, "--out"});
-      if (o.plots)
-        for (const auto& f : figure_names(find_experiment(name)->figures))
-          files.push_back({o.out_dir + "/" + f, "--out"});
+      // Its figures whether or not this run draws them: one it does not draw is removed
+      // (retire_undrawn_figures), which takes --force as replacing it does.
+      for (const auto& f : figure_names(find_experiment(name)->figures))
+        files.push_back({o.out_dir + "/" + f, "--out"});
     }
     note_stale(remove_stale_temporaries(o.out_dir));
   }
@@ -145,9 +146,11 @@ void write_outputs(const Options& o, const std::vector<Table>& tables,
     nlohmann::json p = provenance;
     for (const auto& [k, v] : t.run.items()) p[k] = v;
     write_file_atomic(stem + ".json", render({t}, Format::json, p), o.force);
-    if (o.plots && gnuplot_available())
-      for (const auto& f : write_figures(t, find_experiment(t.name)->figures, o.out_dir, o.force))
-        spdlog::debug("wrote {}", f);
+    const std::vector<Figure>& figures = find_experiment(t.name)->figures;
+    std::vector<std::string> drawn;
+    if (o.plots && gnuplot_available()) drawn = write_figures(t, figures, o.out_dir, o.force);
+    for (const auto& f : drawn) spdlog::debug("wrote {}", f);
+    retire_undrawn_figures(figures, o.out_dir, drawn, o.force);
   }
 }
 
@@ -279,12 +282,17 @@ int run_replot(const std::string& path, const Options& o) {
   }
   try {
     std::size_t written = 0;
-    for (const auto& [t, e] : todo)
-      written += write_figures(t, e->figures, o.out_dir, o.force).size();
+    std::vector<std::vector<std::string>> drawn;
+    for (const auto& [t, e] : todo) {
+      drawn.push_back(write_figures(t, e->figures, o.out_dir, o.force));
+      written += drawn.back().size();
+    }
     if (written == 0) {
       print_error("replot: " + path + ": its tables hold no data for their figures");
       return 1;
     }
+    for (std::size_t i = 0; i < todo.size(); ++i)
+      retire_undrawn_figures(todo[i].second->figures, o.out_dir, drawn[i], o.force);
     spdlog::info("replot: {} figure files in {}", written, o.out_dir);
   } catch (const Interrupted&) {
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;

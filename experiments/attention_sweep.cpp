@@ -641,8 +641,9 @@ std::string heatmap_script(const Table& t) {
     << "]\nset xtics 0,1," << n - 1 << " out nomirror\nset ytics " << r0 << ",1," << last
     << " out nomirror\nset palette defined (0 'white', 1 '#1f77b4')\n";
   const auto panel = [&](const char* block, const char* title, const char* cbrange) {
-    s << "set title '" << title << "'\nset cbrange " << cbrange << "\nplot $" << block
-      << " matrix using 1:($2+" << r0 << "):3 with image notitle";
+    s << "set title '" << title << "'\nset cbrange " << cbrange << "\nplot "
+      << plot::cells("$" + std::string(block) + " matrix", "1", "($2+" + std::to_string(r0) + ")",
+                     "3");
     if (n <= 16)
       s << ", $" << block << " matrix using 1:($2+" << r0
         << "):(sprintf('%.2f', $3)) with labels font '," << (n <= 8 ? 10 : 7) << "' notitle";

@@ -102,7 +102,7 @@ std::string weight_heatmaps_script(const Table& t) {
         s << j << " " << i << " " << round_trip(mats[m].second[i][j]) << "\n";
     s << "EOD\nset title " << plot::title_lines({mats[m].first, case_text(cases[m])}, width)
       << " noenhanced\n"
-      << "plot $M" << m << " using 1:2:3 with image notitle, $M" << m
+      << "plot " << plot::cells("$M" + std::to_string(m), "1", "2", "3") << ", $M" << m
       << " using 1:2:(sprintf('%.3f', $3)) with labels tc rgb '#000000' notitle\n";
   }
   s << "unset multiplot\n";

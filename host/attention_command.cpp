@@ -484,7 +484,7 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
              (std::isfinite(w) ? round_trip(w) : std::string("NaN")) + "\n";
       }
     s += "EOD\nset title '" + (p.heads > 1 ? "head " + std::to_string(h) : std::string("")) +
-         "'\nplot $M" + std::to_string(h) + " using 1:2:3 with image notitle";
+         "'\nplot " + plot::cells("$M" + std::to_string(h), "1", "2", "3");
     if (n <= 12)
       s += ", $M" + std::to_string(h) + " using 1:2:(sprintf('%.3f', $3)) with labels notitle";
     s += "\n";
@@ -577,9 +577,9 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
       spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
     for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
     refuse_existing(r.out_dir + "/attention.json", r.force);
-    if (plots)
-      for (const char* ext : {".png", ".svg"})
-        refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
+    // The figure whether or not this run draws it: one it does not draw is removed below.
+    for (const char* ext : {".png", ".svg"})
+      refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
   }
   OutputSet outputs;  // after the lock: its temporaries go before the lock is released
   // A mask runs on the CPU twin alone (the CUDA path takes none): auto picks the CPU.
@@ -640,8 +640,11 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
           std::to_string(std::min(8, p.heads) * 560 + 40) + "," + std::to_string(560);
       for (const char* ext : {".png", ".svg"})
         write_gnuplot_figure(body, d + "attention-weights" + ext, size, r.force);
-    } else if (!r.no_plots && figure_fits) {
-      spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+    } else {
+      if (!r.no_plots && figure_fits)
+        spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+      for (const char* ext : {".png", ".svg"})  // an earlier run's figure is not this data's
+        retire_file(d + "attention-weights" + ext, r.force);
     }
   }
   write_stdout(printed);

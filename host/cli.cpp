@@ -116,9 +116,11 @@ std::string experiment_help(const Experiment& e) {
 }
 
 // The experiments that --table's text names (by their tables' names), "all" expanded to the
-// lesson's experiments, each once in the order first named.
+// lesson's experiments, each once in the order first named; those named again (directly or
+// through "all") are added to *twice when it is given.
 std::vector<std::string> chosen_experiments(const std::vector<Experiment>& all,
-                                            const std::string& text) {
+                                            const std::string& text,
+                                            std::vector<std::string>* twice = nullptr) {
   std::vector<std::string> names = {"all"};
   for (const auto& e : all) names.push_back(e.name);
   std::vector<std::string> chosen;
@@ -131,7 +133,10 @@ std::vector<std::string> chosen_experiments(const std::vector<Experiment>& all,
       add.push_back(name);
     }
     for (const auto& a : add)
-      if (std::find(chosen.begin(), chosen.end(), a) == chosen.end()) chosen.push_back(a);
+      if (std::find(chosen.begin(), chosen.end(), a) == chosen.end())
+        chosen.push_back(a);
+      else if (twice && std::find(twice->begin(), twice->end(), a) == twice->end())
+        twice->push_back(a);
   }
   return chosen;
 }
@@ -522,9 +527,12 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   CheckedOptions checked;
   bool list = false, no_plots = false;
   o.experiments = chosen_experiments(all, "all");  // without --table
+  std::vector<std::string> named_twice;            // by --table
   checked
       .add(&app, "--table", "Table(s) to make: a name, a comma list, or all", o.experiments,
-           [&all](Text, Text text) { return chosen_experiments(all, text); })
+           [&all, &named_twice](Text, Text text) {
+             return chosen_experiments(all, text, &named_twice);
+           })
       ->default_str("all")
       ->type_name("NAMES");
   app.add_flag("--list", list, "List the tables and exit");
@@ -578,6 +586,9 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
   cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
+  for (const std::string& name : named_twice)
+    cli.warnings.push_back("--table: " + name +
+                           " is named more than once (directly or through all); it runs once");
   record_command_line(argc, argv, o);
   return cli;
 }

@@ -130,6 +130,16 @@ void commit_file(const std::string& tmp, const std::string& path, bool overwrite
   }
 }
 
+void retire_file(const std::string& path, bool overwrite) {
+  refuse_existing(path, overwrite);
+  if (g_active_set) {
+    g_active_set->retired_.push_back(path);
+    return;
+  }
+  if (std::remove(path.c_str()) != 0 && errno != ENOENT)
+    throw errno_error("cannot remove " + path, errno);
+}
+
 std::string AtomicFile::temporary_name(const std::string& path) {
   return path + ".tmp-" + std::to_string(getpid());
 }
@@ -190,6 +200,7 @@ OutputSet::~OutputSet() {
 
 void OutputSet::commit_all() {
   for (const File& f : files_) refuse_existing(f.path, f.overwrite);
+  for (const std::string& path : retired_) refuse_existing(path, true);
   for (std::size_t i = 0; i < files_.size(); ++i)
     if (std::rename(files_[i].tmp.c_str(), files_[i].path.c_str()) != 0) {
       const int e = errno;
@@ -197,6 +208,10 @@ void OutputSet::commit_all() {
       throw errno_error("cannot write " + files_.front().path, e);
     }
   files_.clear();
+  for (const std::string& path : retired_)
+    if (std::remove(path.c_str()) != 0 && errno != ENOENT)
+      throw errno_error("cannot remove " + path, errno);
+  retired_.clear();
 }
 
 DirLock::DirLock(const std::string& dir) : dir_(dir) {

@@ -8,7 +8,9 @@
 // - files: an AtomicFile writes to "PATH.tmp-PID" and renames it to PATH on commit(); if the run
 //   stops first (an error, Ctrl-C), the destructor removes the temporary file. While an
 //   OutputSet lives, commits wait and the OutputSet renames every file at the end of the run,
-//   so one run's files appear together or not at all.
+//   so one run's files appear together or not at all; a file of the run's outputs that it does
+//   not write again (a figure it does not draw) is removed then (retire_file), so that no earlier
+//   run's file lies beside the new data.
 // - places: a DirLock on DIR (flock) keeps two runs from writing into one folder at once;
 //   remove_stale_temporaries clears "NAME.tmp-PID" files that a killed run (PID gone) left.
 // - destinations: only a regular file is ever replaced (and only when asked: --force); a
@@ -49,6 +51,13 @@ void refuse_existing(const std::string& path, bool overwrite);
 // Renames tmp to path now, or, while an OutputSet lives, when it commits. Re-checks path with
 // refuse_existing first. Throws std::runtime_error (tmp is then removed).
 void commit_file(const std::string& tmp, const std::string& path, bool overwrite);
+
+// A file of a run's outputs that this run does not write again (a figure it does not draw:
+// --no-plots, no gnuplot, no data for it), so that an earlier run's copy does not lie beside
+// the new data: refused like a destination (refuse_existing) unless overwrite; with it, removed
+// now, or, while an OutputSet lives, once it has renamed its files into place. Nothing there:
+// nothing to do.
+void retire_file(const std::string& path, bool overwrite);
 
 class AtomicFile {
  public:
@@ -102,11 +111,13 @@ class OutputSet {
 
  private:
   friend void commit_file(const std::string&, const std::string&, bool);
+  friend void retire_file(const std::string&, bool);
   struct File {
     std::string tmp, path;
     bool overwrite;
   };
   std::vector<File> files_;
+  std::vector<std::string> retired_;  // removed after the renames
 };
 
 // An exclusive lock on the folder DIR itself (flock), held while the object lives and released

@@ -38,6 +38,11 @@ std::string quote(const std::string& s) {
   for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return out + "\"";
 }
+std::string cells(const std::string& source, const std::string& x, const std::string& y,
+                  const std::string& z) {
+  return source + " using " + x + ":" + y + ":(0.5):(0.5):" + z +
+         " with boxxyerror fill solid 1.0 noborder lc palette notitle";
+}
 std::string columns(const Table& t, std::initializer_list<const char*> names) {
   std::string s = "$D << EOD\n";
   for (const auto& r : t.rows) {
@@ -192,6 +197,14 @@ std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>
     }
   }
   return written;
+}
+
+void retire_undrawn_figures(const std::vector<Figure>& figures, const std::string& dir,
+                            const std::vector<std::string>& drawn, bool overwrite) {
+  for (const std::string& name : figure_names(figures)) {
+    const std::string path = dir + "/" + name;
+    if (std::find(drawn.begin(), drawn.end(), path) == drawn.end()) retire_file(path, overwrite);
+  }
 }
 
 }  // namespace attn

@@ -31,6 +31,12 @@ std::vector<std::string> figure_names(const std::vector<Figure>& figures);
 std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
                                        const std::string& dir, bool overwrite);
 
+// The files of `figures` in dir that this run does not draw (not among `drawn`, write_figures'
+// answer, empty when nothing was drawn) are retired (output.hpp's retire_file): an earlier
+// run's figure never lies beside new data. Throws as retire_file.
+void retire_undrawn_figures(const std::vector<Figure>& figures, const std::string& dir,
+                            const std::vector<std::string>& drawn, bool overwrite);
+
 // Draws one figure: runs gnuplot on `body` (everything after "set terminal/output") for PATH,
 // whose extension (.png or .svg) picks the terminal; size "W,H" in pixels. Errors as
 // write_figures.
@@ -58,6 +64,11 @@ std::string count(double n);
 // A value of t.run as a person reads it: a string as is, a number by human_number, a boolean
 // "on" or "off"; "" when absent or of another kind.
 std::string run_text(const Table& t, const char* key);
+// A heatmap's plot clause: a unit cell centred on each (x, y), filled with the palette's colour
+// of z, where `with image` would draw nothing for a heatmap of one row or one column. source: a
+// datablock and its modifiers ("$M", "$M matrix"); x, y, z: its `using` columns ("1", "($2+3)").
+std::string cells(const std::string& source, const std::string& x, const std::string& y,
+                  const std::string& z);
 }  // namespace plot
 
 // Whether a figure file gnuplot wrote (a PNG when png, else an SVG) is complete: not empty; a PNG

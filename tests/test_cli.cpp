@@ -575,6 +575,22 @@ TEST(CliRefuses, ValuesOfFlagsNoChosenTableReads) {
   EXPECT_NE(r.err.find("--heads has no effect here"), std::string::npos) << r.err;
 }
 
+// A table named twice in --table (directly or through "all") runs once, and the run says so.
+TEST(CliNotices, ATableNamedTwiceRunsOnceWithANotice) {
+  for (const std::string tables : {"knob,knob", "all,knob", "knob,all"}) {
+    const auto r = run_demo("--table " + tables + " --format json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: --table: knob is named more than once"), std::string::npos)
+        << tables << ": " << r.err;
+    int knobs = 0;
+    const auto doc = nlohmann::json::parse(r.out);
+    for (const auto& t : doc["tables"]) knobs += t["name"] == "knob";
+    EXPECT_EQ(knobs, 1) << tables;
+  }
+  const auto once = run_demo("--table knob,qkv --format csv");
+  EXPECT_EQ(once.err.find("more than once"), std::string::npos) << once.err;
+}
+
 // The checkpoint and a shard's part are outputs too: one naming a file another output writes is
 // refused before any work, with --force as without.
 TEST(CliRefuses, TheCheckpointNamingAnotherOutput) {

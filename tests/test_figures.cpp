@@ -5,7 +5,8 @@
 //   that is not defined (NaN) is marked, never drawn as 0; a JSD that spans decades on a log axis.
 // - The loss-JSD scatter: a diverged loss left out and counted in the title, the convergence
 //   threshold drawn.
-// - The map: ticks at the cells' centres, each cell's value up to 16 words.
+// - The map: ticks at the cells' centres, each cell's value up to 16 words; a heatmap of one
+//   row (attention-sweep's map, demo attention's weights) has its cells drawn.
 // - The other tables' figures, drawn from tables run here: each title names the configuration
 //   and the seeds or samples each value is over (training-sweep, softmax-saturation, dk-std),
 //   or the words and matrices of each panel (weighted-average, qkv); the references drawn.
@@ -359,6 +360,45 @@ TEST(AttentionSweepFigures, MapTicksAtCellCentresWithValuesUpTo16Words) {
   }
 }
 
+// The cells plot group `group` ("gnuplot_plot_1a": a panel's first plot, the cells) of an SVG
+// gnuplot wrote fills: each filled polygon's colour.
+std::vector<std::string> cell_fills(const std::string& svg, const std::string& group) {
+  std::vector<std::string> fills;
+  const std::size_t at = svg.find("<g id=\"" + group + "\"");
+  if (at == std::string::npos) return fills;
+  const std::size_t end = svg.find("</g>", at);
+  for (std::size_t p = svg.find("<polygon fill = '", at); p < end;
+       p = svg.find("<polygon fill = '", p + 1)) {
+    const std::size_t from = p + std::string("<polygon fill = '").size();
+    fills.push_back(svg.substr(from, svg.find('\'', from) - from));
+  }
+  return fills;
+}
+
+// A heatmap of one row has its cells drawn (gnuplot's `with image` draws none there): demo
+// attention's weights for one word (weight 1: the palette's top, #6f9fd8) and attention-sweep's
+// map for two words (one loss row, two keys).
+TEST(Heatmaps, OneRowHeatmapsHaveTheirCellsFilled) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  TempDir dir;
+  const std::string x = dir.write("x.json", "[[1, 2]]"),
+                    w = dir.write("w.json", "[[1, 0], [0, 1]]");
+  const auto a = test::run_demo("attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " +
+                                w + " -q --out " + dir.file("one-word"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(
+      cell_fills(test::read_file(dir.file("one-word/attention-weights.svg")), "gnuplot_plot_1a"),
+      std::vector<std::string>{"rgb(111, 159, 216)"});
+  const auto s = test::run_demo(
+      "--table attention-sweep --task previous --words 2 --d-model 2 --d-k 2 --seeds 0:4 "
+      "--steps 10 -q --out " +
+      dir.file("sweep"));
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const std::string map = test::read_file(dir.file("sweep/attention-sweep-map.svg"));
+  EXPECT_EQ(cell_fills(map, "gnuplot_plot_1a").size(), 2u) << "the mean map's two cells";
+  EXPECT_EQ(cell_fills(map, "gnuplot_plot_1b").size(), 2u) << "the std map's two cells";
+}
+
 // ---- the other tables' figures -----------------------------------------------------------------
 
 // Table `table`'s figure `stem`'s script for t.
@@ -519,6 +559,67 @@ TEST(Replot, DrawsAStoredResultsFiguresAgain) {
   EXPECT_EQ(test::run_demo("replot " + run + "/attention-sweep.json --out " + again + " -q --force")
                 .exit_code,
             0);
+}
+
+// A run that does not draw a figure it drew before (--no-plots, no gnuplot on PATH, no data for
+// it) removes the earlier run's copy with --force, and is refused without it, so that no figure
+// lies beside data it was not drawn from: a table's run, demo attention and replot.
+TEST(StaleFigures, AFigureNotDrawnAgainIsRemovedWithForceAndRefusedWithout) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string
+      out = dir.file("sweep"),
+      sweep =
+          "--table attention-sweep --task previous --words 3 --d-model 3 --d-k 3 --seeds 0:4 "
+          "--steps 10 -q --out " +
+          out;
+  const auto figures = [&](const std::string& folder) {
+    std::vector<std::string> names;
+    for (const auto& f : fs::directory_iterator(folder))
+      if (f.path().extension() == ".png" || f.path().extension() == ".svg")
+        names.push_back(f.path().filename().string());
+    return names;
+  };
+  ASSERT_EQ(test::run_demo(sweep).exit_code, 0);
+  ASSERT_EQ(figures(out).size(), 8u);
+  ASSERT_EQ(test::run_demo(sweep + " --force --no-plots").exit_code, 0);
+  EXPECT_TRUE(figures(out).empty());
+  EXPECT_TRUE(fs::exists(out + "/attention-sweep.json"));
+  // Without gnuplot on PATH, likewise.
+  ASSERT_EQ(test::run_demo(sweep + " --force").exit_code, 0);
+  ASSERT_EQ(figures(out).size(), 8u);
+  ASSERT_EQ(test::run_demo(sweep + " --force", "PATH=/nonexistent").exit_code, 0);
+  EXPECT_TRUE(figures(out).empty());
+  // An earlier figure alone in the folder: refused without --force, left as it was.
+  const std::string lone = dir.file("lone");
+  fs::create_directories(lone);
+  test::write_file(lone + "/attention-sweep-map.png", "an earlier figure");
+  test::expect_refused(sweep.substr(0, sweep.find("--out")) + "--out " + lone + " --no-plots", 1,
+                       {"attention-sweep-map.png", "--force"});
+  EXPECT_EQ(test::read_file(lone + "/attention-sweep-map.png"), "an earlier figure");
+
+  // demo attention's heatmap.
+  const std::string x = dir.write("x.json", "[[1, 2], [3, 4]]"),
+                    w = dir.write("w.json", "[[1, 0], [0, 1]]");
+  const std::string attention = "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " +
+                                w + " -q --out " + dir.file("attention");
+  ASSERT_EQ(test::run_demo(attention).exit_code, 0);
+  ASSERT_EQ(figures(dir.file("attention")).size(), 2u);
+  test::expect_refused(attention + " --no-plots", 1, {"exists", "--force"});
+  ASSERT_EQ(test::run_demo(attention + " --no-plots --force").exit_code, 0);
+  EXPECT_TRUE(figures(dir.file("attention")).empty());
+  EXPECT_TRUE(fs::exists(dir.file("attention/weights.npy")));
+
+  // replot of a result whose map is gone from the file: the map's figure is removed.
+  ASSERT_EQ(test::run_demo(sweep + " --force").exit_code, 0);
+  nlohmann::json j = test::read_json(out + "/attention-sweep.json");
+  j["tables"][0].erase("mean_map");
+  const std::string mapless = dir.write("mapless.json", j.dump());
+  ASSERT_EQ(test::run_demo("replot " + mapless + " -q --force --out " + out).exit_code, 0);
+  EXPECT_FALSE(fs::exists(out + "/attention-sweep-map.png"));
+  EXPECT_FALSE(fs::exists(out + "/attention-sweep-map.svg"));
+  EXPECT_EQ(figures(out).size(), 6u);
 }
 
 TEST(Replot, RefusesBadInputWithOneLine) {
