@@ -243,6 +243,9 @@ int run_replot(const std::string& path, const Options& o) {
       const std::string name = tj["name"].get<std::string>();
       const Experiment* e = find_experiment(name);
       if (!e) throw std::runtime_error("table " + quote_input(name) + " is not one of demo's");
+      for (const auto& [other, unused] : todo)
+        if (other.name == name)
+          throw std::runtime_error("two tables named " + name + " (a result holds each once)");
       if (e->figures.empty())
         throw std::runtime_error("table " + name + " has no figures (nothing to replot)");
       Table t;
@@ -281,6 +284,7 @@ int run_replot(const std::string& path, const Options& o) {
     return 1;
   }
   try {
+    OutputSet figures;  // every figure renamed into place together, or none
     std::size_t written = 0;
     std::vector<std::vector<std::string>> drawn;
     for (const auto& [t, e] : todo) {
@@ -293,6 +297,7 @@ int run_replot(const std::string& path, const Options& o) {
     }
     for (std::size_t i = 0; i < todo.size(); ++i)
       retire_undrawn_figures(todo[i].second->figures, o.out_dir, drawn[i], o.force);
+    figures.commit_all();
     spdlog::info("replot: {} figure files in {}", written, o.out_dir);
   } catch (const Interrupted&) {
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;

@@ -835,6 +835,7 @@ std::string grid_script(const Table& t) {
     const std::size_t series = groups.size() * qs.size();
     const double spread = by_dk ? std::min(0.06, 0.5 / series) : std::min(0.15, 0.6 / series);
     std::ostringstream plots, labels;
+    bool any_drawn = false;
     for (std::size_t q = 0; q < qs.size(); ++q)
       for (std::size_t k = 0; k < groups.size(); ++k) {
         const double offset =
@@ -849,6 +850,7 @@ std::string grid_script(const Table& t) {
           const double y = value(g[i], qs[q].key), lo = value(g[i], qs[q].key + "_ci95", 0),
                        hi = value(g[i], qs[q].key + "_ci95", 1);
           const bool drawn = std::isfinite(y) && (!log_y || y > 0);
+          any_drawn = any_drawn || drawn;
           s << round_trip(x) << " " << (drawn ? round_trip(y) : "NaN") << " "
             << (drawn && std::isfinite(lo) ? round_trip(lo)
                 : drawn                    ? round_trip(y)
@@ -876,7 +878,7 @@ std::string grid_script(const Table& t) {
       s << "set logscale y\nset format y '10^{%L}'\nset yrange [*:*]\n";
     else
       s << "unset logscale y\nset format y '%g'\n";
-    s << "plot " << plots.str() << "\n";
+    s << (any_drawn ? "plot " + plots.str() + "\n" : plot::nothing_to_draw("no finite value"));
   };
   // The JSD axis: logarithmic when the finite positive values (and their intervals) span more
   // than a decade.
@@ -1044,6 +1046,10 @@ std::string interventions_script(const Table& t) {
     }
     return Drawn{plots.str(), log_axis, lo, hi};
   };
+  // A panel's plot command, or its frame and a note when no series has a finite value.
+  const auto plot_or_note = [](const std::string& plots) {
+    return plots.empty() ? plot::nothing_to_draw("no finite seed") : "plot " + plots + "\n";
+  };
   // A log axis with room beyond the values (points at its edges stay whole), else a linear one.
   const auto axis = [&](bool log_axis, double lo, double hi) {
     if (!log_axis) return std::string("unset logscale y\nset format y '%g'\n");
@@ -1076,7 +1082,7 @@ std::string interventions_script(const Table& t) {
             true);
   s << "set title 'output distance when the map is replaced'\nset ylabel 'RMS distance'\n"
     << axis(outputs.log_axis, outputs.lo, outputs.hi) << "unset label\n"
-    << labels.str() << "plot " << outputs.plots << "\n";
+    << labels.str() << plot_or_note(outputs.plots);
   labels.str("");
 
   if (find_row(t, "adversarial JSD within epsilon", "finite")) {
@@ -1091,8 +1097,8 @@ std::string interventions_script(const Table& t) {
       << labels.str()
       << "set arrow 1 from graph 0, first 0.1 to graph 1, first 0.1 nohead dt 2 lw 1.5\n"
       << "set label 'not unique above 0.1 nats' at graph 0.02, first 0.1 offset 0,0.6 "
-         "font ',9'\nplot "
-      << adversarial.plots << "\nunset arrow 1\n";
+         "font ',9'\n"
+      << plot_or_note(adversarial.plots) << "unset arrow 1\n";
     labels.str("");
   }
   const Drawn tau =
@@ -1100,9 +1106,8 @@ std::string interventions_script(const Table& t) {
             false);
   s << "set title 'do the weights rank the keys by importance?'\nset ylabel 'tau_b'\n"
     << axis(false, 0, 0) << "set yrange [-1.05:1.05]\nunset label\n"
-    << labels.str()
-    << "set arrow 2 from graph 0, first 0 to graph 1, first 0 nohead dt 2 lw 1.5\nplot "
-    << tau.plots << "\nunset arrow 2\nunset multiplot\n";
+    << labels.str() << "set arrow 2 from graph 0, first 0 to graph 1, first 0 nohead dt 2 lw 1.5\n"
+    << plot_or_note(tau.plots) << "unset arrow 2\nunset multiplot\n";
   return s.str();
 }
 

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -145,6 +146,12 @@ std::vector<std::string> PerSeedMaps::files(const std::string& path, const PerSe
   return out;
 }
 
+std::vector<std::string> PerSeedMaps::every_file(const std::string& path) {
+  PerSeedRecord every;
+  every.nudge = every.known = every.w_o = true;
+  return files(path, every);
+}
+
 double PerSeedMaps::bytes(const std::string& path, const PerSeedRecord& r, std::uint64_t count) {
   const double seeds = static_cast<double>(count);
   // CSV: the seed (up to 20 digits), %.17g numbers (up to 24 characters) and separators.
@@ -165,6 +172,10 @@ PerSeedMaps::PerSeedMaps(const std::string& path, bool force, const PerSeedRecor
       spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", stale);
     files_.push_back(std::make_unique<AtomicFile>(f, force));
   }
+  // An earlier run's arrays that this request does not write would lie beside the new ones.
+  const std::vector<std::string> mine = files(path, record);
+  for (const std::string& f : every_file(path))
+    if (std::find(mine.begin(), mine.end(), f) == mine.end()) retire_file(f, force);
   buffers_.resize(files_.size());
   const SeedResults& s = record.results;
   const std::size_t seeds = count, rows = s.rows, n = static_cast<std::size_t>(s.n);

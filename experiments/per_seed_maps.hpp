@@ -100,11 +100,14 @@ class PerSeedMaps {
  public:
   // The files FILE names (one for .csv, the arrays' for .npy).
   static std::vector<std::string> files(const std::string& path, const PerSeedRecord& record);
+  // Every file FILE can name, each optional array's included (--nudge, a known map, W_O).
+  static std::vector<std::string> every_file(const std::string& path);
   // Their bytes for `count` seeds (the CSV: at most).
   static double bytes(const std::string& path, const PerSeedRecord& record, std::uint64_t count);
 
   // r0: the first loss row (names the CSV's columns). Throws std::runtime_error when a file may
-  // not be written (AtomicFile).
+  // not be written (AtomicFile). The optional arrays this record does not write are retired
+  // (output.hpp's retire_file): an earlier run's are refused without force, removed with it.
   PerSeedMaps(const std::string& path, bool force, const PerSeedRecord& record, int r0,
               std::uint64_t count);
 

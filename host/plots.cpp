@@ -38,6 +38,10 @@ std::string quote(const std::string& s) {
   for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   return out + "\"";
 }
+std::string nothing_to_draw(const std::string& note) {
+  return "unset logscale y\nset yrange [0:1]\nset format y ''\nset label " + quote(note) +
+         " at graph 0.5, graph 0.5 center\nplot NaN notitle\n";
+}
 std::string cells(const std::string& source, const std::string& x, const std::string& y,
                   const std::string& z) {
   return source + " using " + x + ":" + y + ":(0.5):(0.5):" + z +

@@ -64,6 +64,10 @@ std::string count(double n);
 // A value of t.run as a person reads it: a string as is, a number by human_number, a boolean
 // "on" or "off"; "" when absent or of another kind.
 std::string run_text(const Table& t, const char* key);
+// A panel's plot command when it has nothing to draw (every value NaN: no finite seed): its
+// frame and `note` in the middle, where a plot of no valid point would fail gnuplot, and the
+// run's files with it. Leaves the y axis linear, [0:1], unlabelled.
+std::string nothing_to_draw(const std::string& note);
 // A heatmap's plot clause: a unit cell centred on each (x, y), filled with the palette's colour
 // of z, where `with image` would draw nothing for a heatmap of one row or one column. source: a
 // datablock and its modifiers ("$M", "$M matrix"); x, y, z: its `using` columns ("1", "($2+3)").

@@ -192,6 +192,31 @@ TEST(AttentionSweep, LessonSeedsReachTheSameOutputWithDifferentMaps) {
   EXPECT_EQ(t.run["init_scale"], 1.0);
 }
 
+// --per-seed FILE.npy's optional arrays (W_O, the nudge's JSD) that a run does not write: an
+// earlier run's are removed with --force and refused without it, never left beside new arrays.
+TEST(AttentionSweep, PerSeedArraysARunDoesNotWriteAreRemovedWithForce) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string file = dir.file("m.npy");
+  const std::string run =
+      "--table attention-sweep --seeds 0:3 --steps 10 --adversary off -q --per-seed ";
+  ASSERT_EQ(test::run_demo(run + file + " --train qkvo --nudge").exit_code, 0);
+  ASSERT_TRUE(fs::exists(dir.file("m.w_o.npy")));
+  ASSERT_TRUE(fs::exists(dir.file("m.nudge_jsd.npy")));
+  test::expect_refused(run + file, 1, {"m.npy", "--force"});
+  ASSERT_EQ(test::run_demo(run + file + " --force").exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir.file("m.w_o.npy")));
+  EXPECT_FALSE(fs::exists(dir.file("m.nudge_jsd.npy")));
+  EXPECT_TRUE(fs::exists(dir.file("m.w_q.npy")));
+  // An optional array alone in the folder: refused without --force, left as it was.
+  const std::string lone = dir.file("lone");
+  fs::create_directories(lone);
+  test::write_file(lone + "/m.w_o.npy", "an earlier array");
+  test::expect_refused(run + lone + "/m.npy", 1, {"m.w_o.npy", "--force"});
+  EXPECT_EQ(test::read_file(lone + "/m.w_o.npy"), "an earlier array");
+  EXPECT_FALSE(fs::exists(lone + "/m.npy"));
+}
+
 // Bad input: refused before any work with one line, nothing on stdout, no file.
 TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   TempDir dir;

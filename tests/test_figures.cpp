@@ -622,6 +622,55 @@ TEST(StaleFigures, AFigureNotDrawnAgainIsRemovedWithForceAndRefusedWithout) {
   EXPECT_EQ(figures(out).size(), 6u);
 }
 
+// A run whose every seed diverges (no finite value to draw) still writes its table and its
+// figures, each panel with nothing to draw framed with a note: one configuration and grids.
+TEST(Figures, ARunWithNoFiniteSeedWritesItsResults) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  TempDir dir;
+  for (const std::string grid : {"--lr 1e6", "--lr 1e5,1e6", "--lr 1e6 --d-k 2,4"}) {
+    const std::string out = dir.file("out" + std::to_string(grid.size()));
+    const auto r = test::run_demo("--table attention-sweep --seeds 0:6 --steps 50 -q " + grid +
+                                  " --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << grid << ": " << r.err;
+    EXPECT_TRUE(std::filesystem::exists(out + "/attention-sweep.json")) << grid;
+    EXPECT_TRUE(std::filesystem::exists(out + "/attention-sweep-interventions.png")) << grid;
+    const std::string svg = test::read_file(out + "/attention-sweep-interventions.svg");
+    EXPECT_NE(svg.find("no finite seed"), std::string::npos) << grid;
+  }
+}
+
+// replot draws every figure before any is renamed into place: a failure leaves none; a result
+// with two tables of one name is refused before anything is drawn.
+TEST(Replot, AllFiguresOrNoneAndOneTableOfEachName) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  namespace fs = std::filesystem;
+  TempDir dir;
+  const std::string run = dir.file("run");
+  ASSERT_EQ(test::run_demo("--table attention-sweep --task previous --words 3 --d-model 3 "
+                           "--d-k 3 --seeds 0:8 --steps 50 -q --out " +
+                           run)
+                .exit_code,
+            0);
+  nlohmann::json j = test::read_json(run + "/attention-sweep.json");
+  // The loss-JSD scatter's data made unreadable: the map and the histogram are drawn before it.
+  nlohmann::json broken = j;
+  ASSERT_TRUE(broken["tables"][0].contains("scatter"));
+  broken["tables"][0]["scatter"] = "not a scatter";
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  const auto r =
+      test::run_demo("replot " + dir.write("broken.json", broken.dump()) + " --out " + out);
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(test::is_one_line(r.err)) << r.err;
+  EXPECT_TRUE(fs::is_empty(out)) << "figures drawn before the failure were left";
+  // Two tables of one name.
+  nlohmann::json twice = j;
+  twice["tables"].push_back(j["tables"][0]);
+  test::expect_refused("replot " + dir.write("twice.json", twice.dump()) + " --out " + out, 2,
+                       {"replot:", "two tables named attention-sweep"});
+  EXPECT_TRUE(fs::is_empty(out));
+}
+
 TEST(Replot, RefusesBadInputWithOneLine) {
   TempDir dir;
   const std::string out = dir.file("out");

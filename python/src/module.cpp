@@ -573,12 +573,7 @@ NB_MODULE(_core, m) {
   // writes depends on its request): the Python layer refuses a run where any of them exists,
   // and reads back those the run wrote.
   m.def(
-      "per_seed_files",
-      [](const std::string& path) {
-        PerSeedRecord every;
-        every.nudge = every.known = every.w_o = true;
-        return PerSeedMaps::files(path, every);
-      },
+      "per_seed_files", [](const std::string& path) { return PerSeedMaps::every_file(path); },
       "path"_a);
   m.def("read_bytes", &read_bytes, "path"_a);
   m.def("read_npy", &read_npy, "path"_a);
