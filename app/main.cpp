@@ -50,7 +50,6 @@ void setup_logging(const Options& o) {
 
 // The destinations of a run, checked and locked before any work.
 struct OutputPlan {
-  bool created_out_dir = false;
   std::vector<std::unique_ptr<DirLock>> locks;
 };
 
@@ -61,10 +60,16 @@ void note_stale(const std::vector<std::string>& removed) {
 
 // Every file this run would write: refused up front when it exists (unless --force, and then
 // only regular files), when two outputs name the same file, or when a folder cannot be
-// written; each folder is locked against a second run. Fills plan.
-void check_outputs(const Options& o, OutputPlan& plan) {
+// written; each folder is locked against a second run. Fills plan. The --out folder is made
+// first (created_out_dir: by this run, set before any later refusal), so that another output
+// may name a file in it.
+void check_outputs(const Options& o, OutputPlan& plan, bool& created_out_dir) {
   std::vector<std::pair<std::string, std::string>> files;      // (path, which option)
   std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
+  if (!o.out_dir.empty()) {
+    plan.locks.push_back(lock_out_dir("--out", o.out_dir, created_out_dir));
+    note_stale(remove_stale_temporaries(o.out_dir));
+  }
   // The experiments' output files (param::output_file flags the user gave).
   for (const std::string& name : o.experiments)
     for (const Param& param : find_experiment(name)->params) {
@@ -89,7 +94,6 @@ void check_outputs(const Options& o, OutputPlan& plan) {
       file_dirs.push_back({dir, p.filename().string()});
     }
   if (!o.out_dir.empty()) {
-    plan.locks.push_back(lock_out_dir("--out", o.out_dir, plan.created_out_dir));
     for (const std::string& name : o.experiments) {
       for (const char* ext : {".csv", ".json"})
         files.push_back({o.out_dir + "/" + name + ext, "--out"});
@@ -98,7 +102,6 @@ void check_outputs(const Options& o, OutputPlan& plan) {
       for (const auto& f : figure_names(find_experiment(name)->figures))
         files.push_back({o.out_dir + "/" + f, "--out"});
     }
-    note_stale(remove_stale_temporaries(o.out_dir));
   }
   for (const auto& [dir, name] : file_dirs) {
     std::error_code ec;
@@ -161,8 +164,7 @@ int run(const Options& o, bool& created_out_dir) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string ranks = cluster::size() > 1 ? cluster::describe_ranks() : "";
   OutputPlan plan;
-  if (cluster::is_root()) check_outputs(o, plan);  // rank 0 alone writes
-  created_out_dir = plan.created_out_dir;
+  if (cluster::is_root()) check_outputs(o, plan, created_out_dir);  // rank 0 alone writes
   OutputSet files;  // after plan: its temporaries go before the locks are released
   const Backend backend = Backend::select(o.device, o.threads, o.gpu, cluster::local_rank());
   spdlog::debug("device: {} ({})", backend.name(), backend.device_description());

@@ -480,6 +480,21 @@ TEST(AttentionSweep, PerSeedNamesThatCannotWorkAreRefused) {
       2, {"more than one chosen table writes it"}, test::Refusal().leaves_no(dir.file("both.csv")));
 }
 
+// --out's folder is made before the other outputs are checked, so --per-seed may name a file in
+// the folder --out creates; a refusal after that leaves no folder behind.
+TEST(AttentionSweep, PerSeedMayNameAFileInTheFolderOutCreates) {
+  TempDir dir;
+  const std::string base = "--table attention-sweep -q --steps 5 --seeds 0:3 --adversary off ";
+  const std::string out = dir.file("new");
+  const auto r = test::run_demo(base + "--out " + out + " --per-seed " + out + "/m.npy");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out + "/m.npy"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/attention-sweep.json"));
+  const std::string other = dir.file("other");
+  test::expect_refused(base + "--out " + other + " --per-seed " + other + "/attention-sweep.csv", 1,
+                       {"both write", "attention-sweep.csv"}, test::Refusal().leaves_no(other));
+}
+
 // A sweep far larger than memory is accepted, says how long it will take, and stops on SIGTERM.
 TEST(AttentionSweep, ABillionSeedsIsAcceptedWithATimeEstimate) {
   const auto r = test::signal_when_ready(
