@@ -276,8 +276,12 @@ int run_replot(const std::string& path, const Options& o) {
   std::unique_ptr<DirLock> lock;  // held while the figures are drawn
   try {                           // the destinations, as a run's: refused with status 1
     if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
-    if (!fs::is_directory(o.out_dir))
+    refuse_non_utf8("--out", o.out_dir);
+    std::error_code ec;
+    if (!fs::exists(o.out_dir, ec))
       throw std::runtime_error("--out " + o.out_dir + ": no such folder");
+    if (!fs::is_directory(o.out_dir, ec))
+      throw std::runtime_error("--out " + o.out_dir + ": not a folder");
     lock = std::make_unique<DirLock>(o.out_dir);  // refuses a folder that takes no file
     for (const auto& [t, e] : todo)
       for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);

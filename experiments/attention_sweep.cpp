@@ -46,6 +46,7 @@
 #include "host/format.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
+#include "host/parse.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
 #include "moments.hpp"
@@ -185,10 +186,7 @@ Param grid_axis(Param inner) {
       keys.push_back(value_key(parse(f, items[i])));
       for (std::size_t k = 0; k < i; ++k)
         if (keys[k] == keys[i])
-          throw std::invalid_argument(
-              f + " " + text + ": " +
-              (items[k] == items[i] ? items[i] : items[k] + " and " + items[i]) +
-              " are one value given twice");
+          throw std::invalid_argument(repeated_value(f, text, items[k], items[i]));
     }
     return items;
   };

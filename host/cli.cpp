@@ -586,9 +586,10 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
                                    app.count("--checkpoint-every") > 0);
   cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
-  for (const std::string& name : named_twice)
-    cli.warnings.push_back("--table: " + name +
-                           " is named more than once (directly or through all); it runs once");
+  if (!named_twice.empty())
+    cli.warnings.push_back("--table: " + joined(named_twice, ", ") +
+                           (named_twice.size() == 1 ? " is" : " are") +
+                           " named more than once (directly or through all); each runs once");
   record_command_line(argc, argv, o);
   return cli;
 }

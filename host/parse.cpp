@@ -18,6 +18,19 @@ namespace {
 
 }  // namespace
 
+std::string joined(const std::vector<std::string>& words, const char* sep) {
+  std::string s;
+  for (std::size_t i = 0; i < words.size(); ++i) s += (i ? sep : "") + words[i];
+  return s;
+}
+
+std::string repeated_value(const std::string& option, const std::string& text,
+                           const std::string& first, const std::string& again) {
+  return option + " " + text + ": " +
+         (first == again ? first + " is given twice"
+                         : first + " and " + again + " are one value given twice");
+}
+
 std::vector<std::string> split_list(const std::string& text, char sep) {
   std::vector<std::string> parts(1);
   for (char c : text) {

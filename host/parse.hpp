@@ -12,6 +12,15 @@ namespace attn {
 // gives one empty word. Never throws.
 std::vector<std::string> split_list(const std::string& text, char sep = ',');
 
+// The words with sep between them (split_list's inverse).
+std::string joined(const std::vector<std::string>& words, const char* sep);
+
+// The refusal of a list's value given twice (it would run the same row twice): "OPTION TEXT:
+// FIRST and AGAIN are one value given twice", or "OPTION TEXT: FIRST is given twice" when the
+// two are spelled alike.
+std::string repeated_value(const std::string& option, const std::string& text,
+                           const std::string& first, const std::string& again);
+
 // A positive whole number, written plainly or in exponent form: "10000", "1e9", "2.5e6".
 // At most 2^53 (so that counts stay exact in double).
 std::uint64_t parse_count(const std::string& option, const std::string& text);

@@ -20,11 +20,6 @@ Param make(std::string flag, std::string kind, std::string def, std::string help
   p.parse = std::move(parse);
   return p;
 }
-std::string joined(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 }  // namespace
 
 Param real(std::string flag, std::string def, std::string help, double lo, double hi,
@@ -48,10 +43,7 @@ void refuse_repeats(const std::string& f, const std::string& text, const std::ve
     for (std::size_t k = 0; k < i; ++k)
       if (values[k] == values[i]) {
         const auto items = split_list(text);
-        throw std::invalid_argument(
-            f + " " + text + ": " +
-            (items[k] == items[i] ? items[i] : items[k] + " and " + items[i]) +
-            " are one value given twice");
+        throw std::invalid_argument(repeated_value(f, text, items[k], items[i]));
       }
 }
 

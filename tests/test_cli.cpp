@@ -58,17 +58,16 @@ TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --d-k abc"
 TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --d-k 2,,3", 2, {"--d-k"}); }
 // A list's value given twice would make its row twice: refused, compared as values.
 TEST(CliRefuses, ListValuesGivenTwice) {
-  test::expect_refused("--table dk-std --d-k 2,64,2", 2,
-                       {"--d-k 2,64,2: 2 are one value given twice"});
+  test::expect_refused("--table dk-std --d-k 2,64,2", 2, {"--d-k 2,64,2: 2 is given twice"});
   test::expect_refused("--table dk-std --d-k 2,02", 2,
                        {"--d-k 2,02: 2 and 02 are one value given twice"});
   test::expect_refused("--table softmax-saturation --d-k 8,008", 2, {"8 and 008"});
-  test::expect_refused("--table rnn-decay --n 1,2,1", 2, {"--n 1,2,1: 1 are one value"});
+  test::expect_refused("--table rnn-decay --n 1,2,1", 2, {"--n 1,2,1: 1 is given twice"});
   test::expect_refused("--table knob --knob-steps 0,10,00", 2, {"0 and 00"});
   test::expect_refused("--table training-sweep --configs qk-random,qk-random", 2,
-                       {"qk-random are one value given twice"});
+                       {"qk-random,qk-random: qk-random is given twice"});
   test::expect_refused("--table training --configs all-random,qk-random,all-random", 2,
-                       {"all-random are one value given twice"});
+                       {"all-random is given twice"});
 }
 // An output file's extension names its format: another one is refused, never written as CSV
 // under that name (training-sweep writes .csv alone).
@@ -587,6 +586,8 @@ TEST(CliNotices, ATableNamedTwiceRunsOnceWithANotice) {
     for (const auto& t : doc["tables"]) knobs += t["name"] == "knob";
     EXPECT_EQ(knobs, 1) << tables;
   }
+  const auto all = run_demo("--table all,all --format csv");
+  EXPECT_EQ(test::lines_of(all.err).size(), 2u) << "the device's line and one warning: " << all.err;
   const auto once = run_demo("--table knob,qkv --format csv");
   EXPECT_EQ(once.err.find("more than once"), std::string::npos) << once.err;
 }

@@ -700,9 +700,16 @@ TEST(Replot, RefusesBadInputWithOneLine) {
   const std::string empty_sweep = dir.write(
       "sweep.json",
       R"({"provenance": {}, "tables": [{"name": "attention-sweep", "columns": [], "rows": []}]})");
-  if (gnuplot_available())
+  if (gnuplot_available()) {
     test::expect_refused("replot " + empty_sweep + " --out " + dir.file("nowhere"), 1,
                          {"no such folder"});
+    test::expect_refused("replot " + empty_sweep + " --out /dev/null", 1,
+                         {"--out /dev/null: not a folder"});
+    const std::string not_utf8 = dir.file("o\xfe");
+    std::filesystem::create_directories(not_utf8);
+    test::expect_refused("replot " + empty_sweep + " --out '" + not_utf8 + "'", 1,
+                         {"not valid UTF-8"});
+  }
   EXPECT_TRUE(std::filesystem::is_empty(out));
 }
 
