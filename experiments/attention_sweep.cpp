@@ -1015,6 +1015,9 @@ std::string interventions_script(const Table& t) {
     const double width = std::min(0.15, 0.7 / std::max<std::size_t>(drawn.size(), 1));
     std::ostringstream plots;
     for (std::size_t q = 0; q < drawn.size(); ++q) {
+      // A series' colour and marker by its place among the panel's series, drawn or not, so
+      // that each keeps them from one run's figure to another's.
+      const std::size_t style = static_cast<std::size_t>(drawn[q] - series.data());
       const std::string block = "$I" + std::to_string(block_count++);
       s << block << " << EOD\n";
       const double offset = (static_cast<double>(q) - (drawn.size() - 1) / 2.0) * width;
@@ -1031,16 +1034,17 @@ std::string interventions_script(const Table& t) {
           << bound(v.p95) << "\n";
         if (!ok)  // not defined (n/a), or a 0 a log axis cannot place (a frozen map's own)
           labels << "set label '" << (v.p50 == 0 ? "0" : "n/a") << "' at " << round_trip(x)
-                 << ", graph 0.06 center tc lt " << q + 1 << " font ',9'\n";
+                 << ", graph 0.06 center tc lt " << style + 1 << " font ',9'\n";
         else if (log_axis && v.p50 > 2 * hi)  // beyond the axis' top: its value there
           labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
-                 << ", graph 0.94 center tc lt " << q + 1 << " font ',9'\n";
+                 << ", graph 0.94 center tc lt " << style + 1 << " font ',9'\n";
       }
       s << "EOD\n";
       static constexpr const char* kStyles[6] = {" pt 7", " pt 6", " pt 4",
                                                  " pt 8", " pt 5", " pt 9"};
-      plots << (q ? ", " : "") << block << " using 1:2:3:4 with yerrorbars lw 2 ps 1.2 lc " << q + 1
-            << kStyles[std::min<std::size_t>(q, 5)] << " title " << plot::quote(drawn[q]->what);
+      plots << (q ? ", " : "") << block << " using 1:2:3:4 with yerrorbars lw 2 ps 1.2 lc "
+            << style + 1 << kStyles[std::min<std::size_t>(style, 5)] << " title "
+            << plot::quote(drawn[q]->what);
     }
     return Drawn{plots.str(), log_axis, lo, hi};
   };

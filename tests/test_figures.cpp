@@ -14,6 +14,7 @@
 //   input refused with one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -223,6 +224,21 @@ TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresho
   // The title: the configuration, the seeds and what the points and bars are.
   EXPECT_NE(s.find("task teacher"), std::string::npos);
   EXPECT_NE(s.find("5th to 95th percentile"), std::string::npos);
+  // Each series keeps its colour and marker where another is not drawn (here the pairs').
+  const auto style_of = [](const std::string& script, const std::string& title) {
+    const std::size_t at = script.find(" title \"" + title + "\"");
+    const std::size_t lc = at == std::string::npos ? at : script.rfind(" lc ", at);
+    return lc == std::string::npos ? std::string() : script.substr(lc, at - lc);
+  };
+  Table no_pairs = t;
+  no_pairs.rows.erase(std::remove_if(no_pairs.rows.begin(), no_pairs.rows.end(),
+                                     [](const auto& r) {
+                                       return plot::text(r[1]) == "output distance between pairs";
+                                     }),
+                      no_pairs.rows.end());
+  EXPECT_EQ(style_of(s, "uniform map"), " lc 2 pt 6") << s;
+  EXPECT_EQ(style_of(script("attention-sweep-interventions", no_pairs), "uniform map"),
+            " lc 2 pt 6");
   // A diverged configuration's median and 95th percentile (1e140) stop the axis three decades
   // above the points' median median (0.5: pairs 1, 1e-3, uniform 0.5, 0.5, permuted 1, 1,
   // patched 0.2, 2e-4, known 0 left out), the median written at the top; a 0 on the log axis is
