@@ -445,10 +445,18 @@ Table summary_view(const Plan& p, const Result<T>& r) {
   return t;
 }
 
-// Heatmap of entry 0's weights, one panel per head (up to 8). The title names the inputs (x's
-// file and shape), the sizes, heads, scale, causal, mask and lengths, and the dtype.
+// The heatmap's panels (one per head, up to 8) in rows of up to 4: {rows, columns}.
+std::pair<int, int> heatmap_layout(int heads) {
+  const int panels = std::min(heads, 8), columns = std::min(panels, 4);
+  return {(panels + columns - 1) / columns, columns};
+}
+
+// Heatmap of entry 0's weights, one panel per head (up to 8, heatmap_layout). The title names
+// the inputs (x's file and shape), the sizes, heads, scale, causal, mask and lengths, and the
+// dtype.
 template <class T>
 std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Result<T>& r) {
+  const auto [rows, columns] = heatmap_layout(p.heads);
   const std::size_t n = p.n, panels = std::min<std::size_t>(p.heads, 8);
   std::string config = "x " + std::filesystem::path(q.x).filename().string() + " " +
                        p.x.shape_text() + ": n " + std::to_string(p.n) + ", d_model " +
@@ -460,14 +468,22 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
   if (!q.lengths.empty())
     config += ", lengths " + std::filesystem::path(q.lengths).filename().string();
   config += p.f32 ? ", float32" : ", float64";
+  // A key the mask hides from a query (causal, --mask, --lengths): no fill and "-", not a weight
+  // of 0.000 (index into entry 0's (heads, n, n) weights).
+  const auto masked = [&](std::size_t at) {
+    return (p.causal && at % n > (at / n) % n) || (!p.mask.empty() && !p.mask[at]);
+  };
+  const bool any_masked = p.causal || !p.mask.empty();
   std::string s =
-      "set multiplot layout 1," + std::to_string(panels) + " title " +
+      "set multiplot layout " + std::to_string(rows) + "," + std::to_string(columns) + " title " +
       plot::title_lines(
           {"attention weights of entry 0" +
                (p.batch > 1 ? " of " + std::to_string(p.batch) : std::string()) +
                " (row = query, column = key)",
-           config, p.heads > 8 ? "heads 0 to 7 of " + std::to_string(p.heads) + " drawn" : ""},
-          std::max<std::size_t>(60, panels * 70)) +
+           config,
+           std::string(p.heads > 8 ? "heads 0 to 7 of " + std::to_string(p.heads) + " drawn" : "") +
+               (any_masked ? std::string(p.heads > 8 ? "; " : "") + "-: a masked key" : "")},
+          std::max<std::size_t>(60, static_cast<std::size_t>(columns) * 70)) +
       " noenhanced\n"
       "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\n"
       "set xlabel 'key'\nset ylabel 'query'\nset size ratio 1\n"
@@ -479,14 +495,22 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
     s += "$M" + std::to_string(h) + " << EOD\n";
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j) {
-        const double w = r.weights[h * n * n + i * n + j];
+        const std::size_t at = h * n * n + i * n + j;
+        const double w = r.weights[at];
+        char value[32];
+        std::snprintf(value, sizeof value, "%.3f", w);
+        const bool hidden = masked(at);
+        // x y weight label: the weight NaN (not filled) where masked or not finite.
         s += std::to_string(j) + " " + std::to_string(i) + " " +
-             (std::isfinite(w) ? round_trip(w) : std::string("NaN")) + "\n";
+             (std::isfinite(w) && !hidden ? round_trip(w) : std::string("NaN")) + " " +
+             (hidden             ? "-"
+              : std::isfinite(w) ? value
+                                 : "NaN") +
+             "\n";
       }
     s += "EOD\nset title '" + (p.heads > 1 ? "head " + std::to_string(h) : std::string("")) +
          "'\nplot " + plot::cells("$M" + std::to_string(h), "1", "2", "3");
-    if (n <= 12)
-      s += ", $M" + std::to_string(h) + " using 1:2:(sprintf('%.3f', $3)) with labels notitle";
+    if (n <= 12) s += ", $M" + std::to_string(h) + " using 1:2:4 with labels notitle";
     s += "\n";
   }
   return s + "unset multiplot\n";
@@ -636,8 +660,9 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
     write_file_atomic(d + "attention.json", render({t}, Format::json, provenance), r.force);
     if (plots) {
       const std::string body = heatmap_script(r, p, res);
+      const auto [rows, columns] = heatmap_layout(p.heads);
       const std::string size =
-          std::to_string(std::min(8, p.heads) * 560 + 40) + "," + std::to_string(560);
+          std::to_string(columns * 560 + 40) + "," + std::to_string(rows * 520 + 40);
       for (const char* ext : {".png", ".svg"})
         write_gnuplot_figure(body, d + "attention-weights" + ext, size, r.force);
     } else {

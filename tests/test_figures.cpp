@@ -24,6 +24,7 @@
 
 #include "experiments/registry.hpp"
 #include "helpers.hpp"
+#include "host/array_io.hpp"
 #include "host/plots.hpp"
 #include "table_helpers.hpp"
 
@@ -413,6 +414,57 @@ TEST(Heatmaps, OneRowHeatmapsHaveTheirCellsFilled) {
   const std::string map = test::read_file(dir.file("sweep/attention-sweep-map.svg"));
   EXPECT_EQ(cell_fills(map, "gnuplot_plot_1a").size(), 2u) << "the mean map's two cells";
   EXPECT_EQ(cell_fills(map, "gnuplot_plot_1b").size(), 2u) << "the std map's two cells";
+}
+
+// demo attention's heatmap: heads in rows of up to four panels (nine heads: eight drawn, two rows
+// of four, not a strip of eight); a key the mask hides drawn as "-" without fill, not as a weight
+// of 0.000 (mask row 2 hidden, and key 3 of query 0), and the title says so.
+TEST(Heatmaps, HeadsInRowsOfFourAndMaskedKeysMarked) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  TempDir dir;
+  std::string x = "[", w = "[";
+  for (int i = 0; i < 18; ++i) {
+    w += std::string(i ? ", " : "") + "[";
+    for (int j = 0; j < 18; ++j) w += std::string(j ? ", " : "") + (i == j ? "1" : "0.1");
+    w += "]";
+  }
+  w += "]";
+  for (int i = 0; i < 3; ++i) {
+    x += std::string(i ? ", " : "") + "[";
+    for (int j = 0; j < 18; ++j) x += std::string(j ? ", " : "") + std::to_string((i + j) % 5);
+    x += "]";
+  }
+  x += "]";
+  const std::string xf = dir.write("x.json", x), wf = dir.write("w.json", w);
+  const auto nine = test::run_demo("attention --x " + xf + " --w-q " + wf + " --w-k " + wf +
+                                   " --w-v " + wf + " --heads 9 -q --out " + dir.file("nine"));
+  ASSERT_EQ(nine.exit_code, 0) << nine.err;
+  const std::string svg = test::read_file(dir.file("nine/attention-weights.svg"));
+  EXPECT_NE(svg.find("width=\"2280\" height=\"1080\""), std::string::npos)
+      << svg.substr(0, 200);  // 4 panels of 560 across (and 40), 2 rows of 520 (and 40)
+  EXPECT_EQ(svg.find("head 8"), std::string::npos);
+  EXPECT_NE(svg.find("head 7"), std::string::npos);
+
+  std::string hides = npy_header("|b1", {4, 4});
+  for (const int keep : {1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1})
+    hides += static_cast<char>(keep);
+  const std::string m = dir.write("m.npy", hides);
+  const std::string x4 = dir.write("x4.json", "[[1, 0], [0, 1], [1, 1], [2, 0]]");
+  const std::string w2 = dir.write("w2.json", "[[1, 0], [0, 1]]");
+  const auto masked =
+      test::run_demo("attention --x " + x4 + " --w-q " + w2 + " --w-k " + w2 + " --w-v " + w2 +
+                     " --mask " + m + " -q --out " + dir.file("masked"));
+  ASSERT_EQ(masked.exit_code, 0) << masked.err;
+  const std::string msvg = test::read_file(dir.file("masked/attention-weights.svg"));
+  std::size_t dashes = 0;
+  for (std::size_t at = msvg.find(">-</tspan>"); at != std::string::npos;
+       at = msvg.find(">-</tspan>", at + 1))
+    ++dashes;
+  EXPECT_EQ(dashes, 5u) << "the 5 masked keys";
+  const auto fills = cell_fills(msvg, "gnuplot_plot_1a");  // gnuplot paints NaN 'white'
+  EXPECT_EQ(std::count(fills.begin(), fills.end(), "white"), 5) << "the 5 masked keys unfilled";
+  EXPECT_EQ(fills.size(), 16u);
+  EXPECT_NE(msvg.find("-: a masked key"), std::string::npos);
 }
 
 // ---- the other tables' figures -----------------------------------------------------------------
