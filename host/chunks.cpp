@@ -386,8 +386,13 @@ std::string table_of_job(const json& tables, const std::string& label) {
 std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
   std::vector<Part> parts;
   for (const std::string& dir : dirs) {
-    if (!std::filesystem::is_directory(dir))
-      throw std::invalid_argument("merge: " + dir + " is not a directory");
+    std::error_code ec;
+    if (!std::filesystem::exists(dir, ec))
+      throw std::invalid_argument("merge: " + dir + ": no such folder");
+    if (!std::filesystem::is_directory(dir, ec))
+      throw std::invalid_argument("merge: " + dir +
+                                  ": not a folder (merge takes the folders "
+                                  "the shards wrote their parts into)");
     std::vector<std::string> files;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();

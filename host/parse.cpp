@@ -225,6 +225,11 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
   std::string choices;
   for (const auto& a : allowed) choices += (choices.empty() ? "" : ", ") + a;
   for (const std::string& part : split_list(text)) {
+    if (part.empty() && !text.empty())
+      throw std::invalid_argument(option + " " + text +
+                                  ": an empty item (two commas, or one at "
+                                  "an end); expected one or more of " +
+                                  choices);
     bool ok = false;
     for (const auto& a : allowed) ok = ok || part == a;
     if (!ok) bad(option, part, "one or more of " + choices, nearest(part, allowed));

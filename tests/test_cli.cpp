@@ -57,6 +57,13 @@ TEST(CliRefuses, DkNegative) { test::expect_refused("--table dk-std --d-k -3", 2
 TEST(CliRefuses, DkNotANumber) { test::expect_refused("--table dk-std --d-k abc", 2, {"--d-k"}); }
 TEST(CliRefuses, DkEmptyItem) { test::expect_refused("--table dk-std --d-k 2,,3", 2, {"--d-k"}); }
 // A list's value given twice would make its row twice: refused, compared as values.
+// An empty item in --table's list is named as such, not as a table called ''.
+TEST(CliRefuses, AnEmptyItemInTheTableList) {
+  for (const std::string tables : {"knob,,qkv", "knob,", ",knob"})
+    test::expect_refused("--table " + tables, 2,
+                         {"--table " + tables + ": an empty item", "expected one or more of"});
+}
+
 TEST(CliRefuses, ListValuesGivenTwice) {
   test::expect_refused("--table dk-std --d-k 2,64,2", 2, {"--d-k 2,64,2: 2 is given twice"});
   test::expect_refused("--table dk-std --d-k 2,02", 2,

@@ -413,7 +413,9 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2] + " " + other_n, 2,
                        {other_n + "/softmax-saturation.part.json is one of 2 parts"});
   test::expect_refused("merge " + parts[0] + " " + scratch("nothing").string(), 2,
-                       {"not a directory"});
+                       {scratch("nothing").string() + ": no such folder"});
+  test::expect_refused("merge " + parts[0] + " " + parts[0] + "/softmax-saturation.part.json", 2,
+                       {"softmax-saturation.part.json: not a folder"});
   const fs::path empty = scratch("empty");
   fs::create_directories(empty);
   test::expect_refused("merge " + parts[0] + " " + empty.string(), 2, {"holds no *.part.json"});
