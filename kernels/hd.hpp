@@ -34,10 +34,22 @@
 #define ATTN_UNROLL _Pragma("GCC unroll 16")
 #endif
 
+// glibc's exp for the device's double exp_t (needs ATTN_HD above).
+#include "exp_glibc.hpp"
+
 namespace attn {
-// exp in the argument's own precision, on host and device.
+// exp in the argument's own precision, on host and device. In double the device computes the
+// C library's algorithm (exp_glibc.hpp), so a kernel and its CPU twin (std::exp, or the lane
+// packs' copy of it) get the same bits; float keeps CUDA's expf (its twins compare within
+// allowances).
 ATTN_HD inline float exp_t(float x) { return expf(x); }
-ATTN_HD inline double exp_t(double x) { return exp(x); }
+ATTN_HD inline double exp_t(double x) {
+#if defined(__CUDA_ARCH__)
+  return exp_glibc(x);
+#else
+  return exp(x);
+#endif
+}
 // a * b + c rounded once (a fused multiply-add), on host and device; lanes.hpp overloads it for
 // lane packs. The builds never fuse on their own (-ffp-contract=off, nvcc -fmad=false), so a
 // formula fuses exactly where it calls fma_t. On a host CPU without FMA the C library computes

@@ -29,6 +29,11 @@ void exp_pack_array(const double* x, double* y, std::size_t n) {
     std::memcpy(y + i, &q, sizeof q);
   }
 }
+// exp_glibc (exp_glibc.hpp: the device's double exp) run on the host.
+void exp_glibc_array(const double* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = exp_glibc(x[i]);
+}
+
 void exp_t_array(const double* x, double* y, std::size_t n) {
   for (std::size_t i = 0; i < n; i += kPackLanes) {
     PackD p;
@@ -200,6 +205,16 @@ TEST(ExpFma, MatchesLibmAtV3) {
 
 // exp_t on double packs, at whatever cpu_level() gives (lane by lane at the baseline).
 TEST(ExpFma, ExpTMatchesLibm) { expect_libm_bits(exp_t_array); }
+
+// The device's double exp, the same steps compiled for the host: the C library's bits wherever
+// that library's exp is __exp_fma (a CPU with FMA and AVX2), so that a kernel's softmax and its
+// CPU twin's agree bit for bit.
+TEST(ExpGlibc, MatchesLibm) {
+  if (!cpu_runs(CpuLevel::v3))
+    GTEST_SKIP() << "this CPU lacks FMA or AVX2: glibc's exp is not __exp_fma";
+  const std::size_t n = expect_libm_bits(exp_glibc_array);
+  std::printf("compared %zu inputs\n", n);
+}
 
 // At levels v3 and v4 exp_t runs the level's exp_pack (else the speed is silently lost, as
 // when the start-up sample disagrees with this libm).
