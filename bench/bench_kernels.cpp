@@ -12,6 +12,8 @@
 #include "head.hpp"
 #include "kernels/dk_std.hpp"
 #include "kernels/dk_std_numpy.hpp"
+#include "lanes.hpp"
+#include "simd.hpp"
 #include "tiny_model.hpp"
 
 namespace attn {
@@ -176,6 +178,74 @@ void HeadTrainCpu(benchmark::State& state) {
       8.0 * m.steps * head::flops_per_step(m) * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(HeadTrainCpu)->Arg(1)->Arg(64)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+
+// The register-blocked inner loop of head_pack.hpp's products alone, on operands in the
+// first-level cache: a step loads RB + CB packs and does RB × CB vfmadds, for the block shapes
+// the products could take at x86-64-v4; RB = 0 is 16 independent FMA chains with no loads
+// (the FMA ceiling). flop/s: 16 FLOPs a vfmadd (8 lanes). Skipped without AVX-512.
+#if ATTN_HAVE_CPU_LEVELS
+template <int RB, int CB>
+ATTN_TARGET_V4 __attribute__((noinline)) void block_steps(const PackD* a, const PackD* b,
+                                                          PackD* out, long steps) {
+  constexpr int kAcc = RB == 0 ? 16 : RB * CB;
+  PackD acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = out[i];
+  for (long k = 0; k < steps; ++k) {
+    const PackD* bk = b + (k % 16) * 8;
+    const PackD* ak = a + (k % 16) * 8;
+    if constexpr (RB == 0) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kAcc; ++i)
+        acc[i] = (PackD)_mm512_fmadd_pd((__m512d)acc[i], (__m512d)out[16], (__m512d)out[17]);
+    } else {
+      PackD bj[CB];
+#pragma GCC unroll 8
+      for (int j = 0; j < CB; ++j) {
+        bj[j] = bk[j];
+        asm("" : "+v"(bj[j]));
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < RB; ++i) {
+        PackD ai = ak[i];
+        asm("" : "+v"(ai));
+#pragma GCC unroll 8
+        for (int j = 0; j < CB; ++j)
+          acc[i * CB + j] =
+              (PackD)_mm512_fmadd_pd((__m512d)ai, (__m512d)bj[j], (__m512d)acc[i * CB + j]);
+      }
+    }
+  }
+  for (int i = 0; i < kAcc; ++i) out[i] = acc[i];
+}
+
+template <int RB, int CB>
+void ProductBlockLoop(benchmark::State& state) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
+  // 64-byte aligned (std::vector<PackD> is not).
+  alignas(64) static PackD a[16 * 8], b[16 * 8], out[18];
+  for (int i = 0; i < 16 * 8; ++i)
+    for (int l = 0; l < kPackLanes; ++l) a[i][l] = b[i][l] = 1e-9 * (i + l);
+  for (PackD& v : out)
+    for (int l = 0; l < kPackLanes; ++l) v[l] = 1e-9;
+  constexpr long kSteps = 1 << 20;
+  for (auto _ : state) {
+    block_steps<RB, CB>(a, b, out, kSteps);
+    benchmark::DoNotOptimize(out);
+  }
+  const double fmas = RB == 0 ? 16.0 : RB * CB;
+  state.counters["flop/s"] =
+      benchmark::Counter(16.0 * fmas * kSteps * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK_TEMPLATE(ProductBlockLoop, 0, 0)
+    ->Name("ProductBlockLoop/fma_ceiling")
+    ->MeasureProcessCPUTime();
+BENCHMARK_TEMPLATE(ProductBlockLoop, 2, 8)->Name("ProductBlockLoop/2x8")->MeasureProcessCPUTime();
+BENCHMARK_TEMPLATE(ProductBlockLoop, 4, 4)->Name("ProductBlockLoop/4x4")->MeasureProcessCPUTime();
+BENCHMARK_TEMPLATE(ProductBlockLoop, 4, 6)->Name("ProductBlockLoop/4x6")->MeasureProcessCPUTime();
+#endif
 
 }  // namespace
 }  // namespace attn

@@ -200,9 +200,25 @@ ATTN_INLINE void exp_pack_body(const PackD* x, PackD* y) {
   for (int l = 0; l < kPackLanes; ++l) (*y)[l] = std::exp((*x)[l]);
 }
 
+// x[i] ← exp(x[i] − *shift) for i < count, each as exp_pack_body, and *sum ← their sum,
+// added from 0 in the order of i.
+template <CpuLevel L>
+ATTN_INLINE void exp_shifted_body(PackD* x, int count, const PackD* shift, PackD* sum) {
+  const PackD by = *shift;
+  PackD total = {};
+  for (int i = 0; i < count; ++i) {
+    const PackD d = x[i] - by;
+    exp_pack_body<L>(&d, x + i);
+    total = total + x[i];
+  }
+  *sum = total;
+}
+
 }  // namespace
 
 ATTN_CPU_LEVELS_BY_LEVEL(void, exp_pack, (const PackD* x, PackD* y), (x, y))
+ATTN_CPU_LEVELS_BY_LEVEL(void, exp_shifted, (PackD * x, int count, const PackD* shift, PackD* sum),
+                         (x, count, shift, sum))
 
 bool exp_pack_agrees() { return cpu_level() == CpuLevel::baseline || agrees_with_libm(exp_pack); }
 

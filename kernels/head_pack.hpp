@@ -36,20 +36,24 @@ namespace attn::head::pack {
 
 using P = PackD;
 
-// Output elements a product computes at once at each level, chosen so that the accumulators,
-// one row of the right operand and a left value fit in the vector registers: 32 zmm at v4 (a
-// pack is one), 16 ymm at v3 (a pack is two), 16 xmm at the baseline (a pack is four).
+// Output elements a product computes at once at each level (rows × cols of a block), chosen so
+// that the accumulators, one row of the right operand and a left value fit in the vector
+// registers: 32 zmm at v4 (a pack is one), 16 ymm at v3 (a pack is two), 16 xmm at the baseline
+// (a pack is four). A block's step loads rows + cols packs for rows × cols multiply-adds, and
+// at v4 the loads, not the multiply-adds, bound a product's speed: so v4 takes the widest block
+// that fits, 4 × 6 (10 loads for 24 multiply-adds), on results 12 or more columns wide, and 4 × 4
+// on narrower ones (a head's n × n map of 8 keys: 4 × 6 would leave 2 columns to a thin block).
 template <CpuLevel L>
 struct Block {
-  static constexpr int rows = 1, cols = 2;
+  static constexpr int rows = 1, cols = 2, narrow_cols = 2;
 };
 template <>
 struct Block<CpuLevel::v4> {
-  static constexpr int rows = 2, cols = 8;
+  static constexpr int rows = 4, cols = 6, narrow_cols = 4;
 };
 template <>
 struct Block<CpuLevel::v3> {
-  static constexpr int rows = 2, cols = 2;
+  static constexpr int rows = 2, cols = 2, narrow_cols = 2;
 };
 
 // a * b + c rounded once in every lane, at level L (see the top).
@@ -216,18 +220,33 @@ ATTN_INLINE void row_block(const Product<EA>& job, std::int64_t r) {
     if (c < job.cols) block<L, RB, 1, Unit>(job, r, c);
 }
 
-template <CpuLevel L, bool Unit, class EA>
+// Rows [r_begin, r_end) in blocks of Block<L>::rows, then 2, then 1.
+template <CpuLevel L, int CB, bool Unit, class EA>
 ATTN_INLINE void rows_of(const Product<EA>& job) {
-  constexpr int RB = Block<L>::rows, CB = Block<L>::cols;
+  constexpr int RB = Block<L>::rows;
   int r = job.r_begin;
   for (; r + RB <= job.r_end; r += RB) {
     if ((*job.rows)()) return;
     row_block<L, RB, CB, Unit>(job, r);
   }
+  if constexpr (RB > 2)
+    if (r + 2 <= job.r_end) {
+      if ((*job.rows)()) return;
+      row_block<L, 2, CB, Unit>(job, r);
+      r += 2;
+    }
   for (; r < job.r_end; ++r) {
     if ((*job.rows)()) return;
     row_block<L, 1, CB, Unit>(job, r);
   }
+}
+
+// The block's width: Block<L>::cols, or narrow_cols on a result under twice that wide.
+template <CpuLevel L, bool Unit, class EA>
+ATTN_INLINE void rows_of(const Product<EA>& job) {
+  if constexpr (Block<L>::cols != Block<L>::narrow_cols)
+    if (job.cols < 2 * Block<L>::cols) return rows_of<L, Block<L>::narrow_cols, Unit>(job);
+  rows_of<L, Block<L>::cols, Unit>(job);
 }
 
 template <CpuLevel L, class EA>
@@ -330,18 +349,24 @@ struct Steps {
     chunk = std::max(1, std::min(model.inputs, 32 / std::max(1, model.n)));
   }
 
-  ATTN_INLINE P exp(P x) const {
-    P r;
+  // x[j] ← exp_t(x[j] − top) for j < count; returns their sum, added from 0 in the order of j.
+  ATTN_INLINE P exp_shifted(P* x, int count, const P& top) const {
+    P sum;
     if (fast_exp) {
       if constexpr (L == CpuLevel::v4)
-        exp_fma_detail::exp_pack_v4(&x, &r);
+        exp_fma_detail::exp_shifted_v4(x, count, &top, &sum);
       else if constexpr (L == CpuLevel::v3)
-        exp_fma_detail::exp_pack_v3(&x, &r);
+        exp_fma_detail::exp_shifted_v3(x, count, &top, &sum);
       else
-        exp_fma_detail::exp_pack(&x, &r);
-      return r;
+        exp_fma_detail::exp_shifted(x, count, &top, &sum);
+      return sum;
     }
-    return exp_t(x);
+    sum = splat<P>(0.0);
+    for (int j = 0; j < count; ++j) {
+      x[j] = exp_t(x[j] - top);
+      sum = sum + x[j];
+    }
+    return sum;
   }
 
   // Stacked row `row` of the array at `offset` whose rows are `width` wide.
@@ -413,12 +438,7 @@ struct Steps {
         const int last = m.last_key(i);
         P top = row[0];
         for (int j = 1; j <= last; ++j) top = greater<L>(row[j], top);
-        P sum = splat<P>(0.0);
-        for (int j = 0; j <= last; ++j) {
-          const P e = exp(row[j] - top);
-          row[j] = e;
-          sum = sum + e;
-        }
+        const P sum = exp_shifted(row, last + 1, top);
         for (int j = 0; j <= last; ++j) row[j] = row[j] / sum;
         for (int j = last + 1; j < n; ++j) row[j] = splat<P>(0.0);
       }

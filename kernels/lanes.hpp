@@ -67,6 +67,13 @@ void exp_pack_v4(const PackD* x, PackD* y);
 void exp_pack_v3(const PackD* x, PackD* y);
 void exp_pack_baseline(const PackD* x, PackD* y);
 using ExpPack = void (*)(const PackD*, PackD*);
+// A softmax row's exponentials: x[i] ← exp_pack's exp(x[i] − *shift) for i < count, and *sum ←
+// Σ x[i] (from 0, in the order of i). One call for a row, so that the loop keeps its values in
+// registers, which a call per pack would make it spill.
+void exp_shifted(PackD* x, int count, const PackD* shift, PackD* sum);
+void exp_shifted_v4(PackD* x, int count, const PackD* shift, PackD* sum);
+void exp_shifted_v3(PackD* x, int count, const PackD* shift, PackD* sum);
+void exp_shifted_baseline(PackD* x, int count, const PackD* shift, PackD* sum);
 // Whether exp_pack gives this process's std::exp bits on a fixed sample of inputs (true at the
 // baseline; false under a libm whose exp is another algorithm or table).
 bool exp_pack_agrees();

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cpu_clones.hpp"
@@ -214,6 +215,38 @@ TEST(ExpGlibc, MatchesLibm) {
     GTEST_SKIP() << "this CPU lacks FMA or AVX2: glibc's exp is not __exp_fma";
   const std::size_t n = expect_libm_bits(exp_glibc_array);
   std::printf("compared %zu inputs\n", n);
+}
+
+// exp_shifted (a softmax row's exponentials in one call) at each level this CPU runs: x[i] is
+// std::exp(x[i] − shift) in every lane, and the sum is theirs added in order from 0.
+TEST(ExpFma, ShiftedRowIsExpOfTheDifferenceAndItsSum) {
+  using Shifted = void (*)(PackD*, int, const PackD*, PackD*);
+  std::vector<std::pair<CpuLevel, Shifted>> levels = {
+      {CpuLevel::baseline, exp_fma_detail::exp_shifted_baseline}};
+  if (cpu_runs(CpuLevel::v3)) levels.push_back({CpuLevel::v3, exp_fma_detail::exp_shifted_v3});
+  if (cpu_runs(CpuLevel::v4)) levels.push_back({CpuLevel::v4, exp_fma_detail::exp_shifted_v4});
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> score(0.0, 8.0);
+  for (const auto& [level, shifted] : levels)
+    for (int count = 1; count <= 17; ++count) {
+      // 64-byte aligned, as the training's workspace (std::vector<PackD> is not).
+      alignas(64) PackD x[17], before[17], shift, sum;
+      for (int l = 0; l < kPackLanes; ++l) shift[l] = score(rng);
+      for (int i = 0; i < count; ++i)
+        for (int l = 0; l < kPackLanes; ++l) before[i][l] = x[i][l] = score(rng);
+      shifted(x, count, &shift, &sum);
+      for (int l = 0; l < kPackLanes; ++l) {
+        double want_sum = 0.0;
+        for (int i = 0; i < count; ++i) {
+          const double want = std::exp(before[i][l] - shift[l]);
+          EXPECT_EQ(bits(x[i][l]), bits(want))
+              << cpu_level_name(level) << ": count " << count << ", lane " << l << ", i " << i;
+          want_sum += want;
+        }
+        EXPECT_EQ(bits(sum[l]), bits(want_sum))
+            << cpu_level_name(level) << ": count " << count << ", lane " << l;
+      }
+    }
 }
 
 // At levels v3 and v4 exp_t runs the level's exp_pack (else the speed is silently lost, as
