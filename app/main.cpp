@@ -190,7 +190,8 @@ int run(const Options& o, bool& created_out_dir) {
   stop_point();
   write_stdout(printed);
   files.commit_all();
-  if (!o.out_dir.empty()) spdlog::info("wrote {} table(s) to {}", tables.size(), o.out_dir);
+  if (!o.out_dir.empty())
+    spdlog::info("wrote {} to {}", human_count(tables.size(), "table", "tables"), o.out_dir);
   return 0;
 }
 

@@ -597,7 +597,7 @@ double seed_count(const Table& t) {
 std::string seeds_text(const Table& t) {
   const double n = seed_count(t);
   const std::string range = run_text(t, "seeds");
-  return n < 0 ? "" : plot::count(n) + " seeds" + (range.empty() ? "" : " (" + range + ")");
+  return n < 0 ? "" : plot::count(n, "seed", "seeds") + (range.empty() ? "" : " (" + range + ")");
 }
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
@@ -624,8 +624,9 @@ std::string heatmap_script(const Table& t) {
     const bool has_over = std::any_of(t.columns.begin(), t.columns.end(),
                                       [](const Column& c) { return c.name == "over"; });
     const std::string over = has_over ? plot::text((*r)[t.column("over")]) : "";
-    cover = "over the " + plot::count(plot::num((*r)[t.column("seeds")])) +
-            (over.empty() ? "" : " " + over) + " seeds of " + seeds_text(t);
+    const double k = plot::num((*r)[t.column("seeds")]);
+    cover = "over the " + plot::count(k) + (over.empty() ? "" : " " + over) +
+            (k == 1 ? " seed of " : " seeds of ") + seeds_text(t);
   }
   std::ostringstream s;
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
@@ -669,7 +670,8 @@ std::string jsd_histogram_script(const Table& t) {
   s << "set title "
     << title_lines({"JSD of each seed's map to the mean map (ln 2 = maps that share nothing)",
                     configuration_line(t),
-                    "the " + plot::count(total) + " seeds with a finite map, of " + seeds_text(t)})
+                    "the " + plot::count(total, "seed", "seeds") + " with a finite map, of " +
+                        seeds_text(t)})
     << " noenhanced\n"
     << "set xlabel 'JSD (nats)'\nset ylabel 'fraction of seeds'\nset xrange [0:" << hi
     << "]\nset yrange [0:*]\nset grid\nset style fill solid 0.6\nset boxwidth "
@@ -716,8 +718,9 @@ std::string scatter_script(const Table& t) {
     s << round_trip(l) << " " << round_trip(jsd_values[i].get<double>()) << "\n";
   }
   s << "EOD\n";
-  std::string cover = "the first " + plot::count(static_cast<double>(loss.size())) +
-                      " seeds with a finite map, of " + seeds_text(t);
+  std::string cover = "the first " +
+                      plot::count(static_cast<double>(loss.size()), "seed", "seeds") +
+                      " with a finite map, of " + seeds_text(t);
   std::string out;
   if (left_out > 0)
     out = plot::count(static_cast<double>(left_out)) + " with a loss above " + human_number(bound) +

@@ -76,7 +76,7 @@ std::string histogram_script(const Table& t) {
   if (!plot::run_text(t, "dtype").empty()) settings += ", " + plot::run_text(t, "dtype");
   std::string seeds = "each config over the same seeds";
   const double n = value(row_of(names[0]), "seeds");
-  if (std::isfinite(n)) seeds = "each config over the same " + plot::count(n) + " seeds";
+  if (std::isfinite(n)) seeds = "each config over the same " + plot::count(n, "seed", "seeds");
   if (!plot::run_text(t, "seeds").empty()) seeds += " (" + plot::run_text(t, "seeds") + ")";
   if (!plot::run_text(t, "converged_below").empty())
     seeds += "; converged: final loss < " + plot::run_text(t, "converged_below");
@@ -97,7 +97,7 @@ std::string histogram_script(const Table& t) {
     const auto* r = row_of(names[i]);
     std::vector<std::string> caption = {names[i]};
     if (r) {
-      std::string runs = names[i] + ": " + plot::count(value(r, "seeds")) + " seeds, " +
+      std::string runs = names[i] + ": " + plot::count(value(r, "seeds"), "seed", "seeds") + ", " +
                          human_number(100 * value(r, "converged")) + "% converged";
       if (value(r, "diverged") > 0)
         runs += ", " + plot::count(value(r, "diverged")) + " diverged (left out)";

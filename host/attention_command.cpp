@@ -387,10 +387,10 @@ template <class T>
 Table summary_view(const Plan& p, const Result<T>& r) {
   Table t;
   t.name = "attention";
-  t.title = "attention on your matrices: " + std::to_string(p.batch) + " problems, n " +
+  t.title = "attention on your matrices: " + human_count(p.batch, "problem", "problems") + ", n " +
             std::to_string(p.n) + ", d_model " + std::to_string(p.d_model) + ", d_k " +
             std::to_string(p.d_k) + ", d_v " + std::to_string(p.d_v) + ", " +
-            std::to_string(p.heads) + " head(s), scale " + fixed(p.scale, 4) +
+            human_count(p.heads, "head", "heads") + ", scale " + fixed(p.scale, 4) +
             (p.causal ? ", causal" : "") + (p.mask.empty() ? "" : ", masked") +
             "; statistics of each row of weights";
   t.columns = {{"statistic"},   {"rows", ""},    {"mean", "%.4g"},  {"std", "%.4g"},
@@ -440,8 +440,9 @@ Table summary_view(const Plan& p, const Result<T>& r) {
       "the entropy in nats, ||J||_F of the softmax Jacobian (softmax.hpp); rows "
       "with a NaN weight are counted as non_finite and left out");
   if (!p.mask.empty())
-    t.notes.push_back("over each row's keys that are not masked; " + std::to_string(empty_rows) +
-                      " row(s) with no key left (zero weights) are left out");
+    t.notes.push_back("over each row's keys that are not masked; " +
+                      human_count(empty_rows, "row", "rows") +
+                      " with no key left (zero weights) are left out");
   return t;
 }
 
@@ -561,9 +562,9 @@ void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& 
   }
   if (inf_scores > 0)
     spdlog::warn(
-        "warning: {} visible score(s) beyond {}'s range (+-inf); tied infinite scores "
+        "warning: {} beyond {}'s range (+-inf); tied infinite scores "
         "share the weight equally (softmax.hpp)",
-        inf_scores, p.f32 ? "float32" : "float64");
+        human_count(inf_scores, "visible score", "visible scores"), p.f32 ? "float32" : "float64");
 }
 
 // Removes the --out folder on the way out of a failed run when this run created it and left it

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host/format.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -80,10 +81,9 @@ void attention_compute(const AttentionProblem<T>& p, const Backend& backend, con
     time.cpu += process_cpu_seconds() - c0;
     time.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
-  spdlog::debug(
-      "attention: computing {} problem(s) of {} head(s), pieces of at most {} "
-      "multiply-adds on the CPU",
-      B, H, Backend::kAttentionPieceWork);
+  spdlog::debug("attention: computing {} of {}, pieces of at most {} multiply-adds on the CPU",
+                human_count(B, "problem", "problems"), human_count(H, "head", "heads"),
+                Backend::kAttentionPieceWork);
   if (H == 1) {  // one head: the kernels write the results in place
     forward(p);
     return;

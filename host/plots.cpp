@@ -83,6 +83,9 @@ std::string count(double n) {
   return n >= 0 && n < 1e15 && n == std::floor(n) ? std::to_string(static_cast<std::int64_t>(n))
                                                   : human_number(n);
 }
+std::string count(double n, const std::string& singular, const std::string& plural) {
+  return count(n) + " " + (n == 1 ? singular : plural);
+}
 std::string run_text(const Table& t, const char* key) {
   if (!t.run.is_object() || !t.run.contains(key)) return "";
   const nlohmann::json& v = t.run[key];

@@ -61,6 +61,8 @@ std::string columns(const Table& t, std::initializer_list<const char*> names);
 std::string title_lines(const std::vector<std::string>& lines, std::size_t width = 90);
 // A count as a person reads it: 1000000, not 1e+06 (human_number beyond 1e15 or a fraction).
 std::string count(double n);
+// count(n) and the noun in the right number: "1 seed", "2 seeds".
+std::string count(double n, const std::string& singular, const std::string& plural);
 // A value of t.run as a person reads it: a string as is, a number by human_number, a boolean
 // "on" or "off"; "" when absent or of another kind.
 std::string run_text(const Table& t, const char* key);

@@ -598,6 +598,24 @@ TEST(TitleLines, BreaksLongLinesAfterACommaAndEscapesQuotes) {
   EXPECT_EQ(plot::title_lines({"one line"}), "\"one line\"");
   EXPECT_EQ(plot::count(1e6), "1000000");
   EXPECT_EQ(plot::count(0.5), "0.5");
+  EXPECT_EQ(plot::count(1, "seed", "seeds"), "1 seed");
+  EXPECT_EQ(plot::count(0, "seed", "seeds"), "0 seeds");
+  EXPECT_EQ(plot::count(2, "seed", "seeds"), "2 seeds");
+}
+
+// One seed is "1 seed" in the figures' titles and captions, never "1 seeds".
+TEST(Figures, OneSeedIsSingular) {
+  const Table training = test::run_table(
+      "training-sweep", {{"--seeds", "5:6"}, {"--steps", "10"}, {"--grad", "analytic"}});
+  const std::string s = figure_script("training-sweep", "training-sweep", training);
+  EXPECT_NE(s.find("each config over the same 1 seed (5:6)"), std::string::npos) << s;
+  EXPECT_EQ(s.find("1 seeds"), std::string::npos) << s;
+  const Table sweep = test::run_table("attention-sweep", {{"--seeds", "5:6"}, {"--steps", "10"}});
+  for (const char* stem : {"attention-sweep-map", "attention-sweep-jsd"}) {
+    const std::string a = figure_script("attention-sweep", stem, sweep);
+    EXPECT_NE(a.find("of 1 seed (5:6)"), std::string::npos) << stem << "\n" << a;
+    EXPECT_EQ(a.find("1 seeds"), std::string::npos) << stem << "\n" << a;
+  }
 }
 
 // ---- demo replot -------------------------------------------------------------------------------
