@@ -177,7 +177,12 @@ int run(const Options& o, bool& created_out_dir) {
     auto made = run_experiment(*find_experiment(name), o, o.given, backend, cluster::size());
     tables.insert(tables.end(), made.begin(), made.end());
   }
-  announce_backend();         // held back by Backend::select until no refusal could follow
+  // Held back by Backend::select until no refusal could follow; said only when a table was
+  // computed on the backend (knob and rnn-decay run on the host whatever the device).
+  if (std::any_of(o.experiments.begin(), o.experiments.end(), [](const std::string& name) {
+        return find_experiment(name)->runs == Runs::backend;
+      }))
+    announce_backend();
   if (!reports_results(o)) {  // a shard (its part is written) or an MPI rank but 0
     files.commit_all();
     return 0;

@@ -245,7 +245,12 @@ std::vector<Table> run(const RunContext& ctx) {
   if (numpy) {
     if (ctx.opt.shards > 0)
       throw std::invalid_argument(
-          "--shard: --rng numpy is one sequential stream and cannot be split; use --rng philox");
+          std::string("--shard: ") +
+          (ctx.get<std::string>("--rng") == "auto"
+               ? "--rng auto takes numpy's stream up to " + human_number(kAutoNumpyLimit) +
+                     " normals (this run: " + human_number(normals) + "), which"
+               : "--rng numpy") +
+          " is one sequential stream and cannot be split; use --rng philox");
     if (!reports_results(ctx.opt)) return {};  // MPI: the stream stays on rank 0
     if (ctx.ranks > 1)
       spdlog::warn(

@@ -178,7 +178,9 @@ TEST(CliRefuses, GpuNotANumber) {
 // with one line before any work under --device cuda, and is a CPU fallback under auto.
 TEST(CliDevice, GpuBeyondTheDeviceCount) {
   test::expect_refused("--table rnn-decay --device cuda --gpu 1023 -q", 1);
-  const ProcessResult a = run_demo("--table rnn-decay --device auto --gpu 1023 --format json");
+  // (a table the backend computes: a host-only one says nothing of the device)
+  const ProcessResult a =
+      run_demo("--table dk-std --d-k 2 --samples 100 --device auto --gpu 1023 --format json");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["provenance"]["backend"], "cpu");
   EXPECT_NE(a.err.find("no GPU"), std::string::npos) << a.err;
@@ -426,6 +428,24 @@ TEST(CliRefuses, ATablesRefusalIsOneLineWithoutTheDeviceNotice) {
   const std::size_t at = ok.err.find("running on the CPU");
   EXPECT_NE(at, std::string::npos) << ok.err;
   EXPECT_EQ(at, ok.err.rfind("running on the CPU")) << ok.err;
+}
+
+// The device notice is about the tables the backend computes: a host-only table (knob, rnn-decay)
+// runs without it; with a backend table beside it, it is said once.
+TEST(Cli, HostOnlyTablesSayNothingOfTheDevice) {
+  for (const char* table : {"knob", "rnn-decay", "knob,rnn-decay"}) {
+    const auto r = test::run_demo(std::string("--table ") + table + " --format csv");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("GPU"), std::string::npos) << table << ": " << r.err;
+  }
+  const auto both = test::run_demo("--table knob,dk-std --d-k 2 --samples 100 --format csv");
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  // Once where no GPU answers (a machine with one has nothing to say).
+  EXPECT_EQ(both.err.find("running on the CPU"), both.err.rfind("running on the CPU")) << both.err;
+  const auto alone = test::run_demo("--table dk-std --d-k 2 --samples 100 --format csv");
+  EXPECT_EQ(both.err.find("running on the CPU") == std::string::npos,
+            alone.err.find("running on the CPU") == std::string::npos)
+      << both.err << alone.err;
 }
 
 // Output locations are checked before any work: one line, nothing else on stderr.

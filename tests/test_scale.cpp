@@ -381,8 +381,15 @@ TEST(Refusals, RunErrorsThatNeedTheTable) {
   // Known once the table reads its settings: a usage error (exit 2), one line.
   const fs::path dir = scratch("numpy-part");
   test::expect_refused("--table dk-std --rng numpy --shard 0/2 -q --out " + dir.string(), 2,
-                       {"cannot be split"},
+                       {"--rng numpy is one sequential stream", "cannot be split"},
                        test::Refusal().leaves_no((dir / "dk-std.part.json").string()));
+  // --rng auto (the default) names itself and why it took numpy's stream, not an option the
+  // command did not give.
+  const auto r =
+      test::expect_refused("--table dk-std --shard 0/2 -q --out " + dir.string(), 2,
+                           {"--rng auto takes numpy's stream", "cannot be split"},
+                           test::Refusal().leaves_no((dir / "dk-std.part.json").string()));
+  EXPECT_EQ(r.err.find("--rng numpy"), std::string::npos) << r.err;
   test::expect_refused(kBulk[2] + " -q --per-seed " + scratch("r.csv").string() + " --checkpoint " +
                            scratch("c.json").string(),
                        2, {"--per-seed with --checkpoint"},
