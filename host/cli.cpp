@@ -299,6 +299,13 @@ std::vector<std::string> no_effect_notices(
                       ")");
   }
   if (no_plots && o.out_dir.empty()) notes.push_back("--no-plots has no effect without --out");
+  if (o.force && o.out_dir.empty()) {
+    bool file = false;  // an output-file flag given (--per-seed): --force replaces that file
+    for (const auto& [flag, f] : flags)
+      file = file || (o.given.count(flag) && f.first->output_file);
+    if (!file)
+      notes.push_back("--force has no effect without --out or an output file (--per-seed)");
+  }
   // --checkpoint saves the chunk driver's state: experiments without chunks have none to save.
   if (checkpoint || checkpoint_every) {
     std::string bulk;

@@ -393,6 +393,22 @@ TEST(CliWarnings, UnusedOptionsAreNamed) {
   EXPECT_EQ(ok.err.find("no effect"), std::string::npos) << ok.err;
 }
 
+// --force replaces files: without --out or an output file (--per-seed) it has none to replace,
+// and says so (exit 0); with one, nothing is said.
+TEST(CliWarnings, ForceWithNothingToReplaceIsNamed) {
+  const auto force = test::run_demo("--table knob --format csv --force");
+  EXPECT_EQ(force.exit_code, 0) << force.err;
+  EXPECT_NE(force.err.find("--force has no effect without --out or an output file"),
+            std::string::npos)
+      << force.err;
+  test::TempDir dir;
+  const auto with_file = test::run_demo(
+      "--table training-sweep --seeds 0:2 --steps 5 --format csv --force --per-seed " +
+      dir.file("runs.csv"));
+  EXPECT_EQ(with_file.exit_code, 0) << with_file.err;
+  EXPECT_EQ(with_file.err.find("--force has no effect"), std::string::npos) << with_file.err;
+}
+
 // --checkpoint and --checkpoint-every save the chunk driver's state: with tables that have no
 // chunks they are named, never silently ignored (exit 0, no file).
 TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
