@@ -628,12 +628,18 @@ std::string heatmap_script(const Table& t) {
     cover = "over the " + plot::count(k) + (over.empty() ? "" : " " + over) +
             (k == 1 ? " seed of " : " seeds of ") + seeds_text(t);
   }
+  // What a cell is: each seed's map is the mean of its heads' (P̄), on the first measured input.
+  std::string what = "attention map across seeds";
+  const std::string heads = run_text(t, "heads"), measured = run_text(t, "measured_inputs");
+  if (!heads.empty() && heads != "1") what += ", each seed's the mean of its " + heads + " heads";
+  if (!measured.empty() && measured != "1")
+    what += ", on the first of " + measured + " measured inputs";
+  if (run_text(t, "causal") == "on") what += ", keys j > i masked (weight 0)";
   std::ostringstream s;
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
   s << "set multiplot layout 1,2 title "
-    << title_lines({"attention map across seeds (rows: queries i in R, columns: keys j)",
-                    configuration_line(t), cover},
-                   170)
+    << title_lines(
+           {what + " (rows: queries i in R, columns: keys j)", configuration_line(t), cover}, 170)
     << " noenhanced\n"
     << "set xlabel 'key j'\nset ylabel 'query i'\nset size ratio -1\n"
     << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << last + 0.5 << ":" << r0 - 0.5

@@ -603,6 +603,31 @@ TEST(TitleLines, BreaksLongLinesAfterACommaAndEscapesQuotes) {
   EXPECT_EQ(plot::count(2, "seed", "seeds"), "2 seeds");
 }
 
+// The map figure says what a cell is: with several heads each seed's map is their mean, with
+// several measured inputs the first one's, and under a causal mask the keys j > i are masked.
+TEST(AttentionSweepFigures, MapTitleSaysHeadsAreAveragedAndWhichInput) {
+  const Table plain = test::run_table("attention-sweep", {{"--seeds", "0:4"}, {"--steps", "5"}});
+  const std::string p = figure_script("attention-sweep", "attention-sweep-map", plain);
+  EXPECT_EQ(p.find("mean of its"), std::string::npos) << p;
+  EXPECT_EQ(p.find("measured inputs"), std::string::npos) << p;
+  EXPECT_EQ(p.find("masked"), std::string::npos) << p;
+  const Table t = test::run_table("attention-sweep", {{"--task", "previous"},
+                                                      {"--vocab", "4"},
+                                                      {"--words", "4"},
+                                                      {"--d-model", "8"},
+                                                      {"--d-k", "4"},
+                                                      {"--heads", "2"},
+                                                      {"--causal", "on"},
+                                                      {"--inputs", "3"},
+                                                      {"--test-inputs", "5"},
+                                                      {"--seeds", "0:4"},
+                                                      {"--steps", "5"}});
+  const std::string s = figure_script("attention-sweep", "attention-sweep-map", t);
+  for (const char* want : {"each seed's the mean of its 2 heads",
+                           "on the first of 5 measured inputs", "keys j > i masked (weight 0)"})
+    EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
+}
+
 // One seed is "1 seed" in the figures' titles and captions, never "1 seeds".
 TEST(Figures, OneSeedIsSingular) {
   const Table training = test::run_table(
