@@ -1800,7 +1800,7 @@ void Sweep::table(Table& t, bool grid) {
     t.notes.push_back(prefix +
                       (all.converged == 0 ? std::string("no seed")
                                           : "only " + std::to_string(all.converged) + " of " +
-                                                std::to_string(count) + " seeds") +
+                                                human_count(count, "seed", "seeds")) +
                       " converged: the map measures over the converged seeds are " +
                       (all.converged == 0 ? "empty" : "thin") + "; the rows over all " +
                       std::to_string(finite) + " finite seeds are beside them");

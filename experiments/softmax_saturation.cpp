@@ -34,7 +34,7 @@ std::string figure_script(const Table& t) {
     if (plot::num(r[t.column("samples")]) != samples) samples = NAN;  // not one count for all
   }
   std::string rows = "each point: the mean over " +
-                     (std::isfinite(samples) ? plot::count(samples) + " rows" : "the rows") +
+                     (std::isfinite(samples) ? plot::count(samples, "row", "rows") : "the rows") +
                      " per d_k (a query and its " +
                      human_count(static_cast<std::uint64_t>(keys), "key", "keys") +
                      ", N(0, 1) entries";
@@ -45,7 +45,7 @@ std::string figure_script(const Table& t) {
   if (!plot::run_text(t, "seed").empty()) rows += ", seed " + plot::run_text(t, "seed");
   rows += ")";
   if (non_finite > 0)
-    rows += "; " + plot::count(non_finite) + " rows with a non-finite measure left out";
+    rows += "; " + plot::count(non_finite, "row", "rows") + " with a non-finite measure left out";
   // Equal scores: every weight 1/n, entropy ln n, ||J||_F = sqrt(n - 1) / n.
   const std::string uniform = round_trip(1 / keys), entropy = round_trip(std::log(keys)),
                     jacobian = round_trip(std::sqrt(keys - 1) / keys);

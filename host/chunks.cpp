@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "host/cluster.hpp"
+#include "host/format.hpp"
 #include "host/input.hpp"
 #include "host/output.hpp"
 #include "host/progress.hpp"
@@ -298,7 +299,7 @@ void check_part_fields(const json& j, const std::string& where) {
   if (!states.is_array() || states.size() != hi - lo)
     throw std::invalid_argument(
         where + "holds " + (states.is_array() ? std::to_string(states.size()) : "no") +
-        " states for the " + std::to_string(hi - lo) + " chunks of its range");
+        " states for the " + human_count(hi - lo, "chunk", "chunks") + " of its range");
   std::uint64_t want = lo;
   for (const json& e : states) {
     if (!e.is_array() || e.size() != 2 || !e.at(0).is_number_unsigned() ||
@@ -488,8 +489,8 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
       t.chunks = chunks;
     } else if (t.chunks != chunks) {
       throw std::invalid_argument("merge: " + p.path + " cuts its table into " +
-                                  std::to_string(chunks) + " chunks, " + t.first + " into " +
-                                  std::to_string(t.chunks));
+                                  human_count(chunks, "chunk", "chunks") + ", " + t.first +
+                                  " into " + std::to_string(t.chunks));
     }
     if (lo == hi) continue;  // more parts than chunks: this one holds none
     const auto after = t.states.lower_bound(lo);
@@ -561,7 +562,7 @@ void fold_parts(std::map<std::string, PartStates>& tables, const ChunkJob& job) 
                                 " (its .part.json files are missing)");
   if (parts.chunks != job.chunks)
     throw std::invalid_argument("merge: " + parts.first + ": " + job.label + " has " +
-                                std::to_string(job.chunks) + " chunks, the parts " +
+                                human_count(job.chunks, "chunk", "chunks") + ", the parts " +
                                 std::to_string(parts.chunks));
   for (std::uint64_t i = 0; i < job.chunks; ++i) {
     stop_point();  // a chunk's check may make its summaries again from its results
@@ -793,8 +794,8 @@ void write_part(const JobRun& run) {
                             {"states", states_json(run.job, run.held)}});
   const std::string path = o.out_dir + "/" + run.job.label + ".part.json";
   write_file_atomic(path, part.dump(), o.force);
-  spdlog::info("wrote part {} of {} ({} chunks of {}) to {}", o.shard, o.shards, run.hi - run.lo,
-               run.job.chunks, path);
+  spdlog::info("wrote part {} of {} ({} of {}) to {}", o.shard, o.shards,
+               human_count(run.hi - run.lo, "chunk", "chunks"), run.job.chunks, path);
 }
 
 }  // namespace
@@ -836,7 +837,7 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
   }
   if (run.root && run.next != job.chunks)
     throw std::logic_error(job.label + ": folded " + std::to_string(run.next) + " of " +
-                           std::to_string(job.chunks) + " chunks");
+                           human_count(job.chunks, "chunk", "chunks"));
   return run.root;
 }
 
