@@ -284,8 +284,7 @@ std::vector<Table> run(const RunContext& ctx) {
     t.run = {{"generator", "numpy default_rng (SeedSequence, PCG64, 256-layer ziggurat)"},
              {"decoder", ctx.backend.kind() == DeviceKind::cuda
                              ? "pieces of 256 words decoded on the GPU, joined on the host; the "
-                               "CPU's bits except where CUDA's log1p (the ziggurat's tail) or "
-                               "exp (the wedge test) differs from glibc's in the last bit"
+                               "CPU's bits (glibc's log1p and exp on the device too)"
                              : "pieces decoded on the CPU's threads, joined in order"}};
     if (ctx.ranks > 1) t.run["ranks_used"] = "rank 0 alone (numpy's stream is decoded there)";
   } else {

@@ -34,8 +34,9 @@
 #define ATTN_UNROLL _Pragma("GCC unroll 16")
 #endif
 
-// glibc's exp for the device's double exp_t (needs ATTN_HD above).
+// glibc's exp and log1p for the device's double exp_t and log1p_t (need ATTN_HD above).
 #include "exp_glibc.hpp"
+#include "log1p_glibc.hpp"
 
 namespace attn {
 // exp in the argument's own precision, on host and device. In double the device computes the
@@ -48,6 +49,15 @@ ATTN_HD inline double exp_t(double x) {
   return exp_glibc(x);
 #else
   return exp(x);
+#endif
+}
+// log1p in double on host and device: the C library's on the host, its algorithm on the device
+// (log1p_glibc.hpp), so that numpy's normals (the ziggurat's tail) are the same bits on both.
+ATTN_HD inline double log1p_t(double x) {
+#if defined(__CUDA_ARCH__)
+  return log1p_glibc(x);
+#else
+  return log1p(x);
 #endif
 }
 // a * b + c rounded once (a fused multiply-add), on host and device; lanes.hpp overloads it for

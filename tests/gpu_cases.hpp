@@ -387,8 +387,9 @@ HeadTwins head_twins(const HeadCase& c, const std::vector<std::uint64_t>& seeds,
                                  (std::isnan(gpu[i]) && std::isnan(cpu[i]))
                            : head_close(gpu[i], cpu[i]);
     if (!same && r.outside++ < 5)
-      r.first_outside.push_back("result " + std::to_string(i) + ": gpu " + std::to_string(gpu[i]) +
-                                " cpu " + std::to_string(cpu[i]));
+      r.first_outside.push_back("seed " + std::to_string(seeds[i / head::result_size(m)]) +
+                                ", result " + std::to_string(i % head::result_size(m)) + ": gpu " +
+                                std::to_string(gpu[i]) + " cpu " + std::to_string(cpu[i]));
   }
   return r;
 }

@@ -1,5 +1,6 @@
 // test_lanes.cpp: exp_t on double packs (lanes.hpp) and the vector exp behind it
-// (kernels/exp_fma.cpp, glibc 2.36's __exp_fma) against the C library's exp, bit for bit.
+// (kernels/exp_fma.cpp, glibc 2.36's __exp_fma) against the C library's exp, bit for bit; the
+// device's exp and log1p (exp_glibc.hpp, log1p_glibc.hpp) against the C library's, on the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -215,6 +216,60 @@ TEST(ExpGlibc, MatchesLibm) {
     GTEST_SKIP() << "this CPU lacks FMA or AVX2: glibc's exp is not __exp_fma";
   const std::size_t n = expect_libm_bits(exp_glibc_array);
   std::printf("compared %zu inputs\n", n);
+}
+
+// The device's log1p (log1p_glibc.hpp), compiled for the host: the C library's bits wherever
+// that library's log1p is __log1p_fma (a CPU with FMA and AVX2), on the ziggurat tail's
+// arguments −U (U = k 2^-53 in [0, 1), numpy's next_double), uniform doubles, every exponent
+// and random bit patterns, and the edges of each of its paths (x < −0.2929 or x ≥ 0.41422
+// reduced, f = 0 and |f| < 2^-20 after the reduction, |x| < 2^-29 and 2^-54, x ≥ 2^53, the
+// √2 normalisation, −1, infinities, NaN). NaN results agree as NaN.
+TEST(Log1pGlibc, MatchesLibm) {
+  if (!cpu_runs(CpuLevel::v3))
+    GTEST_SKIP() << "this CPU lacks FMA or AVX2: glibc's log1p is not __log1p_fma";
+  std::vector<double> x;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 4'000'000; ++i) x.push_back(-static_cast<double>(rng() >> 11) * 0x1p-53);
+  std::uniform_real_distribution<double> open(-1.0, 1.0);
+  for (int i = 0; i < 2'000'000; ++i) x.push_back(open(rng));
+  std::uniform_real_distribution<double> exponent(-80.0, 1023.0);
+  for (int i = 0; i < 2'000'000; ++i) {
+    const double v = std::exp2(exponent(rng));
+    x.push_back(v);
+    x.push_back(-v);
+  }
+  for (int i = 0; i < 1'000'000; ++i) x.push_back(from_bits(rng()));
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> edges = {0.0,
+                               0x1p-54,
+                               0x1p-29,
+                               0x1.a827ap-2 /* 0.41422 */,
+                               0x1.2bec3p-2 /* 0.2929 */,
+                               1.0,
+                               0x1p53,
+                               0x1p1023,
+                               std::numeric_limits<double>::min(),
+                               std::numeric_limits<double>::denorm_min(),
+                               std::numeric_limits<double>::max()};
+  for (int k = -60; k <= 1023; ++k) {
+    edges.push_back(std::ldexp(1.0, k) - 1.0);             // f = 0 after the reduction
+    edges.push_back(std::ldexp(std::sqrt(2.0), k) - 1.0);  // the √2 normalisation's edge
+    edges.push_back(std::ldexp(1.0 + 0x1p-21, k) - 1.0);   // |f| < 2^-20
+    edges.push_back(std::ldexp(1.0 - 0x1p-22, k) - 1.0);
+  }
+  for (const double e : edges)
+    for (const double s : {e, -e})
+      for (int d = -8; d <= 8; ++d) x.push_back(from_bits(bits(s) + d));
+  for (const double v : {inf, -inf, std::numeric_limits<double>::quiet_NaN(), -1.0}) x.push_back(v);
+  std::size_t differ = 0;
+  for (const double v : x) {
+    const double got = log1p_glibc(v), want = std::log1p(v);
+    const bool same = bits(got) == bits(want) || (std::isnan(got) && std::isnan(want));
+    if (!same && ++differ <= 5)
+      ADD_FAILURE() << "log1p(" << std::hexfloat << v << ") = " << got << ", libm " << want;
+  }
+  EXPECT_EQ(differ, 0u) << differ << " of " << x.size() << " differ";
+  std::printf("compared %zu inputs\n", x.size());
 }
 
 // exp_shifted (a softmax row's exponentials in one call) at each level this CPU runs: x[i] is

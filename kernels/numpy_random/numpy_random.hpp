@@ -178,7 +178,7 @@ ATTN_HD ATTN_INLINE bool ziggurat_first(std::uint64_t r, int& idx, std::uint64_t
 // uniform height in the layer, from u in [0, 1) (next_double), lies under the density.
 ATTN_HD ATTN_INLINE bool wedge_accepts(int idx, double x, double u) {
   const double fx = (zig::f(idx - 1) - zig::f(idx)) * u + zig::f(idx);
-  return fx < exp(-0.5 * x * x);
+  return fx < exp_t(-0.5 * x * x);
 }
 
 // The ziggurat's rare paths, for standard_normal below: the wedge, the tail, and redraws after
@@ -198,8 +198,8 @@ ATTN_NOINLINE ATTN_HD RareDraw<BitGenerator> standard_normal_rare_from(BitGenera
   for (;;) {
     if (idx == 0) {
       for (;;) {  // the tail beyond R (Marsaglia 1964), with 1 - U to avoid log(0)
-        const double xx = -zig::kInvR * log1p(-g.next_double());
-        const double yy = -log1p(-g.next_double());
+        const double xx = -zig::kInvR * log1p_t(-g.next_double());
+        const double yy = -log1p_t(-g.next_double());
         if (yy + yy > xx * xx) return {((rabs >> 8) & 1u) ? -(zig::kR + xx) : zig::kR + xx, g};
       }
     }
@@ -219,8 +219,8 @@ ATTN_HD ATTN_INLINE double standard_normal_rare(BitGenerator& g, int idx, std::u
 // numpy's random_standard_normal: the 256-layer ziggurat on 64-bit draws (spec section
 // "standard_normal"). About 99% of draws return from the first comparison, having used one
 // word; the rest take the wedge or the tail and may draw again. The wedge test and the tail
-// loop use exp and log1p, so a device build can differ from glibc only where those differ in
-// the last bit.
+// loop use exp_t and log1p_t (hd.hpp): glibc's algorithms on the device too, so a device build
+// draws the host's bits.
 template <class BitGenerator>
 ATTN_HD ATTN_INLINE double standard_normal(BitGenerator& g) {
   int idx;

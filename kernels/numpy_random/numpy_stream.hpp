@@ -68,8 +68,8 @@ StreamSplit device_split(PieceDecoder decoder, DecodeWait wait = {}, HostMemory 
 
 // PieceDecoders: the CPU's threads (a plain loop over decode_piece, for tests and as the
 // reference) and the GPU (one thread per piece; CUDA builds). The GPU's normals equal the CPU's
-// bit for bit except where CUDA's log1p (the tail, 0.03% of normals) or exp (the wedge test,
-// whose decision it could flip only within an ulp) differs from glibc's in the last bit.
+// bit for bit: the tail's log1p and the wedge's exp are glibc's algorithms on the device too
+// (hd.hpp's log1p_t and exp_t).
 void decode_pieces_cpu(const numpy_rng::Pcg64& g0, Piece* pieces, std::size_t count, int head,
                        double* values, int threads = 0);
 #if defined(ATTNLAB_WITH_CUDA)
