@@ -634,7 +634,8 @@ std::string heatmap_script(const Table& t) {
   if (!heads.empty() && heads != "1") what += ", each seed's the mean of its " + heads + " heads";
   if (!measured.empty() && measured != "1")
     what += ", on the first of " + measured + " measured inputs";
-  if (run_text(t, "causal") == "on") what += ", keys j > i masked (weight 0)";
+  const bool causal = run_text(t, "causal") == "on";
+  if (causal) what += ", keys j > i masked (grey, weight 0)";
   std::ostringstream s;
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
   s << "set multiplot layout 1,2 title "
@@ -645,13 +646,21 @@ std::string heatmap_script(const Table& t) {
     << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << last + 0.5 << ":" << r0 - 0.5
     << "]\nset xtics 0,1," << n - 1 << " out nomirror\nset ytics " << r0 << ",1," << last
     << " out nomirror\nset palette defined (0 'white', 1 '#1f77b4')\n";
+  // Under --causal a masked cell (key j > query i: $1 > $2 + r0 in matrix coordinates) is grey
+  // and unlabelled: its weight is 0 by the mask, not a value the seeds learned.
+  const std::string query = "($2+" + std::to_string(r0) + ")";
+  const std::string masked = "($1>" + query + ")";
   const auto panel = [&](const char* block, const char* title, const char* cbrange) {
+    const std::string source = "$" + std::string(block) + " matrix";
     s << "set title '" << title << "'\nset cbrange " << cbrange << "\nplot "
-      << plot::cells("$" + std::string(block) + " matrix", "1", "($2+" + std::to_string(r0) + ")",
-                     "3");
+      << plot::cells(source, "1", query, "3");
+    if (causal)
+      s << ", " << source << " using 1:(" << masked << "?" << query
+        << ":NaN):(0.5):(0.5) with boxxyerror fill solid 1.0 noborder lc rgb '#d9d9d9' notitle";
     if (n <= 16)
-      s << ", $" << block << " matrix using 1:($2+" << r0
-        << "):(sprintf('%.2f', $3)) with labels font '," << (n <= 8 ? 10 : 7) << "' notitle";
+      s << ", " << source << " using 1:" << query << ":("
+        << (causal ? masked + "?'':" : std::string()) << "sprintf('%.2f', $3)) with labels font ',"
+        << (n <= 8 ? 10 : 7) << "' notitle";
     s << "\n";
   };
   panel("M", "mean weight", "[0:1]");

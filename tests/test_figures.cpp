@@ -623,9 +623,33 @@ TEST(AttentionSweepFigures, MapTitleSaysHeadsAreAveragedAndWhichInput) {
                                                       {"--seeds", "0:4"},
                                                       {"--steps", "5"}});
   const std::string s = figure_script("attention-sweep", "attention-sweep-map", t);
-  for (const char* want : {"each seed's the mean of its 2 heads",
-                           "on the first of 5 measured inputs", "keys j > i masked (weight 0)"})
+  for (const char* want :
+       {"each seed's the mean of its 2 heads", "on the first of 5 measured inputs",
+        "keys j > i masked (grey, weight 0)"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
+}
+
+// Under --causal the map's masked cells (key j > query i) are grey and carry no label, in both
+// panels; without the mask every cell is labelled.
+TEST(AttentionSweepFigures, MaskedCellsAreGreyAndUnlabelled) {
+  const Table t = test::run_table("attention-sweep", {{"--causal", "on"},
+                                                      {"--task", "random"},
+                                                      {"--words", "4"},
+                                                      {"--seeds", "0:4"},
+                                                      {"--steps", "5"}});
+  const std::string s = figure_script("attention-sweep", "attention-sweep-map", t);
+  std::size_t grey = 0, hidden = 0;
+  for (std::size_t at = 0; (at = s.find("lc rgb '#d9d9d9'", at)) != std::string::npos; ++at) ++grey;
+  for (std::size_t at = 0; (at = s.find("?'':sprintf", at)) != std::string::npos; ++at) ++hidden;
+  EXPECT_EQ(grey, 2u) << s;
+  EXPECT_EQ(hidden, 2u) << s;
+  EXPECT_NE(s.find("($1>($2+0))"), std::string::npos) << s;  // j > i, queries from row 0
+  const Table plain = test::run_table(
+      "attention-sweep",
+      {{"--task", "random"}, {"--words", "4"}, {"--seeds", "0:4"}, {"--steps", "5"}});
+  const std::string p = figure_script("attention-sweep", "attention-sweep-map", plain);
+  EXPECT_EQ(p.find("#d9d9d9"), std::string::npos) << p;
+  EXPECT_EQ(p.find("?'':"), std::string::npos) << p;
 }
 
 // One seed is "1 seed" in the figures' titles and captions, never "1 seeds".
