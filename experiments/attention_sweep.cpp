@@ -846,12 +846,24 @@ std::string grid_script(const Table& t) {
   // open markers, each its own.
   static constexpr const char* kStyles[4] = {" dt 1 pt 7", " dt 2 pt 6", " dt 3 pt 4",
                                              " dt 4 pt 8"};
-  // One panel: for each group and quantity a series (x, y, low, high), solid quantity first.
-  const auto panel = [&](const char* name, const std::vector<Quantity>& qs, bool log_y) {
+  // One panel: for each group and quantity a series (x, y, low, high), solid quantity first. On a
+  // log axis (log_y) starting at `floor`, an interval's end at 0 (a JSD of 0 among the seeds) is
+  // drawn at the axis' bottom edge, and a note says so.
+  const auto panel = [&](const char* name, const std::vector<Quantity>& qs, bool log_y,
+                         double floor) {
     const std::size_t series = groups.size() * qs.size();
     const double spread = by_dk ? std::min(0.06, 0.5 / series) : std::min(0.15, 0.6 / series);
     std::ostringstream plots, labels;
-    bool any_drawn = false;
+    bool any_drawn = false, floored = false;
+    // An interval's end: its value; y where it has none; the axis' bottom for 0 on a log axis.
+    const auto end = [&](double y, double b) {
+      if (!std::isfinite(b)) return round_trip(y);
+      if (log_y && !(b > 0)) {
+        floored = true;
+        return round_trip(floor);
+      }
+      return round_trip(b);
+    };
     for (std::size_t q = 0; q < qs.size(); ++q)
       for (std::size_t k = 0; k < groups.size(); ++k) {
         const double offset =
@@ -868,14 +880,7 @@ std::string grid_script(const Table& t) {
           const bool drawn = std::isfinite(y) && (!log_y || y > 0);
           any_drawn = any_drawn || drawn;
           s << round_trip(x) << " " << (drawn ? round_trip(y) : "NaN") << " "
-            << (drawn && std::isfinite(lo) ? round_trip(lo)
-                : drawn                    ? round_trip(y)
-                                           : "NaN")
-            << " "
-            << (drawn && std::isfinite(hi) ? round_trip(hi)
-                : drawn                    ? round_trip(y)
-                                           : "NaN")
-            << "\n";
+            << (drawn ? end(y, lo) : "NaN") << " " << (drawn ? end(y, hi) : "NaN") << "\n";
           // Not drawn: a value that is not defined (n/a), or a 0 that a log axis cannot place
           // (the pairs of a frozen map, the JSD of the known map to itself).
           if (!drawn)
@@ -890,8 +895,11 @@ std::string grid_script(const Table& t) {
               << kStyles[std::min<std::size_t>(q, 3)] << " title " << plot::quote(title);
       }
     s << "unset label\n" << labels.str();
+    if (floored)
+      s << "set label 'a bar to the bottom edge: its interval reaches 0' at graph 0.02, graph "
+           "0.97 left font ',8'\n";
     if (log_y)
-      s << "set logscale y\nset format y '10^{%L}'\nset yrange [*:*]\n";
+      s << "set logscale y\nset format y '10^{%L}'\nset yrange [" << round_trip(floor) << ":*]\n";
     else
       s << "unset logscale y\nset format y '%g'\n";
     s << (any_drawn ? "plot " + plots.str() + "\n" : plot::nothing_to_draw("no finite value"));
@@ -945,9 +953,9 @@ std::string grid_script(const Table& t) {
   std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
   if (held_out) fractions.push_back({"generalized", "generalized (all seeds)"});
   if (known) fractions.push_back({"found", "found the known map (finite seeds)"});
-  panel("F", fractions, false);
+  panel("F", fractions, false, 0);
   s << "set title 'median JSD'\nset ylabel 'JSD (nats)'\n" << (log_jsd ? "" : "set yrange [0:*]\n");
-  panel("J", jsd, log_jsd);
+  panel("J", jsd, log_jsd, lo / 2);
   s << "unset multiplot\n";
   return s.str();
 }
@@ -1032,6 +1040,7 @@ std::string interventions_script(const Table& t) {
     const bool log_axis = log_y && hi > 10 * lo;
     const double width = std::min(0.15, 0.7 / std::max<std::size_t>(drawn.size(), 1));
     std::ostringstream plots;
+    bool floored = false;
     for (std::size_t q = 0; q < drawn.size(); ++q) {
       // A series' colour and marker by its place among the panel's series, drawn or not, so
       // that each keeps them from one run's figure to another's.
@@ -1042,10 +1051,16 @@ std::string interventions_script(const Table& t) {
       for (std::size_t i = 0; i < configs.size(); ++i) {
         const Spread& v = values[q][i];
         const bool ok = std::isfinite(v.p50) && (!log_axis || v.p50 > 0);
+        // A percentile: its value; the median where it has none; the axis' bottom edge for a
+        // 0 on a log axis (a note says so).
         const auto bound = [&](double b) {
-          return !ok                                        ? std::string("NaN")
-                 : std::isfinite(b) && (!log_axis || b > 0) ? round_trip(b)
-                                                            : round_trip(v.p50);
+          if (!ok) return std::string("NaN");
+          if (!std::isfinite(b)) return round_trip(v.p50);
+          if (log_axis && !(b > 0)) {  // below the axis' bottom (lo / 2 or less): clipped there
+            floored = true;
+            return round_trip(lo / 1e3);
+          }
+          return round_trip(b);
         };
         const double x = static_cast<double>(i) + offset;
         s << round_trip(x) << " " << (ok ? round_trip(v.p50) : "NaN") << " " << bound(v.p05) << " "
@@ -1064,6 +1079,9 @@ std::string interventions_script(const Table& t) {
             << style + 1 << kStyles[std::min<std::size_t>(style, 5)] << " title "
             << plot::quote(drawn[q]->what);
     }
+    if (floored)
+      labels << "set label 'a bar to the bottom edge: its 5th percentile is 0' at graph 0.02, "
+                "graph 0.97 left font ',8'\n";
     return Drawn{plots.str(), log_axis, lo, hi};
   };
   // A panel's plot command, or its frame and a note when no series has a finite value.

@@ -265,6 +265,53 @@ TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresho
   EXPECT_EQ(script("attention-sweep-interventions", none), "");
 }
 
+// On a log axis an interval or percentile that reaches 0 runs to the axis' bottom edge (it was
+// drawn ending at the point, as if it had no lower part), and a note says so; on a linear axis
+// and where nothing reaches 0 there is no note.
+TEST(AttentionSweepFigures, ABarReachingZeroOnALogAxisRunsToTheBottomEdge) {
+  Table t;
+  t.name = "attention-sweep";
+  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
+    t.columns.push_back({c});
+  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
+  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
+    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
+               std::int64_t(100), p05, p50, p95});
+  };
+  row("output distance between pairs", 1e-3, 2e-3, 4e-3);
+  row("output distance (uniform map)", 0.0, 0.5, 0.75);  // a 5th percentile of 0
+  row("output distance (permuted map)", 0.5, 1, 1.5);
+  row("Kendall's tau_b (weights vs importance)", 0.0, 0.25, 0.75);  // linear axis: a 0 is a value
+  const std::string s = script("attention-sweep-interventions", t);
+  const auto uniform = block(s, "$I1");
+  ASSERT_EQ(uniform.size(), 1u) << s;
+  const std::size_t range = s.find("set yrange [");
+  ASSERT_NE(range, std::string::npos) << s;
+  const double bottom = std::stod(s.substr(range + 12));
+  EXPECT_GT(uniform[0][2], 0.0) << s;
+  EXPECT_LE(uniform[0][2], bottom) << s;  // to (and clipped at) the bottom edge
+  EXPECT_EQ(uniform[0][1], 0.5);
+  EXPECT_EQ(block(s, "$I3")[0][2], 0.0) << s;  // tau_b's 0 on its linear axis, as it is
+  EXPECT_NE(s.find("its 5th percentile is 0"), std::string::npos) << s;
+  Table positive = t;
+  positive.rows[1][4] = 0.25;
+  EXPECT_EQ(script("attention-sweep-interventions", positive).find("percentile is 0"),
+            std::string::npos);
+  // The grid's JSD panel: a median's interval from 0 (the start null of identical maps) on a
+  // log axis (the medians span decades) runs to the axis' bottom, which the panel sets.
+  nlohmann::json low = point("inputs=1", "8", 1.0, NAN, 0.3, 0.3);
+  low["pair_jsd_finite_median_ci95"] = {0.0, 0.4};
+  const Table g = grid_table({low, point("inputs=64", "8", 0.9, NAN, 1e-6, 2e-6)});
+  const std::string j = script("attention-sweep-grid", g);
+  const auto finite = block(j, "$J1_0");
+  ASSERT_EQ(finite.size(), 2u) << j;
+  const std::size_t jr = j.find("set yrange [", j.find("set logscale y"));
+  ASSERT_NE(jr, std::string::npos) << j;
+  EXPECT_EQ(finite[0][2], std::stod(j.substr(jr + 12))) << j;
+  EXPECT_GT(finite[0][2], 0.0);
+  EXPECT_NE(j.find("its interval reaches 0"), std::string::npos) << j;
+}
+
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   const Table t = grid_table(
       {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
