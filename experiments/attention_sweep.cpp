@@ -941,7 +941,7 @@ std::string grid_script(const Table& t) {
       min_dk = std::min(min_dk, d);
       max_dk = std::max(max_dk, d);
     }
-    s << ")\nset xrange [" << round_trip(min_dk / 1.4) << ":" << round_trip(max_dk * 1.4) << "]\n";
+    s << ")\n" << plot::dk_range(min_dk, max_dk);
   } else {
     s << "unset xlabel\nset xtics (";
     for (std::size_t i = 0; i < g.size(); ++i)

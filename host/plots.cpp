@@ -42,6 +42,9 @@ std::string nothing_to_draw(const std::string& note) {
   return "unset logscale y\nset yrange [0:1]\nset format y ''\nset label " + quote(note) +
          " at graph 0.5, graph 0.5 center\nplot NaN notitle\n";
 }
+std::string dk_range(double lo, double hi) {
+  return "set xrange [" + round_trip(lo / 1.4) + ":" + round_trip(hi * 1.4) + "]\n";
+}
 std::string cells(const std::string& source, const std::string& x, const std::string& y,
                   const std::string& z) {
   return source + " using " + x + ":" + y + ":(0.5):(0.5):" + z +

@@ -70,6 +70,10 @@ std::string run_text(const Table& t, const char* key);
 // frame and `note` in the middle, where a plot of no valid point would fail gnuplot, and the
 // run's files with it. Leaves the y axis linear, [0:1], unlabelled.
 std::string nothing_to_draw(const std::string& note);
+// The x range of a log-2 d_k axis over the values [lo, hi], half a step (a factor 1.4) beyond
+// each end, set explicitly: on a range gnuplot autoscales from one d_k, function lines (a
+// theory curve, a reference level) are drawn at that one x only.
+std::string dk_range(double lo, double hi);
 // A heatmap's plot clause: a unit cell centred on each (x, y), filled with the palette's colour
 // of z, where `with image` would draw nothing for a heatmap of one row or one column. source: a
 // datablock and its modifiers ("$M", "$M matrix"); x, y, z: its `using` columns ("1", "($2+3)").

@@ -592,6 +592,25 @@ TEST(SoftmaxSaturationFigure, TitleNamesTheRowsTheGeneratorAndEqualScoresAreDraw
             std::string::npos);
 }
 
+// With one d_k the x range is set around it (a factor 1.4 each way), as with several: gnuplot
+// would otherwise draw the theory curve and the reference levels (functions of d_k) at that one
+// x, a dot under the point, in dk-std's and softmax-saturation's figures.
+TEST(DkFigures, OneDkSetsTheRangeSoThatTheReferenceLinesAreDrawn) {
+  const std::string one = "set xrange [" + round_trip(64 / 1.4) + ":" + round_trip(64 * 1.4) + "]";
+  const std::string dk = figure_script(
+      "dk-std", "dk-std", test::run_table("dk-std", {{"--d-k", "64"}, {"--samples", "100"}}));
+  EXPECT_NE(dk.find(one), std::string::npos) << dk;
+  const std::string sat =
+      figure_script("softmax-saturation", "softmax-saturation",
+                    test::run_table("softmax-saturation", {{"--d-k", "64"}, {"--samples", "100"}}));
+  EXPECT_NE(sat.find(one), std::string::npos) << sat;
+  const std::string several = figure_script(
+      "dk-std", "dk-std", test::run_table("dk-std", {{"--d-k", "2,512"}, {"--samples", "100"}}));
+  EXPECT_NE(several.find("set xrange [" + round_trip(2 / 1.4) + ":" + round_trip(512 * 1.4) + "]"),
+            std::string::npos)
+      << several;
+}
+
 TEST(DkStdFigure, TitleNamesTheSamplesTheGeneratorAndItsSeed) {
   const auto title_of = [](const std::map<std::string, std::string>& flags) {
     return multiplot_title(figure_script("dk-std", "dk-std", test::run_table("dk-std", flags)));
@@ -612,8 +631,7 @@ TEST(DkStdFigure, TitleNamesTheSamplesTheGeneratorAndItsSeed) {
   EXPECT_EQ(s.find("95% CI"), std::string::npos);
   EXPECT_EQ(s.find("95% interval'"), std::string::npos);
   // The relative error's axis is padded so that its theory line (0) is inside, never on its edge.
-  EXPECT_NE(s.find("set offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n"),
-            std::string::npos);
+  EXPECT_NE(s.find("set offsets 0, 0, graph 0.05, graph 0.05\n"), std::string::npos);
 }
 
 TEST(WeightHeatmaps, TitleNamesTheWordsAndEachPanelItsMatrices) {
