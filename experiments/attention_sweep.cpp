@@ -600,6 +600,91 @@ std::string seeds_text(const Table& t) {
   return n < 0 ? "" : plot::count(n, "seed", "seeds") + (range.empty() ? "" : " (" + range + ")");
 }
 
+// The axes a grid's configuration names vary, in their order, when they vary several (each
+// name "axis=value axis=value ..." over the same axes); empty for one axis or a run of one.
+std::vector<std::string> varied_axes(const std::vector<std::string>& names) {
+  std::vector<std::string> axes;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::vector<std::string> these;
+    std::istringstream words(names[i]);
+    for (std::string w; words >> w;) these.push_back(w.substr(0, w.find('=')));
+    if (these.size() < 2 || (i > 0 && these != axes)) return {};
+    axes = std::move(these);
+  }
+  return axes;
+}
+
+// The categorical x axis of a grid's configurations, one position each. With one varied axis a
+// tic is the configuration's name ("inputs=64", rotated beyond four of them); with several, a
+// tic is its values one above the other and the x label names the axes in that order (whole
+// names side by side would overlap), the bottom margin holding the tics, the label and a key
+// of up to key_lines entries below (gnuplot places them as if a tic were one line).
+std::string configuration_axis(const std::vector<std::string>& names, int key_lines) {
+  const std::vector<std::string> axes = varied_axes(names);
+  std::ostringstream s;
+  if (!axes.empty()) {
+    std::string label;
+    for (const std::string& a : axes) label += (label.empty() ? "" : " / ") + a;
+    const int lines = static_cast<int>(axes.size());
+    s << "set xlabel " << plot::quote(label + " (top to bottom)") << " noenhanced offset 0,"
+      << -(lines - 1) << "\nset bmargin " << lines + 3 + key_lines << "\nset xtics (";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      std::string tic;  // the values, a "\n" between each two inside one quoted string
+      std::istringstream words(names[i]);
+      for (std::string w; words >> w;) {
+        const std::string q = plot::quote(w.substr(w.find('=') + 1));
+        tic += tic.empty() ? q.substr(0, q.size() - 1) : "\\n" + q.substr(1, q.size() - 2);
+      }
+      s << (i ? ", " : "") << tic << "\" " << i;
+    }
+    s << ") noenhanced\n";
+  } else {
+    s << "unset xlabel\nset xtics (";
+    for (std::size_t i = 0; i < names.size(); ++i)
+      s << (i ? ", " : "") << plot::quote(names[i].empty() ? "the run" : names[i]) << " " << i;
+    s << ") noenhanced" << (names.size() > 4 ? " rotate by 30 right" : "") << "\n";
+  }
+  s << "set xrange [-0.5:" << names.size() - 0.5 << "]\n";
+  return s.str();
+}
+
+// The canvas (pixels "W,H") of a figure of `panels` panels side by side over these
+// configurations: 1500 x 500, widened to about 44 pixels a configuration in each panel and
+// heightened for the stacked tics and a key of key_lines entries (configuration_axis) where
+// several axes vary.
+std::string configuration_canvas(const std::vector<std::string>& names, int panels, int key_lines) {
+  const std::size_t lines = varied_axes(names).size();
+  if (lines == 0) return "1500,500";
+  const std::size_t width = std::max<std::size_t>(1500, panels * (100 + 44 * names.size()));
+  const std::size_t height = std::max<std::size_t>(500, 340 + 17 * (lines + 3 + key_lines));
+  return std::to_string(width) + "," + std::to_string(height);
+}
+
+// A grid's configuration names, in its order ("" none: not a grid).
+std::vector<std::string> grid_names(const Table& t) {
+  std::vector<std::string> names;
+  if (t.extra.contains("grid"))
+    for (const auto& point : t.extra["grid"]) names.push_back(point["name"].get<std::string>());
+  return names;
+}
+
+// The configurations of a table's rows in their order ("" for a table of one).
+std::vector<std::string> row_configurations(const Table& t) {
+  std::size_t c_config = std::string::npos;
+  for (std::size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i].name == "configuration") c_config = i;
+  std::vector<std::string> configs;
+  for (const auto& r : t.rows) {
+    const std::string c = c_config == std::string::npos ? "" : plot::text(r[c_config]);
+    if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  }
+  return configs;
+}
+
+// The grid's figure has two panels and keys of up to four entries; the interventions' three
+// panels, the first with up to five.
+constexpr int kGridKeyLines = 4, kInterventionKeyLines = 5;
+
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
   std::ostringstream s;
   s << "$" << name << " << EOD\n";
@@ -827,6 +912,18 @@ std::string grid_script(const Table& t) {
     by_dk = by_dk && point["name"].get<std::string>().rfind("d_k=", 0) == 0;
   std::vector<std::string> groups;
   std::vector<std::size_t> group_of;
+  // Over d_k a group is a line of its own in each panel, with a legend entry per quantity: more
+  // than two groups (other axes varied with d_k) would bury the panels under their legends,
+  // so those grids take the categorical axis, one position per configuration.
+  if (by_dk) {
+    std::set<std::string> rest;
+    for (const auto& point : g) {
+      const std::string full = point["name"].get<std::string>();
+      const std::size_t end = full.find(' ');
+      rest.insert(end == std::string::npos ? "" : full.substr(end + 1));
+    }
+    by_dk = rest.size() <= 2;
+  }
   for (const auto& point : g) {
     std::string name = by_dk ? "" : "configurations";
     if (by_dk) {
@@ -885,7 +982,8 @@ std::string grid_script(const Table& t) {
           // (the pairs of a frozen map, the JSD of the known map to itself).
           if (!drawn)
             labels << "set label '" << (y == 0 ? "0" : "n/a") << "' at " << round_trip(x)
-                   << ", graph 0.06 center tc lt " << (by_dk ? k : q) + 1 << " font ',9'\n";
+                   << ", graph 0.03 left rotate by 90 tc lt " << (by_dk ? k : q) + 1
+                   << " font ',9'\n";
         }
         s << "EOD\n";
         const std::string title =
@@ -943,11 +1041,7 @@ std::string grid_script(const Table& t) {
     }
     s << ")\n" << plot::dk_range(min_dk, max_dk);
   } else {
-    s << "unset xlabel\nset xtics (";
-    for (std::size_t i = 0; i < g.size(); ++i)
-      s << (i ? ", " : "") << plot::quote(g[i]["name"].get<std::string>()) << " " << i;
-    s << ") noenhanced" << (g.size() > 4 ? " rotate by 30 right" : "")
-      << "\nset xrange [-0.5:" << g.size() - 0.5 << "]\n";
+    s << configuration_axis(grid_names(t), kGridKeyLines);
   }
   s << "set title 'fraction of seeds'\nset ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
   std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
@@ -981,12 +1075,7 @@ std::string interventions_script(const Table& t) {
       c_p05 == std::string::npos || c_p50 == std::string::npos || c_p95 == std::string::npos ||
       !find_row(t, "output distance (uniform map)", "finite"))
     return "";
-  // The configurations in the table's order ("" for a table of one).
-  std::vector<std::string> configs;
-  for (const auto& r : t.rows) {
-    const std::string c = c_config == std::string::npos ? "" : plot::text(r[c_config]);
-    if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
-  }
+  const std::vector<std::string> configs = row_configurations(t);
   // A quantity's median and 5th/95th percentiles over the finite seeds of configuration i.
   struct Spread {
     double p05 = NAN, p50 = NAN, p95 = NAN;
@@ -1067,7 +1156,7 @@ std::string interventions_script(const Table& t) {
           << bound(v.p95) << "\n";
         if (!ok)  // not defined (n/a), or a 0 a log axis cannot place (a frozen map's own)
           labels << "set label '" << (v.p50 == 0 ? "0" : "n/a") << "' at " << round_trip(x)
-                 << ", graph 0.06 center tc lt " << style + 1 << " font ',9'\n";
+                 << ", graph 0.03 left rotate by 90 tc lt " << style + 1 << " font ',9'\n";
         else if (log_axis && v.p50 > 2 * hi)  // beyond the axis' top: its value there
           labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
                  << ", graph 0.94 center tc lt " << style + 1 << " font ',9'\n";
@@ -1104,12 +1193,8 @@ std::string interventions_script(const Table& t) {
                         "; points: the median over the finite seeds; bars: their 5th to 95th "
                         "percentile"},
                    170)
-    << " noenhanced\nset grid\nset key below noenhanced\nset bars small\nunset xlabel\n";
-  s << "set xtics (";
-  for (std::size_t i = 0; i < configs.size(); ++i)
-    s << (i ? ", " : "") << plot::quote(configs[i].empty() ? "the run" : configs[i]) << " " << i;
-  s << ") noenhanced" << (configs.size() > 4 ? " rotate by 30 right" : "")
-    << "\nset xrange [-0.5:" << configs.size() - 0.5 << "]\n";
+    << " noenhanced\nset grid\nset key below noenhanced\nset bars small\n"
+    << configuration_axis(configs, kInterventionKeyLines);
 
   const Drawn outputs =
       panel({{"output distance between pairs", "two seeds (pairs), no intervention"},
@@ -2391,8 +2476,14 @@ const Experiment& attention_sweep_experiment() {
       .figures = {{"attention-sweep-map", true, heatmap_script},
                   {"attention-sweep-jsd", false, jsd_histogram_script},
                   {"attention-sweep-loss-jsd", false, scatter_script},
-                  {"attention-sweep-grid", true, grid_script},
-                  {"attention-sweep-interventions", true, interventions_script}},
+                  {"attention-sweep-grid", true, grid_script,
+                   [](const Table& t) {
+                     return configuration_canvas(grid_names(t), 2, kGridKeyLines);
+                   }},
+                  {"attention-sweep-interventions", true, interventions_script,
+                   [](const Table& t) {
+                     return configuration_canvas(row_configurations(t), 3, kInterventionKeyLines);
+                   }}},
       .examples = {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
                    "--seeds 0:10000 --steps 1000",
                    "demo --table attention-sweep --task previous --words 8 --d-model 8 --d-k 8 "

@@ -202,7 +202,11 @@ std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>
     if (body.empty()) continue;
     for (const char* ext : {".png", ".svg"}) {
       const std::string path = dir + "/" + fig.stem + ext;
-      write_gnuplot_figure(body, path, fig.wide ? "1500,500" : "800,560", overwrite);
+      write_gnuplot_figure(body, path,
+                           fig.size   ? fig.size(t)
+                           : fig.wide ? "1500,500"
+                                      : "800,560",
+                           overwrite);
       written.push_back(path);
     }
   }

@@ -17,6 +17,9 @@ struct Figure {
   // The gnuplot commands after "set terminal/output", data inline; "" when the table has
   // nothing to draw (then no file is written).
   std::function<std::string(const Table&)> script;
+  // The canvas in pixels ("W,H") where the content decides it (a grid of many configurations);
+  // unset: by `wide`.
+  std::function<std::string(const Table&)> size = {};
 };
 
 // The figure files (without directory) that write_figures makes for these figures.

@@ -375,6 +375,51 @@ TEST(AttentionSweepFigures, DkGridDrawsEverySeriesWithOffsetsAndALogJsdAxis) {
       << "d_k varies: not in the title's configuration";
 }
 
+// The canvas a figure is drawn on (its size callback, else by `wide`).
+std::string canvas(const std::string& stem, const Table& t) {
+  for (const Figure& f : find_experiment("attention-sweep")->figures)
+    if (f.stem == stem) return f.size ? f.size(t) : f.wide ? "1500,500" : "800,560";
+  ADD_FAILURE() << "no figure " << stem;
+  return "";
+}
+
+// A grid that varies d_k with several other axes (eight groups over d_k would each be a line
+// with its own legend entries, which buried the panels): one position per configuration, each
+// tic its values one above the other, the x label the axes in that order, the bottom margin
+// room for the tics, the label and the key, and a canvas wide enough for 16 of them.
+TEST(AttentionSweepFigures, AGridOfSeveralAxesTicksEachConfigurationByItsValues) {
+  nlohmann::json points = nlohmann::json::array();
+  std::vector<std::string> names;
+  for (const char* dk : {"2", "4"})
+    for (const char* heads : {"1", "2"})
+      for (const char* opt : {"sgd", "adam"})
+        for (const char* train : {"qk", "qkv"}) {
+          names.push_back(std::string("d_k=") + dk + " heads=" + heads + " optimizer=" + opt +
+                          " train=" + train);
+          points.push_back(point(names.back(), dk, 0.5, NAN, 1e-3, 2e-3));
+        }
+  const Table t = grid_table(points);
+  const std::string s = script("attention-sweep-grid", t);
+  EXPECT_EQ(s.find("set logscale x"), std::string::npos) << s;  // categorical, not over d_k
+  EXPECT_NE(s.find("set xlabel \"d_k / heads / optimizer / train (top to bottom)\""),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("set xtics (\"2\\n1\\nsgd\\nqk\" 0, \"2\\n1\\nsgd\\nqkv\" 1,"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("\"4\\n2\\nadam\\nqkv\" 15)"), std::string::npos) << s;
+  EXPECT_NE(s.find("set bmargin 11\n"), std::string::npos) << s;  // 4 tic lines, 3, key 4
+  EXPECT_EQ(block(s, "$F0_0").size(), 16u);  // one series of all configurations
+  EXPECT_EQ(s.find("$F0_1"), std::string::npos);
+  EXPECT_EQ(canvas("attention-sweep-grid", t), "1608,527");  // 2 (100 + 44 x 16); 340 + 17 x 11
+  // One varied axis keeps its names as tics, on the usual canvas.
+  const Table one = grid_table({point("train=qk", "8", 0.5, NAN, 1e-3, 2e-3),
+                                point("train=qkv", "8", 0.5, NAN, 1e-3, 2e-3)});
+  EXPECT_NE(script("attention-sweep-grid", one).find("set xtics (\"train=qk\" 0"),
+            std::string::npos);
+  EXPECT_EQ(canvas("attention-sweep-grid", one), "1500,500");
+}
+
 TEST(AttentionSweepFigures, ScatterLeavesOutDivergedLossesAndDrawsTheThreshold) {
   Table t;
   t.name = "attention-sweep";
