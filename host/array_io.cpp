@@ -371,7 +371,9 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
   StopMeter stops("parsing " + label + " " + path, "bytes", double(1 << 22));
   Array a;
   std::size_t line_no = 0, cols = 0, rows = 0, first_line = 0;
-  for (std::size_t at = 0; at < bytes.size();) {
+  // A UTF-8 byte order mark (spreadsheets write one before the first cell) is not text.
+  const std::size_t bom = bytes.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  for (std::size_t at = bom; at < bytes.size();) {
     std::size_t end = bytes.find('\n', at);
     if (end == std::string::npos) end = bytes.size();
     std::string_view line(bytes.data() + at, end - at);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -498,6 +499,17 @@ void record_command_line(int argc, char** argv, Options& o) {
   }
 }
 
+// A parse error's line: CLI11's text, but an option given more than once ("--samples: At Most 1
+// required but received 2") said as the user did it.
+std::string parse_error_text(const CLI::ParseError& e) {
+  static const std::regex twice(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  std::smatch m;
+  const std::string what = e.what();
+  if (std::regex_match(what, m, twice))
+    return m[1].str() + " is given " + m[2].str() + " times; give it once";
+  return what;
+}
+
 }  // namespace
 
 Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment>& all,
@@ -562,7 +574,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   } catch (const CLI::CallForVersion& e) {
     return done(app.exit(e, out, err));
   } catch (const CLI::ParseError& e) {
-    return refuse(std::string(e.what()) + " (see demo --help)");
+    return refuse(parse_error_text(e) + " (see demo --help)");
   }
   if (list) {
     out << list_text(all);

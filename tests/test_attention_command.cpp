@@ -82,7 +82,12 @@ TEST(AttentionCommand, LessonCheckpointFromNpyCsvAndJson) {
                   d.write("wk.csv", "0, 1\n1, 0\n"), d.file("i.csv")};
   const Files json{d.write("x.json", "[[2,0],[1,1],[0,2]]"), d.write("i.json", "[[1,0],[0,1]]"),
                    d.write("wk.json", "[[0,1],[1,0]]"), d.file("i.json")};
-  for (const Files& f : {npy, csv, json}) {
+  // A spreadsheet's export: a UTF-8 byte order mark before the first cell (and CRLF lines).
+  const std::string bom = "\xEF\xBB\xBF";
+  const Files marked{d.write("xb.csv", bom + "2,0\n1,1\n0,2\n"),
+                     d.write("ib.json", bom + "[[1,0],[0,1]]"),
+                     d.write("wkb.csv", bom + "0,1\r\n1,0\r\n"), d.file("ib.json")};
+  for (const Files& f : {npy, csv, json, marked}) {
     const std::string args = "attention --x " + f.x + " --w-q " + f.wq + " --w-k " + f.wk +
                              " --w-v " + f.wv + " --device cpu";
     const auto text = run_demo(args);

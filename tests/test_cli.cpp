@@ -605,6 +605,17 @@ TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
                        {"merge: --format is given both before and after merge"});
 }
 
+// An option given twice is refused in the user's terms, for the tables' options and a
+// subcommand's alike.
+TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
+  test::expect_refused("--table dk-std --samples 100 --samples 200", 2,
+                       {"--samples is given 2 times; give it once"});
+  test::expect_refused("--table dk-std --d-k 2 --d-k 4 --d-k 8", 2,
+                       {"--d-k is given 3 times; give it once"});
+  test::expect_refused("attention" + kAttentionInputs + " --x x.json", 2,
+                       {"--x is given 2 times; give it once"});
+}
+
 // An experiment flag's value is checked where no chosen experiment reads it too (each flag by its
 // own declaration); a rule between two flags is left to the table that reads them.
 TEST(CliRefuses, ValuesOfFlagsNoChosenTableReads) {
