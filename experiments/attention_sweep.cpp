@@ -300,22 +300,25 @@ Shape check_shape(const RunContext& ctx, const Config& cfg) {
   const std::string where = cfg.name.empty() ? "" : " (" + cfg.name + ")";
   const auto refuse = [&](const std::string& why) { throw std::invalid_argument(why + where); };
   s.n = static_cast<int>(ctx.get<std::int64_t>("--words"));
+  const std::string task = ctx.get<std::string>("--task");
+  s.task = task_of(task);
+  s.vocab = static_cast<int>(ctx.get<std::int64_t>("--vocab"));
   s.d_model = static_cast<int>(ctx.get<std::int64_t>("--d-model"));
+  // The token tasks' inputs fix their width (X = I_n, or tokens then positions): the default
+  // --d-model there.
+  if (s.token() && !ctx.settings.given("--d-model")) s.d_model = s.vocab + s.n;
   s.d_k = static_cast<int>(cfg.get<std::int64_t>("--d-k"));
   s.heads = static_cast<int>(cfg.get<std::int64_t>("--heads"));
   const std::int64_t d_v = ctx.get<std::int64_t>("--d-v");
   if (ctx.settings.given("--d-v") && d_v == 0)
     refuse("--d-v 0: the values need at least one dimension");
   s.d_v = d_v == 0 ? s.d_model : static_cast<int>(d_v);
-  const std::string task = ctx.get<std::string>("--task");
-  s.task = task_of(task);
   const std::string train = cfg.get<std::string>("--train");
   s.train_values = train != "qk";
   s.train_output = train == "qkvo";
   s.inputs = static_cast<int>(cfg.get<std::int64_t>("--inputs"));
   const std::string test = ctx.get<std::string>("--test-inputs");
   s.test_inputs = test == "auto" ? (s.inputs > 1 ? kDefaultTestInputs : 0) : std::stoi(test);
-  s.vocab = static_cast<int>(ctx.get<std::int64_t>("--vocab"));
   if (s.d_k % s.heads != 0 || s.d_v % s.heads != 0)
     refuse("--heads " + std::to_string(s.heads) + " must divide --d-k " + std::to_string(s.d_k) +
            " and --d-v " + std::to_string(s.d_v) + " (each head takes a block of their columns)");
@@ -2432,7 +2435,11 @@ const Experiment& attention_sweep_experiment() {
                 nudge_param(),
                 adversary_param(),
                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
-                param::integer("--d-model", "2", "d_model (columns of X)", 1, kMaxSize),
+                param::integer(
+                    "--d-model", "2",
+                    "d_model (columns of X); for the token tasks (lesson, previous, "
+                    "reverse) --words, or --vocab + --words with a vocabulary, unless given",
+                    1, kMaxSize),
                 param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
                 param::seeds("--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
                              std::uint64_t{1} << 53,

@@ -217,6 +217,26 @@ TEST(AttentionSweep, PerSeedArraysARunDoesNotWriteAreRemovedWithForce) {
   EXPECT_FALSE(fs::exists(lone + "/m.npy"));
 }
 
+// The token tasks' inputs fix d_model (X = I_n: --words; tokens then positions: --vocab +
+// --words): without --d-model it is that, and a --d-model given otherwise is refused.
+TEST(AttentionSweep, TokenTasksTakeTheirInputsWidthAsDModel) {
+  const auto d_model = [](const std::map<std::string, std::string>& flags) {
+    return test::run_table("attention-sweep", flags).run["d_model"].get<int>();
+  };
+  const std::map<std::string, std::string> small = {{"--seeds", "0:2"}, {"--steps", "2"}};
+  auto flags = small;
+  flags.insert({{"--task", "previous"}, {"--vocab", "4"}, {"--words", "4"}});
+  EXPECT_EQ(d_model(flags), 8);
+  flags = small;
+  flags.insert({{"--task", "reverse"}, {"--words", "5"}});
+  EXPECT_EQ(d_model(flags), 5);
+  flags = small;
+  flags.insert({{"--task", "random"}, {"--words", "5"}});
+  EXPECT_EQ(d_model(flags), 2);  // normals: the flag's own default
+  test::expect_refused("--table attention-sweep -q --task previous --vocab 4 --words 4 --d-model 9",
+                       2, {"--d-model must be the vocabulary plus the positions, 8"});
+}
+
 // Bad input: refused before any work with one line, nothing on stdout, no file.
 TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   TempDir dir;
