@@ -243,7 +243,7 @@ ATTN_INLINE void rows_of(const Product<EA>& job) {
 
 // The block's width: Block<L>::cols, or narrow_cols on a result under twice that wide.
 template <CpuLevel L, bool Unit, class EA>
-ATTN_INLINE void rows_of(const Product<EA>& job) {
+ATTN_INLINE void blocked_rows(const Product<EA>& job) {
   if constexpr (Block<L>::cols != Block<L>::narrow_cols)
     if (job.cols < 2 * Block<L>::cols) return rows_of<L, Block<L>::narrow_cols, Unit>(job);
   rows_of<L, Block<L>::cols, Unit>(job);
@@ -252,9 +252,9 @@ ATTN_INLINE void rows_of(const Product<EA>& job) {
 template <CpuLevel L, class EA>
 ATTN_INLINE void product_body(const Product<EA>& job) {
   if (job.b.cs == 1)
-    rows_of<L, true>(job);
+    blocked_rows<L, true>(job);
   else
-    rows_of<L, false>(job);
+    blocked_rows<L, false>(job);
 }
 
 // The products compiled once for each level, out of line: the training inlines everything
