@@ -2,14 +2,10 @@
 // kernel's exp gives the bits the CPU twins get from the C library (std::exp on a CPU with FMA,
 // exp_fma.cpp's lane packs) rather than CUDA's exp, which differs from it in the last place for
 // some arguments, a difference a training grows over its steps. The steps, constants and table
-// are exp_fma.cpp's (sysdeps/ieee754/dbl-64/e_exp.c; exp_fma_table.inc):
-//   kd = fma(x, InvLn2N, Shift); ki = bits(kd); kd -= Shift
-//   r = fma(kd, NegLn2loN, fma(kd, NegLn2hiN, x))
-//   tail = T[2 (ki % N)]; sbits = T[2 (ki % N) + 1] + (ki << 45)
-//   exp(x) = fma(scale, tmp, scale), tmp = fma(r^4, fma(r, C5, C4), fma(fma(r, C3, C2), r^2,
-//   tail + r)), scale = asdouble(sbits)
-// for 2^-54 <= |x| < 512; 1 + x below; |x| >= 512, inf and nan go to the platform's exp (the
-// C library's on the host, CUDA's on the device: overflow and underflow, rare in a softmax).
+// are exp_fma.cpp's, whose header lists them (sysdeps/ieee754/dbl-64/e_exp.c;
+// exp_fma_table.inc), for 2^-54 <= |x| < 512; 1 + x below; |x| >= 512, inf and nan go to the
+// platform's exp (the C library's on the host, CUDA's on the device: overflow and underflow,
+// rare in a softmax).
 #pragma once
 
 #include <cmath>
