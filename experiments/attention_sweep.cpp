@@ -671,6 +671,20 @@ std::vector<std::string> grid_names(const Table& t) {
   return names;
 }
 
+// Whether the grid's figure takes d_k as its x axis: every name starts with d_k's value (the
+// grid's first axis), and the rest of the names (the groups, each a line of its own with a
+// legend entry per quantity) are at most two; more would bury the panels under their legends,
+// so those grids take the categorical axis, one position per configuration.
+bool grid_over_dk(const std::vector<std::string>& names) {
+  std::set<std::string> rest;
+  for (const std::string& name : names) {
+    if (name.rfind("d_k=", 0) != 0) return false;
+    const std::size_t end = name.find(' ');
+    rest.insert(end == std::string::npos ? "" : name.substr(end + 1));
+  }
+  return rest.size() <= 2;
+}
+
 // The configurations of a table's rows in their order ("" for a table of one).
 std::vector<std::string> row_configurations(const Table& t) {
   std::size_t c_config = std::string::npos;
@@ -910,23 +924,9 @@ std::string grid_script(const Table& t) {
   };
   // Groups: the name without its d_k (when d_k varies), in the grid's order; by_dk: every name
   // starts with d_k's value (the grid's first axis).
-  bool by_dk = true;
-  for (const auto& point : g)
-    by_dk = by_dk && point["name"].get<std::string>().rfind("d_k=", 0) == 0;
+  const bool by_dk = grid_over_dk(grid_names(t));
   std::vector<std::string> groups;
   std::vector<std::size_t> group_of;
-  // Over d_k a group is a line of its own in each panel, with a legend entry per quantity: more
-  // than two groups (other axes varied with d_k) would bury the panels under their legends,
-  // so those grids take the categorical axis, one position per configuration.
-  if (by_dk) {
-    std::set<std::string> rest;
-    for (const auto& point : g) {
-      const std::string full = point["name"].get<std::string>();
-      const std::size_t end = full.find(' ');
-      rest.insert(end == std::string::npos ? "" : full.substr(end + 1));
-    }
-    by_dk = rest.size() <= 2;
-  }
   for (const auto& point : g) {
     std::string name = by_dk ? "" : "configurations";
     if (by_dk) {
@@ -2485,7 +2485,9 @@ const Experiment& attention_sweep_experiment() {
                   {"attention-sweep-loss-jsd", false, scatter_script},
                   {"attention-sweep-grid", true, grid_script,
                    [](const Table& t) {
-                     return configuration_canvas(grid_names(t), 2, kGridKeyLines);
+                     const std::vector<std::string> names = grid_names(t);
+                     return grid_over_dk(names) ? std::string("1500,500")
+                                                : configuration_canvas(names, 2, kGridKeyLines);
                    }},
                   {"attention-sweep-interventions", true, interventions_script,
                    [](const Table& t) {

@@ -418,6 +418,14 @@ TEST(AttentionSweepFigures, AGridOfSeveralAxesTicksEachConfigurationByItsValues)
   EXPECT_NE(script("attention-sweep-grid", one).find("set xtics (\"train=qk\" 0"),
             std::string::npos);
   EXPECT_EQ(canvas("attention-sweep-grid", one), "1500,500");
+  // d_k with one other axis of two values: d_k's axis, two lines, the usual canvas.
+  nlohmann::json two = nlohmann::json::array();
+  for (const char* dk : {"2", "4"})
+    for (const char* scale : {"sqrt", "none"})
+      two.push_back(point(std::string("d_k=") + dk + " scale=" + scale, dk, 0.5, NAN, 1e-3, 2e-3));
+  EXPECT_NE(script("attention-sweep-grid", grid_table(two)).find("set logscale x 2"),
+            std::string::npos);
+  EXPECT_EQ(canvas("attention-sweep-grid", grid_table(two)), "1500,500");
 }
 
 TEST(AttentionSweepFigures, ScatterLeavesOutDivergedLossesAndDrawsTheThreshold) {
