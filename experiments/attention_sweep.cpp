@@ -652,13 +652,20 @@ std::string configuration_axis(const std::vector<std::string>& names, int key_li
 }
 
 // The canvas (pixels "W,H") of a figure of `panels` panels side by side over these
-// configurations: 1500 x 500, widened to about 44 pixels a configuration in each panel and
+// configurations: 1500 x 500, widened to 44 pixels a configuration in each panel (8 a
+// character of the longest value and 14 beyond it, where that is more) and
 // heightened for the stacked tics and a key of key_lines entries (configuration_axis) where
 // several axes vary.
 std::string configuration_canvas(const std::vector<std::string>& names, int panels, int key_lines) {
   const std::size_t lines = varied_axes(names).size();
   if (lines == 0) return "1500,500";
-  const std::size_t width = std::max<std::size_t>(1500, panels * (100 + 44 * names.size()));
+  std::size_t longest = 0;  // characters of the longest value, a tic line's width
+  for (const std::string& name : names) {
+    std::istringstream words(name);
+    for (std::string w; words >> w;) longest = std::max(longest, w.size() - w.find('=') - 1);
+  }
+  const std::size_t per = std::max<std::size_t>(44, 8 * longest + 14);
+  const std::size_t width = std::max<std::size_t>(1500, panels * (100 + per * names.size()));
   const std::size_t height = std::max<std::size_t>(500, 340 + 17 * (lines + 3 + key_lines));
   return std::to_string(width) + "," + std::to_string(height);
 }
@@ -698,8 +705,8 @@ std::vector<std::string> row_configurations(const Table& t) {
   return configs;
 }
 
-// The grid's figure has two panels and keys of up to four entries; the interventions' three
-// panels, the first with up to five.
+// The grid's figure has two panels and keys of up to four entries; the interventions' first
+// panel a key of up to five.
 constexpr int kGridKeyLines = 4, kInterventionKeyLines = 5;
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
@@ -949,8 +956,8 @@ std::string grid_script(const Table& t) {
   // One panel: for each group and quantity a series (x, y, low, high), solid quantity first. On a
   // log axis (log_y) starting at `floor`, an interval's end at 0 (a JSD of 0 among the seeds) is
   // drawn at the axis' bottom edge, and a note says so.
-  const auto panel = [&](const char* name, const std::vector<Quantity>& qs, bool log_y,
-                         double floor) {
+  const auto panel = [&](const char* name, const std::string& title,
+                         const std::vector<Quantity>& qs, bool log_y, double floor) {
     const std::size_t series = groups.size() * qs.size();
     const double spread = by_dk ? std::min(0.06, 0.5 / series) : std::min(0.15, 0.6 / series);
     std::ostringstream plots, labels;
@@ -985,8 +992,8 @@ std::string grid_script(const Table& t) {
           // (the pairs of a frozen map, the JSD of the known map to itself).
           if (!drawn)
             labels << "set label '" << (y == 0 ? "0" : "n/a") << "' at " << round_trip(x)
-                   << ", graph 0.03 left rotate by 90 tc lt " << (by_dk ? k : q) + 1
-                   << " font ',9'\n";
+                   << (y == 0 ? ", graph 0.06 center" : ", graph 0.03 left rotate by 90")
+                   << " tc lt " << (by_dk ? k : q) + 1 << " font ',9'\n";
         }
         s << "EOD\n";
         const std::string title =
@@ -995,10 +1002,15 @@ std::string grid_script(const Table& t) {
               << (by_dk ? "yerrorlines" : "yerrorbars") << " lw 2 ps 1.2 lc " << (by_dk ? k : q) + 1
               << kStyles[std::min<std::size_t>(q, 3)] << " title " << plot::quote(title);
       }
-    s << "unset label\n" << labels.str();
-    if (floored)
-      s << "set label 'a bar to the bottom edge: its interval reaches 0' at graph 0.02, graph "
-           "0.97 left font ',8'\n";
+    s << "unset label\n"
+      << labels.str() << "set title "
+      << plot::title_lines(
+             floored
+                 ? std::vector<std::string>{title,
+                                            "(a bar to the bottom edge: its interval reaches 0)"}
+                 : std::vector<std::string>{title},
+             200)
+      << "\n";
     if (log_y)
       s << "set logscale y\nset format y '10^{%L}'\nset yrange [" << round_trip(floor) << ":*]\n";
     else
@@ -1046,15 +1058,21 @@ std::string grid_script(const Table& t) {
   } else {
     s << configuration_axis(grid_names(t), kGridKeyLines);
   }
-  s << "set title 'fraction of seeds'\nset ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
+  s << "set ylabel 'fraction of seeds'\nset yrange [0:1.05]\n";
   std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
   if (held_out) fractions.push_back({"generalized", "generalized (all seeds)"});
   if (known) fractions.push_back({"found", "found the known map (finite seeds)"});
-  panel("F", fractions, false, 0);
-  s << "set title 'median JSD'\nset ylabel 'JSD (nats)'\n" << (log_jsd ? "" : "set yrange [0:*]\n");
-  panel("J", jsd, log_jsd, lo / 2);
+  panel("F", "fraction of seeds", fractions, false, 0);
+  s << "set ylabel 'JSD (nats)'\n" << (log_jsd ? "" : "set yrange [0:*]\n");
+  panel("J", "median JSD", jsd, log_jsd, lo / 2);
   s << "unset multiplot\n";
   return s.str();
+}
+
+// The interventions figure's panels: the output distances and tau_b, and the adversarial map's
+// between them where the table has its rows (not under --adversary off).
+int intervention_panels(const Table& t) {
+  return find_row(t, "adversarial JSD within epsilon", "finite") ? 3 : 2;
 }
 
 // Does the head use its map? Three panels over the configurations (a categorical x axis, one
@@ -1102,6 +1120,13 @@ std::string interventions_script(const Table& t) {
     std::string plots;  // the panel's plot command's list
     bool log_axis;      // its values span more than a decade
     double lo, hi;      // the smallest and largest finite positive values
+    bool floored;       // a bar runs to the log axis' bottom edge (a 5th percentile of 0)
+  };
+  // A panel's title, with the note that explains a bar to the bottom edge where one is.
+  const auto title_of = [](const std::string& title, const Drawn& d) {
+    std::vector<std::string> lines = {title};
+    if (d.floored) lines.push_back("(a bar to the bottom edge: its 5th percentile is 0)");
+    return "set title " + plot::title_lines(lines, 200) + "\n";
   };
   // One panel: each series a block of (x, median, p05, p95) with its own offset and style; a
   // series with no finite value anywhere is left out (the known map of a task without one).
@@ -1159,7 +1184,8 @@ std::string interventions_script(const Table& t) {
           << bound(v.p95) << "\n";
         if (!ok)  // not defined (n/a), or a 0 a log axis cannot place (a frozen map's own)
           labels << "set label '" << (v.p50 == 0 ? "0" : "n/a") << "' at " << round_trip(x)
-                 << ", graph 0.03 left rotate by 90 tc lt " << style + 1 << " font ',9'\n";
+                 << (v.p50 == 0 ? ", graph 0.06 center" : ", graph 0.03 left rotate by 90")
+                 << " tc lt " << style + 1 << " font ',9'\n";
         else if (log_axis && v.p50 > 2 * hi)  // beyond the axis' top: its value there
           labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
                  << ", graph 0.94 center tc lt " << style + 1 << " font ',9'\n";
@@ -1171,10 +1197,7 @@ std::string interventions_script(const Table& t) {
             << style + 1 << kStyles[std::min<std::size_t>(style, 5)] << " title "
             << plot::quote(drawn[q]->what);
     }
-    if (floored)
-      labels << "set label 'a bar to the bottom edge: its 5th percentile is 0' at graph 0.02, "
-                "graph 0.97 left font ',8'\n";
-    return Drawn{plots.str(), log_axis, lo, hi};
+    return Drawn{plots.str(), log_axis, lo, hi, floored};
   };
   // A panel's plot command, or its frame and a note when no series has a finite value.
   const auto plot_or_note = [](const std::string& plots) {
@@ -1188,7 +1211,7 @@ std::string interventions_script(const Table& t) {
   };
 
   const std::string over = seeds_text(t);
-  s << "set multiplot layout 1,3 title "
+  s << "set multiplot layout 1," << intervention_panels(t) << " title "
     << title_lines({"attention-sweep: does the head use its map? (each map replaced, nothing "
                     "retrained)",
                     configuration_line(t),
@@ -1206,7 +1229,8 @@ std::string interventions_script(const Table& t) {
              {"output distance (patched map)", "the pair partner's map"},
              {"output distance (known map)", "the known map"}},
             true);
-  s << "set title 'output distance when the map is replaced'\nset ylabel 'RMS distance'\n"
+  s << title_of("output distance when the map is replaced", outputs)
+    << "set ylabel 'RMS distance'\n"
     << axis(outputs.log_axis, outputs.lo, outputs.hi) << "unset label\n"
     << labels.str() << plot_or_note(outputs.plots);
   labels.str("");
@@ -1218,7 +1242,7 @@ std::string interventions_script(const Table& t) {
         panel({{"adversarial JSD within epsilon",
                 "adversarial map within epsilon" + (epsilon.empty() ? "" : " " + epsilon)}},
               true);
-    s << "set title 'how far a map keeps the output'\nset ylabel 'JSD (nats)'\n"
+    s << title_of("how far a map keeps the output", adversarial) << "set ylabel 'JSD (nats)'\n"
       << axis(true, std::min(0.1, adversarial.lo), std::max(0.1, adversarial.hi)) << "unset label\n"
       << labels.str()
       << "set arrow 1 from graph 0, first 0.1 to graph 1, first 0.1 nohead dt 2 lw 1.5\n"
@@ -1230,7 +1254,7 @@ std::string interventions_script(const Table& t) {
   const Drawn tau =
       panel({{"Kendall's tau_b (weights vs importance)", "Kendall's tau_b, weights vs importance"}},
             false);
-  s << "set title 'do the weights rank the keys by importance?'\nset ylabel 'tau_b'\n"
+  s << title_of("do the weights rank the keys by importance?", tau) << "set ylabel 'tau_b'\n"
     << axis(false, 0, 0) << "set yrange [-1.05:1.05]\nunset label\n"
     << labels.str() << "set arrow 2 from graph 0, first 0 to graph 1, first 0 nohead dt 2 lw 1.5\n"
     << plot_or_note(tau.plots) << "unset arrow 2\nunset multiplot\n";
@@ -2491,7 +2515,8 @@ const Experiment& attention_sweep_experiment() {
                    }},
                   {"attention-sweep-interventions", true, interventions_script,
                    [](const Table& t) {
-                     return configuration_canvas(row_configurations(t), 3, kInterventionKeyLines);
+                     return configuration_canvas(row_configurations(t), intervention_panels(t),
+                                                 kInterventionKeyLines);
                    }}},
       .examples = {"demo --table attention-sweep --task random --words 8 --d-model 16 --d-k 16 "
                    "--seeds 0:10000 --steps 1000",

@@ -411,7 +411,7 @@ TEST(AttentionSweepFigures, AGridOfSeveralAxesTicksEachConfigurationByItsValues)
   EXPECT_NE(s.find("set bmargin 11\n"), std::string::npos) << s;  // 4 tic lines, 3, key 4
   EXPECT_EQ(block(s, "$F0_0").size(), 16u);  // one series of all configurations
   EXPECT_EQ(s.find("$F0_1"), std::string::npos);
-  EXPECT_EQ(canvas("attention-sweep-grid", t), "1608,527");  // 2 (100 + 44 x 16); 340 + 17 x 11
+  EXPECT_EQ(canvas("attention-sweep-grid", t), "1672,527");  // 2 (100 + (8 x 4 + 14) x 16): "adam"
   // One varied axis keeps its names as tics, on the usual canvas.
   const Table one = grid_table({point("train=qk", "8", 0.5, NAN, 1e-3, 2e-3),
                                 point("train=qkv", "8", 0.5, NAN, 1e-3, 2e-3)});
