@@ -1186,9 +1186,11 @@ std::string interventions_script(const Table& t) {
           labels << "set label '" << (v.p50 == 0 ? "0" : "n/a") << "' at " << round_trip(x)
                  << (v.p50 == 0 ? ", graph 0.06 center" : ", graph 0.03 left rotate by 90")
                  << " tc lt " << style + 1 << " font ',9'\n";
-        else if (log_axis && v.p50 > 2 * hi)  // beyond the axis' top: its value there
+        else if (log_axis &&
+                 v.p50 >
+                     2 * hi)  // above the axis: its value, vertical (neighbours' do not overlap)
           labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
-                 << ", graph 0.94 center tc lt " << style + 1 << " font ',9'\n";
+                 << ", graph 0.97 right rotate by 90 tc lt " << style + 1 << " font ',9'\n";
       }
       s << "EOD\n";
       static constexpr const char* kStyles[6] = {" pt 7", " pt 6", " pt 4",
