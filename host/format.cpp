@@ -66,6 +66,9 @@ std::string display_real(double v, const std::string& display) {
     fmt.erase(0, 1);
     if (std::fabs(v) < 1e-3) fmt = "%.2g";
   }
+  // A fixed format of a number of 1e15 or more would be its digits in full (up to 309, more than
+  // the buffer): 6 significant digits instead (1e+300).
+  if (std::fabs(v) >= 1e15 && fmt.find('f') != std::string::npos) fmt = "%.6g";
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt.c_str(), v);
   // A value that rounds to zero shows as "0.000", not "-0.000".
@@ -274,6 +277,7 @@ std::vector<Column> matrix_columns() {
 }
 
 std::string fixed(double v, int decimals) {
+  if (std::fabs(v) >= 1e15) return human_number(v);  // its digits in full would be up to 309
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;

@@ -212,6 +212,19 @@ TEST(DisplayReal, TildeFixedSwitchesToTwoSignificantDigitsBelowOneThousandth) {
   EXPECT_EQ(display_real(5.2e-13, "%.3f"), "0.000");
 }
 
+// A fixed format of a number of 1e15 or more (its digits in full, up to 309 of them) gives 6
+// significant digits: 1e300 is "1e+300", not 63 of its digits; integral ones too.
+TEST(DisplayReal, HugeNumbersInAFixedFormatGiveSignificantDigits) {
+  EXPECT_EQ(display_real(1e300, "~%.3f"), "1e+300");
+  EXPECT_EQ(display_real(-1e70, "~%.3f"), "-1e+70");
+  EXPECT_EQ(display_real(1.5e40, "%.2f"), "1.5e+40");
+  EXPECT_EQ(display_real(1e15, "~%.3f"), "1e+15");
+  EXPECT_EQ(display_real(1.234567e20, "%.3e"), "1.235e+20");  // not a fixed format: as given
+  EXPECT_EQ(display_real(123456789012345.0, "~%.3f"), "123456789012345");  // below 1e15
+  EXPECT_EQ(fixed(1e300, 4), "1e+300");
+  EXPECT_EQ(fixed(0.70710678, 4), "0.7071");
+}
+
 TEST(DisplayReal, NonFinite) {
   EXPECT_EQ(display_real(kNan, "%.2f"), "nan");
   EXPECT_EQ(display_real(kInf, "~%.3f"), "inf");
