@@ -373,6 +373,13 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
   std::size_t line_no = 0, cols = 0, rows = 0, first_line = 0;
   // A UTF-8 byte order mark (spreadsheets write one before the first cell) is not text.
   const std::size_t bom = bytes.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  // Text this reader does not take, named as such (its bytes would read as a bad number).
+  if (bytes.compare(0, 2, "\xFF\xFE") == 0 || bytes.compare(0, 2, "\xFE\xFF") == 0)
+    fail(label, path, "UTF-16 text; save it as UTF-8 (or ASCII)");
+  if (bytes.find('\n') == std::string::npos && bytes.find('\r') < bytes.size() - 1)
+    fail(label, path, "its lines end in CR alone; save it with LF (or CRLF) line ends");
+  if (bytes.find("\xEF\xBB\xBF", bom) != std::string::npos)
+    fail(label, path, "a byte order mark (U+FEFF) inside the text, not at its start");
   for (std::size_t at = bom; at < bytes.size();) {
     std::size_t end = bytes.find('\n', at);
     if (end == std::string::npos) end = bytes.size();

@@ -87,6 +87,20 @@ TEST(AttentionCommand, LessonCheckpointFromNpyCsvAndJson) {
   const Files marked{d.write("xb.csv", bom + "2,0\n1,1\n0,2\n"),
                      d.write("ib.json", bom + "[[1,0],[0,1]]"),
                      d.write("wkb.csv", bom + "0,1\r\n1,0\r\n"), d.file("ib.json")};
+  // What this reader does not take is named: UTF-16, CR-only line ends, a second mark.
+  const std::string rest =
+      " --w-q " + npy.wq + " --w-k " + npy.wk + " --w-v " + npy.wv + " --device cpu";
+  test::expect_refused("attention --x " +
+                           d.write("x16.csv", std::string("\xFF\xFE"
+                                                          "2\0,\0"
+                                                          "0\0",
+                                                          8)) +
+                           rest,
+                       2, {"UTF-16 text"});
+  test::expect_refused("attention --x " + d.write("xcr.csv", "2,0\r1,1\r0,2\r") + rest, 2,
+                       {"its lines end in CR alone"});
+  test::expect_refused("attention --x " + d.write("x2b.csv", bom + bom + "2,0\n1,1\n0,2\n") + rest,
+                       2, {"a byte order mark (U+FEFF) inside the text"});
   for (const Files& f : {npy, csv, json, marked}) {
     const std::string args = "attention --x " + f.x + " --w-q " + f.wq + " --w-k " + f.wk +
                              " --w-v " + f.wv + " --device cpu";
