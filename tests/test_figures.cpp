@@ -653,6 +653,10 @@ TEST(DkFigures, OneDkSetsTheRangeSoThatTheReferenceLinesAreDrawn) {
   const std::string dk = figure_script(
       "dk-std", "dk-std", test::run_table("dk-std", {{"--d-k", "64"}, {"--samples", "100"}}));
   EXPECT_NE(dk.find(one), std::string::npos) << dk;
+  // The std axis holds the theory level 1 (the scaled points) above its bottom edge.
+  const std::size_t yr = dk.find("set yrange [");
+  ASSERT_NE(yr, std::string::npos) << dk;
+  EXPECT_LT(std::stod(dk.substr(yr + 12)), 1.0 / 1.2) << dk;
   const std::string sat =
       figure_script("softmax-saturation", "softmax-saturation",
                     test::run_table("softmax-saturation", {{"--d-k", "64"}, {"--samples", "100"}}));
