@@ -954,8 +954,8 @@ std::string grid_script(const Table& t) {
   static constexpr const char* kStyles[4] = {" dt 1 pt 7", " dt 2 pt 6", " dt 3 pt 4",
                                              " dt 4 pt 8"};
   // One panel: for each group and quantity a series (x, y, low, high), solid quantity first. On a
-  // log axis (log_y) starting at `floor`, an interval's end at 0 (a JSD of 0 among the seeds) is
-  // drawn at the axis' bottom edge, and a note says so.
+  // log axis (log_y) starting at `floor`, an interval's end at or below it (a JSD of 0 among the
+  // seeds, or an order statistic near 0) is drawn at the axis' bottom edge, and a note says so.
   const auto panel = [&](const char* name, const std::string& title,
                          const std::vector<Quantity>& qs, bool log_y, double floor) {
     const std::size_t series = groups.size() * qs.size();
@@ -965,7 +965,7 @@ std::string grid_script(const Table& t) {
     // An interval's end: its value; y where it has none; the axis' bottom for 0 on a log axis.
     const auto end = [&](double y, double b) {
       if (!std::isfinite(b)) return round_trip(y);
-      if (log_y && !(b > 0)) {
+      if (log_y && !(b > floor)) {
         floored = true;
         return round_trip(floor);
       }
@@ -1004,12 +1004,12 @@ std::string grid_script(const Table& t) {
       }
     s << "unset label\n"
       << labels.str() << "set title "
-      << plot::title_lines(
-             floored
-                 ? std::vector<std::string>{title,
-                                            "(a bar to the bottom edge: its interval reaches 0)"}
-                 : std::vector<std::string>{title},
-             200)
+      << plot::title_lines(floored
+                               ? std::vector<std::string>{title,
+                                                          "(a bar to the bottom edge: its interval "
+                                                          "runs below the axis, to 0 or near it)"}
+                               : std::vector<std::string>{title},
+                           200)
       << "\n";
     if (log_y)
       s << "set logscale y\nset format y '10^{%L}'\nset yrange [" << round_trip(floor) << ":*]\n";
@@ -1031,6 +1031,15 @@ std::string grid_script(const Table& t) {
       for (const double v : {value(point, q.key), value(point, q.key + "_ci95", 0),
                              value(point, q.key + "_ci95", 1)})
         if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
+  // An interval's lower end far below every median (an order statistic of a few seeds near
+  // 0) would stretch a log axis over decades the points do not use: the axis stops three
+  // decades below the smallest median, and such a bar runs to its bottom edge.
+  double lowest_median = INFINITY;
+  for (const auto& point : g)
+    for (const Quantity& q : jsd)
+      if (const double v = value(point, q.key); std::isfinite(v) && v > 0)
+        lowest_median = std::min(lowest_median, v);
+  if (std::isfinite(lowest_median)) lo = std::max(lo, lowest_median / 1e3);
   const bool log_jsd = hi > 10 * lo;
 
   s << "set multiplot layout 1,2 title "

@@ -309,7 +309,18 @@ TEST(AttentionSweepFigures, ABarReachingZeroOnALogAxisRunsToTheBottomEdge) {
   ASSERT_NE(jr, std::string::npos) << j;
   EXPECT_EQ(finite[0][2], std::stod(j.substr(jr + 12))) << j;
   EXPECT_GT(finite[0][2], 0.0);
-  EXPECT_NE(j.find("its interval reaches 0"), std::string::npos) << j;
+  EXPECT_NE(j.find("its interval runs below the axis"), std::string::npos) << j;
+  // An interval's end near 0 (1e-12 under medians of 1e-6 and more) does not stretch the axis:
+  // it stops three decades below the smallest median, the bar at its edge.
+  nlohmann::json near = point("inputs=1", "8", 1.0, NAN, 0.3, 0.3);
+  near["pair_jsd_finite_median_ci95"] = {1e-12, 0.4};
+  const std::string k = script("attention-sweep-grid",
+                               grid_table({near, point("inputs=64", "8", 0.9, NAN, 1e-6, 2e-6)}));
+  const std::size_t kr = k.find("set yrange [", k.find("set logscale y"));
+  ASSERT_NE(kr, std::string::npos) << k;
+  const double edge = std::stod(k.substr(kr + 12));
+  EXPECT_DOUBLE_EQ(edge, 1e-6 / 1e3 / 2) << k;  // the smallest median 1e-6, three decades, half
+  EXPECT_EQ(block(k, "$J1_0")[0][2], edge) << k;
 }
 
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
