@@ -280,18 +280,15 @@ int run_replot(const std::string& path, const Options& o) {
     return 2;
   }
   std::unique_ptr<DirLock> lock;  // held while the figures are drawn
+  bool created = false;           // the folder, made by this replot (as a run's --out)
   try {                           // the destinations, as a run's: refused with status 1
     if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
-    refuse_non_utf8("--out", o.out_dir);
-    std::error_code ec;
-    if (!fs::exists(o.out_dir, ec))
-      throw std::runtime_error("--out " + o.out_dir + ": no such folder");
-    if (!fs::is_directory(o.out_dir, ec))
-      throw std::runtime_error("--out " + o.out_dir + ": not a folder");
-    lock = std::make_unique<DirLock>(o.out_dir);  // refuses a folder that takes no file
+    lock = lock_out_dir("--out", o.out_dir, created);
     for (const auto& [t, e] : todo)
       for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);
   } catch (const std::exception& e) {
+    lock.reset();
+    remove_if_created_and_empty(o, created);
     print_error(std::string("replot: ") + e.what());
     return 1;
   }
@@ -304,6 +301,8 @@ int run_replot(const std::string& path, const Options& o) {
       written += drawn.back().size();
     }
     if (written == 0) {
+      lock.reset();
+      remove_if_created_and_empty(o, created);
       print_error("replot: " + path + ": its tables hold no data for their figures");
       return 1;
     }
@@ -312,10 +311,14 @@ int run_replot(const std::string& path, const Options& o) {
     figures.commit_all();
     spdlog::info("replot: {} figure files in {}", written, o.out_dir);
   } catch (const Interrupted&) {
+    lock.reset();
+    remove_if_created_and_empty(o, created);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
     print_interrupted(sig);
     return 128 + sig;
   } catch (const std::exception& e) {
+    lock.reset();
+    remove_if_created_and_empty(o, created);
     print_error("replot: " + path + ": " + e.what());
     return 1;
   }

@@ -251,6 +251,8 @@ std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::stri
   namespace fs = std::filesystem;
   refuse_non_utf8(option, dir);
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw std::runtime_error(option + " " + dir + ": not a folder");
   created = fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(option + " " + dir + ": cannot create it: " + ec.message());
   try {

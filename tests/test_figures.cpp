@@ -813,6 +813,12 @@ TEST(Replot, DrawsAStoredResultsFiguresAgain) {
       run);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto p = test::run_demo("replot " + run + "/attention-sweep.json --out " + again + " -q");
+  // Into a folder that does not exist yet: made, as a run's --out.
+  const std::string fresh = dir.file("fresh/figures");
+  ASSERT_EQ(
+      test::run_demo("replot " + run + "/attention-sweep.json --out " + fresh + " -q").exit_code,
+      0);
+  EXPECT_TRUE(std::filesystem::exists(fresh + "/attention-sweep-map.svg"));
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_TRUE(p.out.empty());
   for (const char* f : {"attention-sweep-map", "attention-sweep-jsd", "attention-sweep-loss-jsd"}) {
@@ -969,8 +975,10 @@ TEST(Replot, RefusesBadInputWithOneLine) {
       "sweep.json",
       R"({"provenance": {}, "tables": [{"name": "attention-sweep", "columns": [], "rows": []}]})");
   if (gnuplot_available()) {
+    // A missing --out folder is made, as a run's is, and removed again when nothing is drawn.
     test::expect_refused("replot " + empty_sweep + " --out " + dir.file("nowhere"), 1,
-                         {"no such folder"});
+                         {"hold no data for their figures"});
+    EXPECT_FALSE(std::filesystem::exists(dir.file("nowhere")));
     test::expect_refused("replot " + empty_sweep + " --out /dev/null", 1,
                          {"--out /dev/null: not a folder"});
     const std::string not_utf8 = dir.file("o\xfe");
