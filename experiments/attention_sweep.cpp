@@ -56,9 +56,10 @@ namespace attn {
 namespace {
 
 const std::vector<double> kProbs = {0.05, 0.25, 0.5, 0.75, 0.95};
-constexpr int kJsdBins = 40;            // the JSD histogram: kJsdBins bins on [0, ln 2]
-constexpr std::size_t kScatter = 4000;  // seeds (the first ones) in the loss-vs-JSD figure
-constexpr int kMaxSize = 1024;          // --words, --d-model, --d-k, --d-v at most
+constexpr int kJsdBins = 40;             // the JSD histogram: kJsdBins bins on [0, ln 2]
+constexpr std::size_t kScatter = 4000;   // seeds (the first ones) in the loss-vs-JSD figure
+constexpr int kAdversaryWarnWords = 24;  // --adversary on is warned of from this many words
+constexpr int kMaxSize = 1024;           // --words, --d-model, --d-k, --d-v at most
 
 constexpr int kMaxConfigurations = 1024;  // a grid's combinations at most
 constexpr int kMaxInputs = 1 << 20;       // --inputs and --test-inputs at most
@@ -2416,6 +2417,16 @@ std::vector<Table> run(const RunContext& ctx) {
   if (grid)
     spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
                  configs.size(), flops);
+  // The adversarial map's search costs about the sixth power of the keys a row has (docs/CLI.md,
+  // --adversary): from 24 words it can outweigh the training many times over. Said before the
+  // work, with the way out.
+  if (ctx.get<std::string>("--adversary") == "on" && sweeps[0]->s.n >= kAdversaryWarnWords)
+    spdlog::warn(
+        "warning: --adversary on with {} words: the adversarial map's search grows about as the "
+        "sixth "
+        "power of the keys a row has and can take far longer than the training; --adversary off "
+        "leaves it out",
+        sweeps[0]->s.n);
   if (!per_seed_file.empty()) open_per_seed_file(ctx, *sweeps[0], per_seed_file);
   train_sweeps(ctx, sweeps);
   if (!reports_results(ctx.opt)) return {};

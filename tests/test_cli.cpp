@@ -409,6 +409,23 @@ TEST(CliWarnings, ForceWithNothingToReplaceIsNamed) {
   EXPECT_EQ(with_file.err.find("--force has no effect"), std::string::npos) << with_file.err;
 }
 
+// The adversarial map's search grows steeply with the words: from 24 on, --adversary on (the
+// default) is named before the work with --adversary off as the way out; below, or off, nothing.
+TEST(CliWarnings, AdversaryOnManyWordsIsNamed) {
+  const std::string run =
+      "--table attention-sweep --task random --d-model 24 --d-k 2 --seeds 0:1 --steps 1 -q "
+      "--format csv --words ";
+  const auto many = test::run_demo(run + "24");
+  EXPECT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_NE(many.err.find("warning: --adversary on with 24 words"), std::string::npos) << many.err;
+  EXPECT_NE(many.err.find("--adversary off leaves it out"), std::string::npos) << many.err;
+  for (const std::string quiet : {"23", "24 --adversary off"}) {
+    const auto r = test::run_demo(run + quiet);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("--adversary on with"), std::string::npos) << quiet << ": " << r.err;
+  }
+}
+
 // --checkpoint and --checkpoint-every save the chunk driver's state: with tables that have no
 // chunks they are named, never silently ignored (exit 0, no file).
 TEST(CliWarnings, CheckpointWithoutChunksIsNamed) {
