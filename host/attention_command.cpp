@@ -694,7 +694,18 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
   sub->add_option("--heads", r.heads, "Heads: split d_k and d_v into H, concatenate outputs")
       ->type_name("H")
       ->capture_default_str();
-  sub->add_flag("--causal", r.causal, "Word i sees words 0..i only");
+  // on|off as attention-sweep's --causal (and Python's causal=True); alone: on.
+  sub->add_option_function<std::string>(
+         "--causal",
+         [&r](const std::string& v) {
+           if (v != "on" && v != "off")
+             throw CLI::ValidationError("--causal", "on or off (alone: on); got '" + v + "'");
+           r.causal = v == "on";
+         },
+         "Word i sees words 0..i only: on or off (--causal alone: on) [off]")
+      ->expected(0, 1)
+      ->default_str("on")
+      ->type_name("on|off");
   sub->add_option("--mask", r.mask,
                   "Booleans (.npy), True where query i may attend key j, broadcastable to "
                   "(batch, heads, n, n)")

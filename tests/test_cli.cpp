@@ -601,6 +601,19 @@ TEST(CliSubcommands, AnOptionBeforeItsSubcommandIsReadAsAfterIt) {
   }
 }
 
+// demo attention's --causal takes on|off as attention-sweep's does (and Python's causal=True):
+// alone it is on; off is the default; another value is refused with one line.
+TEST(CliSubcommands, AttentionCausalTakesOnOrOff) {
+  const std::string run = "attention" + kAttentionInputs + " --format csv -q";
+  const auto none = run_demo(run), alone = run_demo(run + " --causal"),
+             on = run_demo(run + " --causal on"), off = run_demo(run + " --causal off");
+  for (const auto* r : {&none, &alone, &on, &off}) ASSERT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_EQ(on.out, alone.out);
+  EXPECT_EQ(off.out, none.out);
+  EXPECT_NE(on.out, off.out);
+  test::expect_refused(run + " --causal maybe", 2, {"--causal: on or off", "'maybe'"});
+}
+
 // An option the subcommand does not take, or one given both before and after it, is refused
 // with one line naming the option and the subcommand.
 TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
