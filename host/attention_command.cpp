@@ -694,7 +694,7 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
   sub->add_option("--heads", r.heads, "Heads: split d_k and d_v into H, concatenate outputs")
       ->type_name("H")
       ->capture_default_str();
-  // on|off as attention-sweep's --causal (and Python's causal=True); alone: on.
+  // on|off as the tables' --causal (and Python's causal=True); alone: on.
   sub->add_option_function<std::string>(
          "--causal",
          [&r](const std::string& v) {
