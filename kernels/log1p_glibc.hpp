@@ -15,23 +15,15 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
+#include "exp_glibc.hpp"  // its bits_of and double_of
 #include "hd.hpp"
 
 namespace attn {
 namespace log1p_glibc_detail {
 
-ATTN_HD inline std::uint64_t bits_of(double x) {
-  std::uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-ATTN_HD inline double double_of(std::uint64_t b) {
-  double x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-}
+using exp_glibc_detail::bits_of;
+using exp_glibc_detail::double_of;
 // u with its high 32 bits replaced by high (its low 32 bits kept).
 ATTN_HD inline double with_high_word(double u, std::uint32_t high) {
   return double_of((static_cast<std::uint64_t>(high) << 32) | (bits_of(u) & 0xffffffffu));
