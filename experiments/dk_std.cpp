@@ -187,12 +187,10 @@ std::string figure_script(const Table& t) {
   const std::string bars = intervals
                                ? "bars: 95% intervals for the std (Bonett 2006)"
                                : "no intervals: the table has none below 1000 samples per d_k";
-  // The d_k axis' range, and the std axis' (log 2: the points, their intervals and the theory
-  // level 1 inside, half a step from each edge, so that no line lies on the frame).
-  double lo = INFINITY, hi = 0, y_lo = 1, y_hi = 1;
+  // The std axis' range (log 2: the points, their intervals and the theory level 1 inside,
+  // half a step from each edge, so that no line lies on the frame).
+  double y_lo = 1, y_hi = 1;
   for (const auto& r : t.rows) {
-    lo = std::min(lo, plot::num(r[t.column("d_k")]));
-    hi = std::max(hi, plot::num(r[t.column("d_k")]));
     for (const char* c : {"std", "std_ci95_low", "std_ci95_high", "std_scaled"}) {
       const double v = plot::num(r[t.column(c)]);
       if (std::isfinite(v) && v > 0) y_lo = std::min(y_lo, v), y_hi = std::max(y_hi, v);
@@ -204,7 +202,7 @@ std::string figure_script(const Table& t) {
     << plot::title_lines({"std of q.k, q and k with N(0, 1) entries", source, bars}, 160)
     << " noenhanced\n"
     << "set logscale xy 2\nset xlabel 'd_k'\nset ylabel 'std'\nset grid\n"
-    << plot::dk_range(lo, hi) << "set yrange [" << round_trip(y_lo / 1.4) << ":"
+    << plot::dk_range(t) << "set yrange [" << round_trip(y_lo / 1.4) << ":"
     << round_trip(y_hi * 1.4) << "]\n"
     << "set key top left\nset offsets 0, 0, 0, 0\n"
     << "set title 'grows like sqrt(d_k); dividing by sqrt(d_k) gives 1'\n"

@@ -49,11 +49,6 @@ std::string figure_script(const Table& t) {
   // Equal scores: every weight 1/n, entropy ln n, ||J||_F = sqrt(n - 1) / n.
   const std::string uniform = round_trip(1 / keys), entropy = round_trip(std::log(keys)),
                     jacobian = round_trip(std::sqrt(keys - 1) / keys);
-  double lo = INFINITY, hi = 0;
-  for (const auto& r : t.rows) {
-    lo = std::min(lo, plot::num(r[t.column("d_k")]));
-    hi = std::max(hi, plot::num(r[t.column("d_k")]));
-  }
   std::ostringstream s;
   s << plot::columns(t, {"d_k", "max_weight_unscaled", "max_weight_scaled", "entropy_unscaled",
                          "entropy_scaled", "jacobian_norm_unscaled", "jacobian_norm_scaled"})
@@ -67,7 +62,7 @@ std::string figure_script(const Table& t) {
            160)
     << " noenhanced\n"
     << "set logscale x 2\nset xlabel 'd_k'\nset grid\n"
-    << plot::dk_range(lo, hi)
+    << plot::dk_range(t)
     << "set ylabel 'mean max weight'\nset yrange [0:1.05]\nset key bottom right\n"
     << "plot $D using 1:2 with linespoints pt 7 title 'unscaled', $D using 1:3 with linespoints "
        "pt 5 title 'scaled', "

@@ -45,6 +45,14 @@ std::string nothing_to_draw(const std::string& note) {
 std::string dk_range(double lo, double hi) {
   return "set xrange [" + round_trip(lo / 1.4) + ":" + round_trip(hi * 1.4) + "]\n";
 }
+std::string dk_range(const Table& t) {
+  double lo = INFINITY, hi = 0;
+  for (const auto& r : t.rows) {
+    lo = std::min(lo, num(r[t.column("d_k")]));
+    hi = std::max(hi, num(r[t.column("d_k")]));
+  }
+  return dk_range(lo, hi);
+}
 std::string cells(const std::string& source, const std::string& x, const std::string& y,
                   const std::string& z) {
   return source + " using " + x + ":" + y + ":(0.5):(0.5):" + z +

@@ -77,6 +77,8 @@ std::string nothing_to_draw(const std::string& note);
 // each end, set explicitly: on a range gnuplot autoscales from one d_k, function lines (a
 // theory curve, a reference level) are drawn at that one x only.
 std::string dk_range(double lo, double hi);
+// dk_range over the values of t's column "d_k".
+std::string dk_range(const Table& t);
 // A heatmap's plot clause: a unit cell centred on each (x, y), filled with the palette's colour
 // of z, where `with image` would draw nothing for a heatmap of one row or one column. source: a
 // datablock and its modifiers ("$M", "$M matrix"); x, y, z: its `using` columns ("1", "($2+3)").
