@@ -134,12 +134,10 @@ std::string value_key(const Value& v) {
   return "";
 }
 
-// --test-inputs: held-out inputs T, or "auto" (0 with one training input, else 64).
-Param test_inputs_param() {
-  Param p = param::integer("--test-inputs", "0",
-                           "Held-out inputs T, drawn after the training inputs; the measures "
-                           "are taken on them; auto: 0 with --inputs 1, else 64",
-                           0, kMaxInputs);
+// An integer in [lo, hi], or "auto" (the default), which check_shape resolves.
+Param integer_or_auto(const std::string& flag, const std::string& help, std::int64_t lo,
+                      std::int64_t hi) {
+  Param p = param::integer(flag, std::to_string(lo), help, lo, hi);
   p.default_text = "auto";
   auto inner = p.parse;
   p.parse = [inner](const std::string& f, const std::string& text) -> Value {
@@ -304,16 +302,13 @@ Shape check_shape(const RunContext& ctx, const Config& cfg) {
   const std::string task = ctx.get<std::string>("--task");
   s.task = task_of(task);
   s.vocab = static_cast<int>(ctx.get<std::int64_t>("--vocab"));
-  s.d_model = static_cast<int>(ctx.get<std::int64_t>("--d-model"));
-  // The token tasks' inputs fix their width (X = I_n, or tokens then positions): the default
-  // --d-model there.
-  if (s.token() && !ctx.settings.given("--d-model")) s.d_model = s.vocab + s.n;
+  // The token tasks' inputs fix their width (X = I_n, or tokens then positions): auto there.
+  const std::string d_model = ctx.get<std::string>("--d-model");
+  s.d_model = d_model != "auto" ? std::stoi(d_model) : s.token() ? s.vocab + s.n : 2;
   s.d_k = static_cast<int>(cfg.get<std::int64_t>("--d-k"));
   s.heads = static_cast<int>(cfg.get<std::int64_t>("--heads"));
-  const std::int64_t d_v = ctx.get<std::int64_t>("--d-v");
-  if (ctx.settings.given("--d-v") && d_v == 0)
-    refuse("--d-v 0: the values need at least one dimension");
-  s.d_v = d_v == 0 ? s.d_model : static_cast<int>(d_v);
+  const std::string d_v = ctx.get<std::string>("--d-v");
+  s.d_v = d_v == "auto" ? s.d_model : std::stoi(d_v);
   const std::string train = cfg.get<std::string>("--train");
   s.train_values = train != "qk";
   s.train_output = train == "qkvo";
@@ -1216,10 +1211,23 @@ std::string interventions_script(const Table& t) {
     return plots.empty() ? plot::nothing_to_draw("no finite seed") : "plot " + plots + "\n";
   };
   // A log axis with room beyond the values (points at its edges stay whole), else a linear one.
+  // A log axis over [lo/2, 2 hi]; under three decades its powers of ten are two or three labels,
+  // so it labels 1, 2 and 5 times them.
   const auto axis = [&](bool log_axis, double lo, double hi) {
-    if (!log_axis) return std::string("unset logscale y\nset format y '%g'\n");
-    return "set logscale y\nset format y '10^{%L}'\nset yrange [" + round_trip(lo / 2) + ":" +
-           round_trip(hi * 2) + "]\n";
+    if (!log_axis) return std::string("unset logscale y\nset format y '%g'\nset ytics autofreq\n");
+    const double bottom = lo / 2, top = hi * 2;
+    const std::string range =
+        "set logscale y\nset yrange [" + round_trip(bottom) + ":" + round_trip(top) + "]\n";
+    if (top >= 1000 * bottom) return range + "set format y '10^{%L}'\nset ytics autofreq\n";
+    std::string tics;
+    for (int e = static_cast<int>(std::floor(std::log10(bottom)));
+         e <= static_cast<int>(std::ceil(std::log10(top))); ++e)
+      for (const char* mantissa : {"1", "2", "5"}) {
+        const std::string tic = std::string(mantissa) + "e" + std::to_string(e);
+        const double v = std::stod(tic);
+        if (v >= bottom && v <= top) tics += (tics.empty() ? "" : ", ") + tic;
+      }
+    return range + "set format y '%g'\nset ytics (" + tics + ")\n";
   };
 
   const std::string over = seeds_text(t);
@@ -1248,14 +1256,16 @@ std::string interventions_script(const Table& t) {
   labels.str("");
 
   if (find_row(t, "adversarial JSD within epsilon", "finite")) {
-    // A log axis up to the 0.1 nats line at least, so that the line is drawn.
+    // A log axis past the 0.1 nats line (its top 0.3 at least), so that the line and its label
+    // are inside the frame.
     const std::string epsilon = run_text(t, "epsilon");
     const Drawn adversarial =
         panel({{"adversarial JSD within epsilon",
                 "adversarial map within epsilon" + (epsilon.empty() ? "" : " " + epsilon)}},
               true);
     s << title_of("how far a map keeps the output", adversarial) << "set ylabel 'JSD (nats)'\n"
-      << axis(true, std::min(0.1, adversarial.lo), std::max(0.1, adversarial.hi)) << "unset label\n"
+      << axis(true, std::min(0.1, adversarial.lo), std::max(0.15, adversarial.hi))
+      << "unset label\n"
       << labels.str()
       << "set arrow 1 from graph 0, first 0.1 to graph 1, first 0.1 nohead dt 2 lw 1.5\n"
       << "set label 'not unique above 0.1 nats' at graph 0.02, first 0.1 offset 0,0.6 "
@@ -1968,10 +1978,18 @@ void Sweep::table(Table& t, bool grid) {
     t.notes.push_back(prefix +
                       "--task reverse with --causal: queries i < (n-1)/2 cannot see their known "
                       "key n-1-i, so no seed can find the known map");
-  if (all.diverged > 0)
-    t.notes.push_back(prefix + std::to_string(all.diverged) + " of " + std::to_string(count) +
-                      " runs diverged (" + std::to_string(all.not_finite) +
-                      " with a non-finite loss or map): left out of the converged rows");
+  if (all.diverged > 0) {
+    std::string note = prefix + std::to_string(all.diverged) + " of " + std::to_string(count) +
+                       " runs diverged (" + std::to_string(all.not_finite) +
+                       " with a non-finite loss or map): left out of the converged rows";
+    // Gradient descent's step past the loss's curvature is the usual cause.
+    if (2 * static_cast<std::uint64_t>(all.diverged) >= count) {
+      char lr[64];
+      std::snprintf(lr, sizeof lr, "%g", m.lr);
+      note += std::string("; a smaller --lr than this run's ") + lr + " may keep them finite";
+    }
+    t.notes.push_back(note);
+  }
   if (!binned.empty()) {
     char bound[200];
     std::snprintf(bound, sizeof bound,
@@ -2254,6 +2272,37 @@ void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Swe
     t.notes.insert(t.notes.begin(), line);
 }
 
+// A grid's notes that several configurations share ("NAME: text" the same text): one line that
+// names them, at the first one's place, or "every configuration".
+void merge_configuration_notes(const std::vector<std::unique_ptr<Sweep>>& sweeps, Table& t) {
+  std::vector<std::string> notes;
+  std::vector<std::vector<std::string>> names;  // of notes[i]; empty: a note of the whole grid
+  std::map<std::string, std::size_t> place;
+  for (const std::string& note : t.notes) {
+    const auto of = std::find_if(sweeps.begin(), sweeps.end(), [&](const auto& w) {
+      return note.rfind(w->cfg.name + ": ", 0) == 0;
+    });
+    if (of == sweeps.end()) {
+      notes.push_back(note);
+      names.emplace_back();
+      continue;
+    }
+    const std::string text = note.substr((*of)->cfg.name.size() + 2);
+    const auto [at, added] = place.emplace(text, notes.size());
+    if (added) {
+      notes.push_back(text);
+      names.emplace_back();
+    }
+    names[at->second].push_back((*of)->cfg.name);
+  }
+  for (std::size_t i = 0; i < notes.size(); ++i)
+    if (!names[i].empty())
+      notes[i] = (names[i].size() == sweeps.size() ? std::string("every configuration")
+                                                   : joined(names[i], ", ")) +
+                 ": " + notes[i];
+  t.notes = notes;
+}
+
 // The table's notes: the training speed, what the quantities are, and what this run chose.
 void add_notes(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>& sweeps, bool grid,
                bool nudge, Table& t) {
@@ -2343,6 +2392,17 @@ void add_notes(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>&
         chosen = {what};
     }
   t.notes.insert(t.notes.end(), chosen.begin(), chosen.end());
+  // The widths auto chose (one shape for every configuration).
+  std::vector<std::string> widths;
+  if (ctx.get<std::string>("--d-model") == "auto")
+    widths.push_back("d_model " + std::to_string(s.d_model) + " (auto: " +
+                     (!s.token()    ? "the default for --task " + ctx.get<std::string>("--task")
+                      : s.vocab > 0 ? std::string("--vocab + --words")
+                                    : std::string("--words")) +
+                     ")");
+  if (ctx.get<std::string>("--d-v") == "auto")
+    widths.push_back("d_v " + std::to_string(s.d_v) + " (auto: d_model)");
+  if (!widths.empty()) t.notes.push_back(joined(widths, ", "));
 }
 
 // The table's run record: the settings, and each configuration of a grid.
@@ -2434,6 +2494,7 @@ std::vector<Table> run(const RunContext& ctx) {
   Table t = empty_table(grid);
   for (auto& w : sweeps) w->table(t, grid);
   add_notes(ctx, sweeps, grid, nudge, t);
+  if (grid) merge_configuration_notes(sweeps, t);
   add_run_record(ctx, sweeps, grid, t);
   return {t};
 }
@@ -2457,7 +2518,10 @@ const Experiment& attention_sweep_experiment() {
                 param::u64("--task-seed", "0",
                            "Seed of the task's inputs: numpy default_rng(N) draws them (and the "
                            "teacher)"),
-                test_inputs_param(),
+                integer_or_auto("--test-inputs",
+                                "Held-out inputs T, drawn after the training inputs; the "
+                                "measures are taken on them; auto: 0 with --inputs 1, else 64",
+                                0, kMaxInputs),
                 param::integer("--vocab", "0",
                                "Vocabulary V of the token tasks: each input a sequence of "
                                "numpy integers(0, V), X_i = [one_hot_V(t_i), one_hot_n(i)], "
@@ -2481,12 +2545,12 @@ const Experiment& attention_sweep_experiment() {
                 nudge_param(),
                 adversary_param(),
                 param::integer("--words", "2", "Words n (rows of X)", 1, kMaxSize),
-                param::integer(
-                    "--d-model", "2",
-                    "d_model (columns of X); for the token tasks (lesson, previous, "
-                    "reverse) --words, or --vocab + --words with a vocabulary, unless given",
-                    1, kMaxSize),
-                param::integer("--d-v", "0", "d_v (columns of W_V); default d_model", 0, kMaxSize),
+                integer_or_auto("--d-model",
+                                "d_model (columns of X); auto: the token tasks' input width "
+                                "(lesson, previous, reverse: --words, or --vocab + --words with "
+                                "a vocabulary), 2 for random and teacher",
+                                1, kMaxSize),
+                integer_or_auto("--d-v", "d_v (columns of W_V); auto: d_model", 1, kMaxSize),
                 param::seeds("--seeds", "0:10000", "Seeds: a list 0,1 (distinct) or a range A:B",
                              std::uint64_t{1} << 53,
                              [](std::uint64_t) {

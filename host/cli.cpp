@@ -574,7 +574,11 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   } catch (const CLI::CallForVersion& e) {
     return done(app.exit(e, out, err));
   } catch (const CLI::ParseError& e) {
-    return refuse(parse_error_text(e) + " (see demo --help)");
+    // A subcommand's error names it and points to its own help.
+    const std::vector<CLI::App*> subs = app.get_subcommands();
+    const std::string sub = subs.empty() ? "" : subs.front()->get_name();
+    return refuse((sub.empty() ? "" : sub + ": ") + parse_error_text(e) + " (see demo " +
+                  (sub.empty() ? "" : sub + " ") + "--help)");
   }
   if (list) {
     out << list_text(all);

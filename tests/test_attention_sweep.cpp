@@ -237,6 +237,71 @@ TEST(AttentionSweep, TokenTasksTakeTheirInputsWidthAsDModel) {
                        2, {"--d-model must be the vocabulary plus the positions, 8"});
 }
 
+// The widths auto chooses are named in the notes, each with its source; a width given is not.
+TEST(AttentionSweep, AutoWidthsAreNamedInTheNotes) {
+  const auto notes = [](const std::map<std::string, std::string>& flags) {
+    std::map<std::string, std::string> all = {{"--seeds", "0:2"}, {"--steps", "2"}};
+    all.insert(flags.begin(), flags.end());
+    return test::run_table("attention-sweep", all).notes;
+  };
+  const auto has = [](const std::vector<std::string>& said, const std::string& text) {
+    return std::find(said.begin(), said.end(), text) != said.end();
+  };
+  // previous with a vocabulary: X_i = [one_hot_4(t_i), one_hot_4(i)], 4 + 4 columns.
+  auto said = notes({{"--task", "previous"}, {"--vocab", "4"}, {"--words", "4"}});
+  EXPECT_TRUE(has(said, "d_model 8 (auto: --vocab + --words), d_v 8 (auto: d_model)"));
+  said = notes({{"--task", "reverse"}, {"--words", "5"}, {"--d-v", "auto"}});
+  EXPECT_TRUE(has(said, "d_model 5 (auto: --words), d_v 5 (auto: d_model)"));
+  said = notes({{"--task", "random"}, {"--words", "3"}, {"--d-model", "3"}});
+  EXPECT_TRUE(has(said, "d_v 3 (auto: d_model)"));
+  said = notes({{"--task", "random"}, {"--words", "3"}, {"--d-model", "3"}, {"--d-v", "2"}});
+  for (const std::string& note : said) EXPECT_EQ(note.find("(auto: d_model)"), std::string::npos);
+  const auto help = test::run_demo("--help");
+  EXPECT_NE(help.out.find("--d-model N|auto"), std::string::npos);
+  EXPECT_NE(help.out.find("d_v (columns of W_V); auto: d_model [auto]"), std::string::npos);
+}
+
+// Where at least half the runs diverged, the note says the learning rate they ran at.
+TEST(AttentionSweep, MostRunsDivergedNamesTheLearningRate) {
+  // The lesson's 0.5 on 8-column token inputs: every seed's loss grows past 10 times its start.
+  const Table t = test::run_table("attention-sweep", {{"--task", "previous"},
+                                                      {"--vocab", "4"},
+                                                      {"--words", "4"},
+                                                      {"--seeds", "0:4"},
+                                                      {"--steps", "50"}});
+  const std::string expected =
+      "4 of 4 runs diverged (0 with a non-finite loss or map): left out of the converged rows; a "
+      "smaller --lr than this run's 0.5 may keep them finite";
+  EXPECT_NE(std::find(t.notes.begin(), t.notes.end(), expected), t.notes.end());
+  const Table calm = test::run_table("attention-sweep", {{"--task", "previous"},
+                                                         {"--vocab", "4"},
+                                                         {"--words", "4"},
+                                                         {"--lr", "0.01"},
+                                                         {"--seeds", "0:4"},
+                                                         {"--steps", "50"}});
+  for (const std::string& note : calm.notes) EXPECT_EQ(note.find("diverged ("), std::string::npos);
+}
+
+// A grid's note that several configurations share is one line naming them.
+TEST(AttentionSweep, AGridNamesTheConfigurationsANoteIsShared) {
+  const Table t = test::run_table("attention-sweep", {{"--task", "previous"},
+                                                      {"--vocab", "4"},
+                                                      {"--words", "4"},
+                                                      {"--inputs", "1,2"},
+                                                      {"--lr", "0.5,0.6"},
+                                                      {"--seeds", "0:4"},
+                                                      {"--steps", "50"}});
+  const auto count = [&](const std::string& start) {
+    return std::count_if(t.notes.begin(), t.notes.end(),
+                         [&](const std::string& n) { return n.rfind(start, 0) == 0; });
+  };
+  EXPECT_EQ(count("every configuration: no seed converged"), 1);
+  EXPECT_EQ(count("lr=0.5 inputs=1, lr=0.5 inputs=2: 4 of 4 runs diverged"), 1);
+  EXPECT_EQ(count("lr=0.6 inputs=1, lr=0.6 inputs=2: 4 of 4 runs diverged"), 1);
+  EXPECT_EQ(count("lr=0.5 inputs=1: "), 0);
+  EXPECT_EQ(count("lr=0.6 inputs=2: "), 0);
+}
+
 // Bad input: refused before any work with one line, nothing on stdout, no file.
 TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   TempDir dir;

@@ -646,6 +646,17 @@ TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
                        {"--x is given 2 times; give it once"});
 }
 
+// A parse error inside a subcommand names it and points to its own help.
+TEST(CliRefuses, ASubcommandsParseErrorNamesItAndItsHelp) {
+  test::expect_refused("attention --bogus", 2,
+                       {"attention: The following argument was not expected: --bogus",
+                        "(see demo attention --help)"});
+  test::expect_refused("replot --bogus", 2, {"replot: ", "(see demo replot --help)"});
+  test::expect_refused(
+      "--table dk-std --bogus", 2,
+      {"error: The following argument was not expected: --bogus", "(see demo --help)"});
+}
+
 // An experiment flag's value is checked where no chosen experiment reads it too (each flag by its
 // own declaration); a rule between two flags is left to the table that reads them.
 TEST(CliRefuses, ValuesOfFlagsNoChosenTableReads) {

@@ -323,6 +323,40 @@ TEST(AttentionSweepFigures, ABarReachingZeroOnALogAxisRunsToTheBottomEdge) {
   EXPECT_EQ(block(k, "$J1_0")[0][2], edge) << k;
 }
 
+// The interventions' log axes: one under three decades labels 1, 2 and 5 times each power of
+// ten (its powers alone are two or three labels); a wider one labels the powers. The adversarial
+// panel's axis reaches 0.3 at least, so that the 0.1 nats line and its label are inside.
+TEST(AttentionSweepFigures, ANarrowLogAxisLabelsOneTwoAndFiveTimesEachPowerOfTen) {
+  Table t;
+  t.name = "attention-sweep";
+  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
+    t.columns.push_back({c});
+  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
+  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
+    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
+               std::int64_t(100), p05, p50, p95});
+  };
+  row("output distance between pairs", 1e-6, 1e-3, 1);  // seven decades with the margins
+  row("output distance (uniform map)", 0.5, 1, 1.5);
+  row("adversarial JSD within epsilon", 0.004, 0.007, 0.02);
+  const std::string s = script("attention-sweep-interventions", t);
+  const std::size_t outputs = s.find("output distance when the map is replaced"),
+                    adversarial = s.find("how far a map keeps the output");
+  ASSERT_NE(outputs, std::string::npos) << s;
+  ASSERT_NE(adversarial, std::string::npos) << s;
+  const std::string wide = s.substr(outputs, adversarial - outputs), narrow = s.substr(adversarial);
+  EXPECT_NE(wide.find("set format y '10^{%L}'\nset ytics autofreq"), std::string::npos) << wide;
+  // [0.004 / 2, 0.15 * 2]: 0.002 to 0.3.
+  EXPECT_NE(narrow.find("set yrange [0.002:0.3]"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("set format y '%g'\nset ytics (2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 1e-1, 2e-1)"),
+            std::string::npos)
+      << narrow;
+  // The next panel (tau_b, linear) takes its tics back.
+  EXPECT_NE(narrow.find("set ytics autofreq", narrow.find("do the weights rank")),
+            std::string::npos)
+      << narrow;
+}
+
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   const Table t = grid_table(
       {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
