@@ -448,8 +448,8 @@ CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareReq
       ->type_name("X");
   checked
       .add(cmp, "--atol",
-           "Absolute floor for every column (default: per column, rtol x the column's "
-           "largest |b|; for a column of rounding noise, its rows' resolution)",
+           "Absolute floor for every number (default: rtol x the smaller of its column's and "
+           "its row's largest |b|; for a column of rounding noise, its rows' resolution)",
            c.rule.atol, read_tolerance)
       ->type_name("X");
   return cmp;

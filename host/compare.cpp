@@ -197,13 +197,13 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
           return d;
         }
   }
-  // Each row's resolution: float64 epsilon times the largest real |b| in the row (compare.hpp).
-  std::vector<double> resolution(rb.size(), 0.0);
+  // Each row's scale, its largest real |b|, and its resolution: float64 epsilon times that
+  // (compare.hpp).
+  std::vector<double> row_scale(rb.size(), 0.0), resolution(rb.size(), 0.0);
   for (std::size_t r = 0; r < rb.size(); ++r) {
-    double largest = 0;
     for (const auto& col : x.at("columns"))
-      largest_abs_real(rb[r].at(col.get<std::string>()), largest);
-    resolution[r] = kResolution * largest;
+      largest_abs_real(rb[r].at(col.get<std::string>()), row_scale[r]);
+    resolution[r] = kResolution * row_scale[r];
   }
   StopMeter stops("comparing " + quote_input(name), "cells", double(1 << 20));
   for (const auto& col : x.at("columns")) {
@@ -220,13 +220,15 @@ TableDiff compare_table(const std::string& name, const nlohmann::json& x, const 
       below = below && all_below(cell, resolution[r]);
       resolvable_row = resolvable_row || resolution[r] > 0;
     }
-    const double atol = rule.atol ? *rule.atol : rule.rtol * scale;
     const bool at_resolution = !rule.atol && real && below && resolvable_row;
-    double largest_floor = at_resolution ? 0 : atol;
+    double largest_floor = 0;
     for (std::size_t r = 0; r < ra.size(); ++r) {
       stops.add(1);
-      // Row by row: another row's noise, however large, does not excuse this row's difference.
-      const double here = at_resolution ? resolution[r] : atol;
+      // Row by row: another row's values, however large (a diverged run's loss beside a JSD of
+      // 0.01 in a statistics table's column), do not excuse this row's difference.
+      const double here = at_resolution ? resolution[r]
+                          : rule.atol   ? *rule.atol
+                                        : rule.rtol * std::fmin(scale, row_scale[r]);
       largest_floor = std::fmax(largest_floor, here);
       compare_cells(ra[r].at(c), rb[r].at(c),
                     "row " + std::to_string(r) + ", column " + quote_input(c), Place{rule, here},
@@ -333,7 +335,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     std::string report;
     char line[512];
     std::snprintf(line, sizeof line, "%-20s %-10s %-8s %s\n", "table", "worst", "verdict",
-                  "where (first, second; atol of that column)");
+                  "where (first, second; atol there)");
     report += line;
     for (const auto& d : diffs) {
       const bool pass = d.mismatch.empty() && d.worst <= 1;
@@ -357,7 +359,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
         for (const auto& [c, v] : d.atol)
           floors += (floors.empty() ? "" : ", ") + quote_input(c) + " " + human_number(v) +
                     (d.at_resolution.count(c) ? " (resolution)" : "");
-        report += "  atol per column: " + floors + "\n";
+        report += "  largest atol per column: " + floors + "\n";
       }
       any_resolution = any_resolution || !d.at_resolution.empty();
     }
@@ -365,7 +367,8 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
         "rule: |a - b| <= atol + rtol*|b| per number (numpy's allclose; b: second file), rtol " +
         human_number(rule.rtol) + " (--tolerance), atol " +
         (rule.atol ? human_number(*rule.atol) + " for every column (--atol)"
-                   : std::string("rtol x the column's largest |b| (--atol sets one)")) +
+                   : std::string("rtol x the smaller of the column's and the row's largest |b| "
+                                 "(--atol sets one)")) +
         "; worst = largest |a - b| / (atol + rtol*|b|), agree when <= 1\n";
     if (any_resolution)
       report +=

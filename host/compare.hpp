@@ -2,20 +2,21 @@
 // (for example GPU against CPU, or a fresh run against results/cpu).
 //
 // The rule is numpy's allclose (numpy.isclose: |a - b| <= atol + rtol * |b|, b from the second
-// file), with an absolute floor atol per column: by default rtol times the largest finite |b|
-// in that column (so a rounding residue such as -1.4e-17 next to values near 1 agrees with 0),
-// or one --atol for every column. Equal non-finite values (nan and nan, inf and inf) agree.
+// file), with an absolute floor atol per cell: by default rtol times the smaller of the largest
+// finite |b| in its column and the largest real |b| in its row (so a rounding residue such as
+// -1.4e-17 next to values near 1 agrees with 0, while a statistics table's row of JSDs near 0.01
+// is not excused by a diverged run's loss of 1e300 in another row of the column), or one --atol
+// for every cell. Equal non-finite values (nan and nan, inf and inf) agree.
 //
 // Resolution (default floor only). A row of a table is one run or one quantity's statistics;
 // its real numbers are computed in float64 together, so none is resolved below float64 epsilon
 // (2^-52) times the largest real |b| of the row: the row's resolution. (Integers are counts,
 // seeds and sizes, not computed quantities; they do not count.) A column whose every |b| is below
 // its row's resolution holds rounding noise only, such as the training table's loss of 1e-24
-// next to outputs near 1 when every run converged; there rtol x the column's largest |b| is
-// noise-sized too. Such a column takes, row by row, its row's resolution as atol (values below
+// next to outputs near 1 when every run converged; there the plain floor is noise-sized too. Such a column takes, row by row, its row's resolution as atol (values below
 // it agree when they differ by at most it), and the report marks it "(resolution)" with the
-// largest. A column with a value at or above its row's resolution keeps the plain per-column
-// floor; --atol replaces both.
+// largest. A column with a value at or above its row's resolution keeps the plain floor; --atol
+// replaces both.
 #pragma once
 
 #include <map>

@@ -304,11 +304,19 @@ json column_doc(const std::vector<json>& ys) {
 }
 
 // numpy.isclose(a, b, rtol, atol) = |a - b| <= atol + rtol * |b| decides, value by value.
+// A table "t" of rows (x, y): x a value of the row's own scale beside y.
+json pair_doc(const std::vector<std::pair<double, double>>& rows) {
+  json d = json::parse(R"({"tables": [{"name": "t", "columns": ["x", "y"], "rows": []}]})");
+  for (const auto& [x, y] : rows) d["tables"][0]["rows"].push_back({{"x", x}, {"y", y}});
+  return d;
+}
+
 TEST(CompareAllclose, ValuesCrossingZero) {
-  // A CPU residue -1.39e-17 against 0, in a column whose values are of order 1: the default
-  // floor is rtol x the column's largest |b| = 1e-9, so they agree (before: relative difference
-  // 1, failing at any tolerance).
-  const auto near = compare_results(column_doc({1.0, -1.39e-17}), column_doc({1.0, 0.0}));
+  // A CPU residue -1.39e-17 against 0, in a column whose values are of order 1, in a row whose
+  // other value is of order 1: the default floor is rtol x 1 = 1e-9, so they agree (before any
+  // floor: relative difference 1, failing at any tolerance).
+  const auto near =
+      compare_results(pair_doc({{1.0, 1.0}, {1.0, -1.39e-17}}), pair_doc({{1.0, 1.0}, {1.0, 0.0}}));
   ASSERT_EQ(near.size(), 1u);
   EXPECT_EQ(near[0].mismatch, "");
   EXPECT_DOUBLE_EQ(near[0].atol.at("y"), 1e-9);
@@ -325,6 +333,29 @@ TEST(CompareAllclose, ValuesCrossingZero) {
   EXPECT_NE(cross[0].where.find("row 0"), std::string::npos);
   EXPECT_EQ(cross[0].a, 1e-3);
   EXPECT_EQ(cross[0].b, -1e-3);
+}
+
+// A statistics table (a quantity a row): a row is held to its own scale, not to another row's
+// values in the same column (a diverged run's loss of 5e307 beside JSDs near 0.01).
+TEST(CompareAllclose, AStatisticsRowIsHeldToItsOwnScale) {
+  const auto doc = [](double jsd_p50, double jsd_p05) {
+    json d = json::parse(
+        R"({"tables": [{"name": "t", "columns": ["quantity", "mean", "p05", "p50"], "rows": []}]})");
+    d["tables"][0]["rows"].push_back(
+        {{"quantity", "final loss"}, {"mean", 5e307}, {"p05", 0.5}, {"p50", 4e307}});
+    d["tables"][0]["rows"].push_back(
+        {{"quantity", "JSD"}, {"mean", 0.01}, {"p05", jsd_p05}, {"p50", jsd_p50}});
+    return d;
+  };
+  // The JSD's median a thousand times larger: the column's scale (4e307 x 1e-9) would excuse it;
+  // its row's (0.01 x 1e-9) does not.
+  const auto changed = compare_results(doc(7e-3, 1e-4), doc(7e-6, 1e-4));
+  EXPECT_GT(changed[0].worst, 1.0);
+  EXPECT_EQ(changed[0].where, "row 1, column p50");
+  // A rounding residue next to the row's 0.01 still agrees with 0: floor 1e-9 x 0.01.
+  const auto residue = compare_results(doc(-1.2e-18, 1e-4), doc(0.0, 1e-4));
+  EXPECT_LE(residue[0].worst, 1.0);
+  EXPECT_DOUBLE_EQ(residue[0].worst, 1.2e-18 / (1e-9 * 0.01));
 }
 
 TEST(CompareAllclose, TinyLossesNeedAnAbsoluteFloor) {
