@@ -30,6 +30,7 @@
 #include "host/format.hpp"
 #include "host/input.hpp"
 #include "host/output.hpp"
+#include "host/parse.hpp"
 #include "host/plots.hpp"
 #include "host/progress.hpp"
 #include "host/provenance.hpp"
@@ -228,10 +229,12 @@ Cell cell_of(const nlohmann::json& v) {
 // `demo replot RESULT.json --out DIR`: the figures of a stored result drawn again from the file
 // alone (each table's rows, notes, extra data and run, as --format json writes them), without
 // recomputing anything. Refused with one line before anything is drawn: a file that cannot be
-// read, is not JSON or not a result, a table demo does not know or that has no figures (status
-// 2); a destination that may not be written, as a run's (status 1). gnuplot's failure: 1.
+// read, is not JSON or not a result, a table demo does not know, or no table with figures
+// (status 2: a table without figures beside others is passed over, and named); a destination
+// that may not be written, as a run's (status 1). gnuplot's failure: 1.
 int run_replot(const std::string& path, const Options& o) {
   std::vector<std::pair<Table, const Experiment*>> todo;
+  std::vector<std::string> without;  // tables that have no figures
   try {
     nlohmann::json j;
     const std::string text = read_regular_file(path);
@@ -251,11 +254,15 @@ int run_replot(const std::string& path, const Options& o) {
       const std::string name = tj["name"].get<std::string>();
       const Experiment* e = find_experiment(name);
       if (!e) throw std::runtime_error("table " + quote_input(name) + " is not one of demo's");
-      for (const auto& [other, unused] : todo)
-        if (other.name == name)
-          throw std::runtime_error("two tables named " + name + " (a result holds each once)");
-      if (e->figures.empty())
-        throw std::runtime_error("table " + name + " has no figures (nothing to replot)");
+      const bool seen = std::count(without.begin(), without.end(), name) > 0 ||
+                        std::any_of(todo.begin(), todo.end(),
+                                    [&](const auto& done) { return done.first.name == name; });
+      if (seen)
+        throw std::runtime_error("two tables named " + name + " (a result holds each once)");
+      if (e->figures.empty()) {
+        without.push_back(name);
+        continue;
+      }
       Table t;
       t.name = name;
       t.title = tj.value("title", "");
@@ -275,6 +282,10 @@ int run_replot(const std::string& path, const Options& o) {
           t.extra[k] = v;
       todo.emplace_back(std::move(t), e);
     }
+    if (todo.empty())
+      throw std::runtime_error(std::string(without.size() == 1 ? "table " : "tables ") +
+                               joined(without, ", ") + (without.size() == 1 ? " has" : " have") +
+                               " no figures (nothing to replot)");
   } catch (const std::exception& e) {
     print_error("replot: " + path + ": " + e.what());
     return 2;
@@ -309,7 +320,10 @@ int run_replot(const std::string& path, const Options& o) {
     for (std::size_t i = 0; i < todo.size(); ++i)
       retire_undrawn_figures(todo[i].second->figures, o.out_dir, drawn[i], o.force);
     figures.commit_all();
-    spdlog::info("replot: {} figure files in {}", written, o.out_dir);
+    spdlog::info("replot: {} figure files in {}{}", written, o.out_dir,
+                 without.empty() ? std::string()
+                                 : "; " + joined(without, ", ") +
+                                       (without.size() == 1 ? " has" : " have") + " no figures");
   } catch (const Interrupted&) {
     lock.reset();
     remove_if_created_and_empty(o, created);

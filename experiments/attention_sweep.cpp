@@ -208,10 +208,11 @@ const std::vector<Param>& axes() {
                        kMaxSize),
         auto_real("--init-scale",
                   "Initial weights: numpy normals times X; auto: 1 for the one-hot tasks (the "
-                  "lesson's), 0.25 for random",
+                  "lesson's), 0.25 for random and teacher",
                   0, 1e6),
         auto_real("--lr",
-                  "Learning rate; auto: 0.5 for the one-hot tasks (the lesson's), 0.01 for random",
+                  "Learning rate; auto: 0.5 for the one-hot tasks (the lesson's), 0.01 for random "
+                  "and teacher",
                   0, 1e6),
         scale_param(),
         param::choice("--optimizer", "sgd",

@@ -411,7 +411,7 @@ const Experiment& training_sweep_experiment() {
   params.push_back(param::real("--converged-below", "1e-4",
                                "A run converged if its loss ends below X", 0, 1e300, true));
   params.push_back(
-      param::output_file("--per-seed", "Also write one CSV row per run to FILE (.csv)", {".csv"}));
+      param::output_file("--per-seed", "Also write one row per run to FILE (.csv; attention-sweep's also .npy)", {".csv"}));
   params.push_back(param::count_up_to(
       "--quantile-budget", "16777216",
       "Weights kept per config for exact quantiles (8 bytes each); beyond, quantiles come from a "

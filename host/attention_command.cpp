@@ -705,7 +705,7 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
          "Word i sees words 0..i only: on or off (--causal alone: on) [off]")
       ->expected(0, 1)
       ->default_str("on")
-      ->type_name("on|off");
+      ->option_text("on|off");
   sub->add_option("--mask", r.mask,
                   "Booleans (.npy), True where query i may attend key j, broadcastable to "
                   "(batch, heads, n, n)")
@@ -737,7 +737,17 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
       "", "non-empty");
   for (CLI::Option* opt : sub->get_options())
     if (opt->get_expected_min() > 0) opt->check(non_empty);
+  sub->allow_extras();  // refused after parsing (cli.cpp's subcommand_refusal), as one line
   sub->callback([&r] { r.chosen = true; });
+  // Its own examples (a subcommand would show the tables' otherwise).
+  sub->footer(
+      "Examples:\n"
+      "  demo attention --x x.csv --w-q i.csv --w-k wk.csv --w-v i.csv   the lesson's matrices\n"
+      "  demo attention --x x.npy --w-q wq.npy --w-k wk.npy --w-v wv.npy --heads 2 --causal\n"
+      "  demo attention --x x.npy --w-q wq.npy --w-k wk.npy --w-v wv.npy --format json\n"
+      "  demo attention --x x.npy --w-q wq.npy --w-k wk.npy --w-v wv.npy --out result   "
+      "q, k, v, scores, weights, out (.npy), JSON and a figure\n"
+      "Shapes, masks and the rounding: docs/ATTENTION.md; from Python: attnlab.attention");
 }
 
 int run_attention_command(const AttentionRequest& r, const std::string& command_line) {

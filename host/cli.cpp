@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "host/experiment.hpp"
+#include "host/input.hpp"
 #include "host/output.hpp"
 #include "host/parse.hpp"
 #include "version.hpp"
@@ -195,7 +196,11 @@ std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
   const std::string name = sub.get_name();
   for (const std::string& w : sub.remaining())
     if (w.size() > 1 && w[0] == '-')
-      return name + ": " + w.substr(0, w.find('=')) + " is not an option of " + name;
+      return name + ": " + w.substr(0, w.find('=')) + " is not an option of " + name +
+             " (see demo " + name + " --help)";
+  if (!sub.remaining().empty())
+    return name + ": unexpected argument " + quote_input(sub.remaining().front()) + " (see demo " +
+           name + " --help)";
   std::vector<const CLI::Option*> before;
   for (const CLI::Option* opt : app.get_options()) before.push_back(opt);
   for (const auto& [group_name, group] : groups)
@@ -204,7 +209,9 @@ std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
     if (opt->count() == 0) continue;
     const std::string option = opt->get_name();
     const CLI::Option* own = sub.get_option_no_throw(option);
-    if (!own) return name + ": " + option + " is not an option of " + name;
+    if (!own)
+      return name + ": " + option + " is not an option of " + name + " (see demo " + name +
+             " --help)";
     if (own->count() > 0)
       return name + ": " + option + " is given both before and after " + name + "; give it once";
   }
@@ -433,10 +440,12 @@ std::map<std::string, CLI::Option_group*> add_experiment_flags(
 // `demo compare FIRST SECOND`: its files and tolerances into c.
 CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareRequest& c) {
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
-  cmp->add_option("first", c.a, "First JSON file (demo --format json or --out)")
+  cmp->add_option("FIRST", c.a, "The first result JSON file (demo --format json or --out)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmp->add_option("second", c.b, "Second JSON file")->required()->check(CLI::ExistingFile);
+  cmp->add_option("SECOND", c.b, "The second result JSON file, b in the rule")
+      ->required()
+      ->check(CLI::ExistingFile);
   const auto read_tolerance = [](Text name, Text text) {
     return parse_real(name, text, 0, 1e300, false);
   };
@@ -452,6 +461,11 @@ CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareReq
            "its row's largest |b|; for a column of rounding noise, its rows' resolution)",
            c.rule.atol, read_tolerance)
       ->type_name("X");
+  cmp->footer(
+      "Examples:\n"
+      "  demo compare gpu.json cpu.json                 GPU against CPU, rtol 1e-9\n"
+      "  demo compare a.json results/cpu/dk-std.json --tolerance 1e-12 --atol 0\n"
+      "The rule and the report: docs/OUTPUTS.md");
   return cmp;
 }
 
@@ -461,7 +475,7 @@ CLI::App* add_merge_command(CLI::App& app, CheckedOptions& checked, Options& o,
                             std::vector<std::string>& dirs, bool& no_plots) {
   auto* merge = app.add_subcommand(
       "merge", "Combine the parts of a --shard run (the --out directories of parts 0..N-1)");
-  merge->add_option("dirs", dirs, "The parts' directories")->required();
+  merge->add_option("PARTS", dirs, "The parts' --out folders, 0 to N-1")->required();
   checked
       .add(merge, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
            read_out_dir)
@@ -473,6 +487,11 @@ CLI::App* add_merge_command(CLI::App& app, CheckedOptions& checked, Options& o,
   merge->add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
   merge->add_flag("--no-plots", no_plots, "With --out: no figures");
   merge->allow_extras();  // refused after parsing (subcommand_refusal), as one line
+  merge->footer(
+      "Examples:\n"
+      "  demo --table dk-std --samples 1e9 --shard 0/2 --out p0   (and --shard 1/2 --out p1)\n"
+      "  demo merge p0 p1 --out whole                    the one run's tables, byte for byte\n"
+      "Shards, MPI and checkpoints: docs/SCALING.md");
   return merge;
 }
 
@@ -483,11 +502,15 @@ CLI::App* add_replot_command(CLI::App& app, CheckedOptions& checked, Options& o,
       "replot",
       "Draw the figures of a stored result again (RESULT.json, from --format json or "
       "--out), without recomputing it");
-  replot->add_option("result", file, "The result's JSON file")->required();
+  replot->add_option("RESULT", file, "The result's JSON file")->required();
   checked.add(replot, "--out", "Write the figures into DIR (required)", o.out_dir, read_out_dir)
       ->type_name("DIR");
   replot->add_flag("--force", o.force, "Replace existing figure files");
   replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+  replot->footer(
+      "Examples:\n"
+      "  demo replot results/cpu/dk-std.json --out figures\n"
+      "  demo replot run/attention-sweep.json --out run --force   redrawn in place");
   return replot;
 }
 

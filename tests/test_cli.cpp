@@ -648,10 +648,17 @@ TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
 
 // A parse error inside a subcommand names it and points to its own help.
 TEST(CliRefuses, ASubcommandsParseErrorNamesItAndItsHelp) {
-  test::expect_refused("attention --bogus", 2,
-                       {"attention: The following argument was not expected: --bogus",
-                        "(see demo attention --help)"});
+  test::expect_refused(
+      "attention --bogus", 2,
+      {"attention: --bogus is not an option of attention", "(see demo attention --help)"});
+  test::expect_refused("attention --x x.csv --seeds 0:3", 2,
+                       {"attention: --seeds is not an option of attention"});
+  test::expect_refused("attention --x x.csv stray", 2,
+                       {"attention: unexpected argument stray", "(see demo attention --help)"});
   test::expect_refused("replot --bogus", 2, {"replot: ", "(see demo replot --help)"});
+  // A missing positional is named as the usage line names it.
+  test::expect_refused("compare", 2, {"compare: FIRST is required", "(see demo compare --help)"});
+  test::expect_refused("merge", 2, {"merge: PARTS is required"});
   test::expect_refused(
       "--table dk-std --bogus", 2,
       {"error: The following argument was not expected: --bogus", "(see demo --help)"});

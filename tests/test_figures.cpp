@@ -979,6 +979,21 @@ TEST(Replot, AllFiguresOrNoneAndOneTableOfEachName) {
   EXPECT_TRUE(fs::is_empty(out));
 }
 
+// A result of several tables: those with figures are drawn, one without (knob) is passed over
+// and named.
+TEST(Replot, ATableWithoutFiguresBesideOthersIsPassedOver) {
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot not on PATH";
+  TempDir dir;
+  const auto run = test::run_demo("--table knob,dk-std --samples 1000 --format json -q > " +
+                                  dir.file("both.json"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string out = dir.file("out");
+  const auto r = test::run_demo("replot " + dir.file("both.json") + " --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out + "/dk-std.png"));
+  EXPECT_NE(r.err.find("knob has no figures"), std::string::npos) << r.err;
+}
+
 TEST(Replot, RefusesBadInputWithOneLine) {
   TempDir dir;
   const std::string out = dir.file("out");

@@ -789,6 +789,14 @@ def _csv_cell(text):
     return text
 
 
+def _is_number_text(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _read_csv(path):
     """A CSV demo writes (a --per-seed file, one table of --format csv): {column: array}."""
     data = _core.read_bytes(path)
@@ -806,6 +814,10 @@ def _read_csv(path):
     if not rows:
         raise ValueError(f"{path}: empty: not a CSV of demo's (a header line, then rows)")
     header = rows[0]
+    if all(_is_number_text(h) for h in header):
+        raise ValueError(f"{path}: first line {_show(','.join(header))} is numbers, not column "
+                         f"names: a matrix (demo attention's input), not a CSV demo writes "
+                         f"(numpy.loadtxt(path, delimiter=',') reads it)")
     if len(set(header)) != len(header) or "" in header:
         raise ValueError(f"{path}: header {_show(','.join(header))}: empty or repeated column names")
     for i, r in enumerate(rows[1:]):

@@ -372,6 +372,9 @@ NOT_DEMOS = [
     ("x.npy", npy("{'descr': '<f8' 'shape'", b""), "malformed .npy header"),
     ("x.csv", b"a,b\n1,2\n3\n", "row 2 has 1 values, the header 2"),
     ("x.csv", b"a,a\n1,2\n", "empty or repeated column names"),
+    # A matrix CSV (demo attention's --x, as the README writes one): numbers, not column names.
+    ("x.csv", b"1,0\n0,1\n2,2\n", "first line '1,0' is numbers, not column names"),
+    ("x.csv", b"-1.5e3,nan\n", "is numbers, not column names"),
     ("x.csv", b"", "empty: not a CSV of demo's"),
     ("x.csv", b"# table: a\nc\n1\n", "several tables in one CSV"),
     ("x.csv", b"a\n\xff\n", "not UTF-8 text"),
