@@ -410,8 +410,9 @@ const Experiment& training_sweep_experiment() {
       training_params("all-random,qk-random", "0:100000", kMaxSeeds, too_many_seeds);
   params.push_back(param::real("--converged-below", "1e-4",
                                "A run converged if its loss ends below X", 0, 1e300, true));
-  params.push_back(
-      param::output_file("--per-seed", "Also write one row per run to FILE (.csv; attention-sweep's also .npy)", {".csv"}));
+  params.push_back(param::output_file(
+      "--per-seed", "Also write one row per run to FILE (.csv; attention-sweep's also .npy)",
+      {".csv"}));
   params.push_back(param::count_up_to(
       "--quantile-budget", "16777216",
       "Weights kept per config for exact quantiles (8 bytes each); beyond, quantiles come from a "

@@ -13,10 +13,10 @@
 // (2^-52) times the largest real |b| of the row: the row's resolution. (Integers are counts,
 // seeds and sizes, not computed quantities; they do not count.) A column whose every |b| is below
 // its row's resolution holds rounding noise only, such as the training table's loss of 1e-24
-// next to outputs near 1 when every run converged; there the plain floor is noise-sized too. Such a column takes, row by row, its row's resolution as atol (values below
-// it agree when they differ by at most it), and the report marks it "(resolution)" with the
-// largest. A column with a value at or above its row's resolution keeps the plain floor; --atol
-// replaces both.
+// next to outputs near 1 when every run converged; there the plain floor is noise-sized too. Such a
+// column takes, row by row, its row's resolution as atol (values below it agree when they differ by
+// at most it), and the report marks it "(resolution)" with the largest. A column with a value at or
+// above its row's resolution keeps the plain floor; --atol replaces both.
 #pragma once
 
 #include <map>
