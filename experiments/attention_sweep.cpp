@@ -2479,15 +2479,21 @@ std::vector<Table> run(const RunContext& ctx) {
     spdlog::info("attention-sweep: a grid of {} configurations, {:.3g} FLOPs of training in all",
                  configs.size(), flops);
   // The adversarial map's search costs about the sixth power of the keys a row has (docs/CLI.md,
-  // --adversary): from 24 words it can outweigh the training many times over. Said before the
-  // work, with the way out.
-  if (ctx.get<std::string>("--adversary") == "on" && sweeps[0]->s.n >= kAdversaryWarnWords)
+  // --adversary: about 0.4 s a row of 32 keys on one core): from 24 words it can outweigh the
+  // training many times over. Said before the work, with an estimate and the way out.
+  if (ctx.get<std::string>("--adversary") == "on" && sweeps[0]->s.n >= kAdversaryWarnWords) {
+    const Shape& s = sweeps[0]->s;
+    const double per_row = 0.4 * std::pow(s.n / 32.0, 6);
+    const double rows = static_cast<double>(ctx.get<SeedSet>("--seeds").size()) *
+                        static_cast<double>(sweeps.size()) * s.heads * s.measured() *
+                        (s.n - sweeps[0]->m.r0);
     spdlog::warn(
         "warning: --adversary on with {} words: the adversarial map's search grows about as the "
-        "sixth "
-        "power of the keys a row has and can take far longer than the training; --adversary off "
-        "leaves it out",
-        sweeps[0]->s.n);
+        "sixth power of the keys a row has, about {} a row here and {} of core time for this "
+        "run's {:.3g} rows (seeds x heads x measured inputs x loss rows), beside the training; "
+        "--adversary off leaves it out",
+        s.n, human_duration(per_row), human_duration(per_row * rows), rows);
+  }
   if (!per_seed_file.empty()) open_per_seed_file(ctx, *sweeps[0], per_seed_file);
   train_sweeps(ctx, sweeps);
   if (!reports_results(ctx.opt)) return {};

@@ -125,7 +125,9 @@ void ChunkPacer::done() {
 
 std::string human_duration(double s) {
   char buf[32];
-  if (s < 60)
+  if (s < 9.5)  // two digits: an adversarial row's 0.071s, not 0s
+    std::snprintf(buf, sizeof buf, "%.2gs", s);
+  else if (s < 60)
     std::snprintf(buf, sizeof buf, "%.0fs", s);
   else if (s < 3600)
     std::snprintf(buf, sizeof buf, "%dm%02ds", int(s) / 60, int(s) % 60);

@@ -146,7 +146,8 @@ class Progress : public Monitor {
   double audit_most_ = 0;
 };
 
-// "1.23e+09" style rate, "1m05s" style durations.
+// A duration as a person reads it: "0.071s", "2.5s", "42s", "1m05s", "3h07m", "12 days",
+// "23.6 years".
 std::string human_duration(double seconds);
 
 }  // namespace attn

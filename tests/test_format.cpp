@@ -595,5 +595,15 @@ TEST(ChunkPacer, ChunksAreMultiplesButTheLast) {
   }
 }
 
+TEST(HumanDuration, EveryMagnitudeReadsAsAPersonWould) {
+  EXPECT_EQ(human_duration(0.0712), "0.071s");  // under 10 s: two digits, never "0s"
+  EXPECT_EQ(human_duration(2.5), "2.5s");
+  EXPECT_EQ(human_duration(42), "42s");
+  EXPECT_EQ(human_duration(65), "1m05s");
+  EXPECT_EQ(human_duration(3 * 3600 + 7 * 60 + 5), "3h07m");
+  EXPECT_EQ(human_duration(12 * 86400), "12 days");
+  EXPECT_EQ(human_duration(23.6 * 86400 * 365.25), "23.6 years");
+}
+
 }  // namespace
 }  // namespace attn
