@@ -354,15 +354,19 @@ std::size_t int_word(const std::string& descr) {
   return w == '2' ? 2 : w == '4' ? 4 : w == '8' ? 8 : 0;
 }
 
-// Strict number: the whole cell (spaces around allowed) is a decimal number, nan or +-inf.
-bool parse_number(std::string_view cell, double& out) {
+// Strict number: the whole cell (spaces around allowed) is a decimal number, nan or +-inf; or
+// a decimal number past float64's range (1e999, 1e-400: from_chars leaves out unset).
+enum class NumberText { number, not_number, out_of_range };
+NumberText parse_number(std::string_view cell, double& out) {
   while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
   while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r'))
     cell.remove_suffix(1);
   if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
-  if (cell.empty()) return false;
+  if (cell.empty()) return NumberText::not_number;
   const auto r = std::from_chars(cell.data(), cell.data() + cell.size(), out);
-  return r.ec == std::errc() && r.ptr == cell.data() + cell.size();
+  if (r.ptr != cell.data() + cell.size()) return NumberText::not_number;
+  if (r.ec == std::errc::result_out_of_range) return NumberText::out_of_range;
+  return r.ec == std::errc() ? NumberText::number : NumberText::not_number;
 }
 
 Array load_csv(const std::string& label, const std::string& path, const std::string& bytes) {
@@ -396,10 +400,15 @@ Array load_csv(const std::string& label, const std::string& path, const std::str
           line.substr(start, (comma == std::string_view::npos ? line.size() : comma) - start);
       stops.add(double(cell.size() + 1));
       double v;
-      if (!parse_number(cell, v))
+      const NumberText read = parse_number(cell, v);
+      if (read != NumberText::number)
         fail(label, path,
              "line " + std::to_string(line_no) + ", column " + std::to_string(count + 1) + ": '" +
-                 quote_input(std::string(cell)) + "' is not a number (nan and inf are allowed)");
+                 quote_input(std::string(cell)) + "' " +
+                 (read == NumberText::out_of_range
+                      ? "is outside float64's range (magnitudes about 4.9e-324 to 1.8e308, and 0; "
+                        "write inf or 0 where that is meant)"
+                      : "is not a number (nan and inf are allowed)"));
       a.data.push_back(v);
       ++count;
       if (comma == std::string_view::npos) break;
@@ -470,7 +479,11 @@ Array load_json(const std::string& label, const std::string& path, const std::st
   Array a;
   // The shape from the first entry at each level; json_walk then checks every entry.
   for (const nlohmann::json* v = &doc; v->is_array(); v = &(*v)[0]) {
-    if (v->empty()) fail(label, path, "empty array in shape " + shape_text(a.shape) + "[0]");
+    if (v->empty())
+      fail(label, path,
+           a.shape.empty() ? std::string("an empty array: no numbers")
+                           : "an empty array as the first entry under shape " +
+                                 shape_text(a.shape) + ": no numbers there");
     a.shape.push_back(v->size());
     if (a.shape.size() > 3) break;
   }

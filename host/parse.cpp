@@ -42,10 +42,12 @@ std::vector<std::string> split_list(const std::string& text, char sep) {
   return parts;
 }
 
-std::uint64_t parse_count(const std::string& option, const std::string& text) {
-  const std::string want = "a positive whole number such as 10000 or 1e9";
-  // digits [. digits] [e [+] digits], read exactly: "1e9" and "2.5e6" are whole numbers,
-  // "1.5" and "1.0000000000000001" are not (no rounding through a double).
+namespace {
+
+// The whole number text writes exactly, plainly or in exponent form: digits [. digits]
+// [e [+] digits]; "1e9" and "2.5e6" are whole numbers, "1.5" and "1.0000000000000001" are not
+// (no rounding through a double). -1: not such a number; -2: one above 2^53.
+std::int64_t exact_whole(const std::string& text) {
   std::size_t i = 0;
   std::string digits;
   int fraction = 0;
@@ -64,23 +66,31 @@ std::uint64_t parse_count(const std::string& option, const std::string& text) {
     const std::size_t start = i;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
       exponent = exponent * 10 + (text[i++] - '0');
-    if (i == start) bad(option, text, want);
+    if (i == start) return -1;
   }
-  if (digits.empty() || i != text.size()) bad(option, text, want);
+  if (digits.empty() || i != text.size()) return -1;
   int shift = exponent - fraction;
   while (shift < 0) {  // digits past the decimal point must be zeros
-    if (digits.back() != '0') bad(option, text, want);
+    if (digits.back() != '0') return -1;
     digits.pop_back();
     ++shift;
     if (digits.empty()) digits = "0";
   }
   digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-  if (digits.size() + shift > 16) bad(option, text, "at most 2^53 (about 9e15)");
+  if (digits.size() + shift > 16) return -2;
   digits.append(static_cast<std::size_t>(shift), '0');
   const std::uint64_t v = std::stoull(digits);
+  return v > (std::uint64_t{1} << 53) ? -2 : static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+std::uint64_t parse_count(const std::string& option, const std::string& text) {
+  const std::string want = "a positive whole number such as 10000 or 1e9";
+  const std::int64_t v = exact_whole(text);
+  if (v == -2) bad(option, text, "at most 2^53 (about 9e15)");
   if (v < 1) bad(option, text, want);
-  if (v > (std::uint64_t{1} << 53)) bad(option, text, "at most 2^53 (about 9e15)");
-  return v;
+  return static_cast<std::uint64_t>(v);
 }
 
 std::uint64_t parse_u64(const std::string& option, const std::string& text) {
@@ -97,10 +107,11 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
+  // Written plainly, or as --samples takes it ("1e3", "1000.0"): the same whole number.
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) v = exact_whole(text);
   const std::string want =
       "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end || v < lo || v > hi)
-    bad(option, text, want);
+  if (v < lo || v > hi || (v < 0 && (r.ec != std::errc() || r.ptr != end))) bad(option, text, want);
   return v;
 }
 

@@ -28,7 +28,7 @@ std::uint64_t parse_count(const std::string& option, const std::string& text);
 // A non-negative integer below 2^64 ("0", "42"); no sign, no exponent.
 std::uint64_t parse_u64(const std::string& option, const std::string& text);
 
-// An integer in [lo, hi].
+// An integer in [lo, hi], written plainly or as --samples takes a count ("1e3", "1000.0").
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
                        std::int64_t hi);
 

@@ -651,6 +651,22 @@ TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
                        {"--x is given 2 times; give it once"});
 }
 
+// A whole-number option takes the forms a count does ("1e3", "1000.0"), in its own range.
+TEST(CliParse, WholeNumbersInExponentFormAreTheirValue) {
+  const auto steps = [](const std::string& text) {
+    const auto r = run_demo("--table training-sweep --seeds 0:2 --format json -q --steps " + text);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["tables"][0]["run"]["steps"].get<std::int64_t>();
+  };
+  EXPECT_EQ(steps("1e3"), 1000);
+  EXPECT_EQ(steps("1000.0"), 1000);
+  EXPECT_EQ(steps("2.5e2"), 250);
+  for (const char* bad : {"1.5", "1e", "e3", "1e3x", "-1e3", "1e10"})
+    test::expect_refused(std::string("--table training-sweep -q --seeds 0:2 --steps ") + bad, 2,
+                         {"--steps", "a whole number from 1 to 1000000000"});
+  test::expect_refused("--table dk-std -q --d-k 2e0,2", 2, {"2e0 and 2 are one value given twice"});
+}
+
 // A parse error inside a subcommand names it and points to its own help.
 TEST(CliRefuses, ASubcommandsParseErrorNamesItAndItsHelp) {
   test::expect_refused(

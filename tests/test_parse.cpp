@@ -94,11 +94,15 @@ TEST(ParseInt, InclusiveRange) {
   EXPECT_EQ(parse_int("--x", "-5", -10, 10), -5);
   EXPECT_EQ(parse_int("--x", "-10", -10, 10), -10);
   EXPECT_EQ(parse_int("--x", "9223372036854775807", 0, INT64_MAX), INT64_MAX);
+  // As a count is written (parse_count): exact whole numbers in exponent or decimal form.
+  EXPECT_EQ(parse_int("--keys", "1.0", 1, 65536), 1);
+  EXPECT_EQ(parse_int("--keys", "1e3", 1, 65536), 1000);
+  EXPECT_EQ(parse_int("--keys", "6.5536e4", 1, 65536), 65536);
 }
 
 TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
-  for (const std::string bad :
-       {"0", "65537", "-1", "1.0", "1e3", "", "abc", "3x", "9223372036854775808"}) {
+  for (const std::string bad : {"0", "65537", "-1", "1.5", "1e5", "1e", "-1e3", "", "abc", "3x",
+                                "9223372036854775808", "0.5e1x"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--keys", bad, [&] { parse_int("--keys", bad, 1, 65536); });
   }
