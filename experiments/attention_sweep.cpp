@@ -861,11 +861,16 @@ std::string scatter_script(const Table& t) {
     hi = std::max(hi, threshold);
   }
   s << "set xrange [" << round_trip(lo / 3) << ":" << round_trip(hi * 3) << "]\n";
-  if (std::isfinite(threshold) && threshold > 0)
+  if (std::isfinite(threshold) && threshold > 0) {
+    // The label on the side of the line with more room, so that it is never cut by the frame.
+    const double at = std::log(threshold / (lo / 3)) / std::log((hi * 3) / (lo / 3));
     s << "set arrow 1 from " << round_trip(threshold) << ", graph 0 to " << round_trip(threshold)
       << ", graph 1 nohead dt 2 lw 2 lc rgb '#d62728'\n"
       << "set label 1 'converged: loss < " << human_number(threshold) << "' at "
-      << round_trip(threshold) << ", graph 0.95 right offset -0.5,0 tc rgb '#d62728' noenhanced\n";
+      << round_trip(threshold) << ", graph 0.95 "
+      << (at < 0.5 ? "left offset 0.5,0" : "right offset -0.5,0")
+      << " tc rgb '#d62728' noenhanced\n";
+  }
   s << "plot $D using 1:2 with points pt 7 ps 0.3 lc rgb '#1f77b4' notitle\n";
   return s.str();
 }
@@ -1081,6 +1086,13 @@ int intervention_panels(const Table& t) {
   return find_row(t, "adversarial JSD within epsilon", "finite") ? 3 : 2;
 }
 
+// A value as a label reads it: three significant digits ("1.67e+94").
+std::string three_digits(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
 // Does the head use its map? Three panels over the configurations (a categorical x axis, one
 // position each): the output distance under each intervention (uniform, permuted, patched, known)
 // beside the distance between pairs of seeds' outputs, the scale the interventions are read
@@ -1131,7 +1143,8 @@ std::string interventions_script(const Table& t) {
   // A panel's title, with the note that explains a bar to the bottom edge where one is.
   const auto title_of = [](const std::string& title, const Drawn& d) {
     std::vector<std::string> lines = {title};
-    if (d.floored) lines.push_back("(a bar to the bottom edge: its 5th percentile is 0)");
+    if (d.floored)
+      lines.push_back("(a bar to the bottom edge: its 5th percentile is 0 or below the axis)");
     return "set title " + plot::title_lines(lines, 200) + "\n";
   };
   // One panel: each series a block of (x, median, p05, p95) with its own offset and style; a
@@ -1156,7 +1169,10 @@ std::string interventions_script(const Table& t) {
     // Diverged seeds (a median or a 95th percentile of 1e140) would flatten every other point:
     // the axis stops three decades above the points' median median; a bar beyond runs off its
     // top, a point beyond is written there as its value.
+    // Likewise a 5th percentile of 1e-150 (two seeds' identical outputs): the axis stops three
+    // decades below the smallest median, a bar beyond runs to its bottom edge.
     if (!medians.empty()) {
+      lo = std::max(lo, 1e-3 * *std::min_element(medians.begin(), medians.end()));
       std::nth_element(medians.begin(), medians.begin() + medians.size() / 2, medians.end());
       hi = std::min(hi, 1e3 * medians[medians.size() / 2]);
     }
@@ -1179,7 +1195,7 @@ std::string interventions_script(const Table& t) {
         const auto bound = [&](double b) {
           if (!ok) return std::string("NaN");
           if (!std::isfinite(b)) return round_trip(v.p50);
-          if (log_axis && !(b > 0)) {  // below the axis' bottom (lo / 2 or less): clipped there
+          if (log_axis && !(b >= lo / 2)) {  // below the axis' bottom, lo / 2: clipped there
             floored = true;
             return round_trip(lo / 1e3);
           }
@@ -1195,7 +1211,7 @@ std::string interventions_script(const Table& t) {
         else if (log_axis &&
                  v.p50 >
                      2 * hi)  // above the axis: its value, vertical (neighbours' do not overlap)
-          labels << "set label '" << human_number(v.p50) << "' at " << round_trip(x)
+          labels << "set label '" << three_digits(v.p50) << "' at " << round_trip(x)
                  << ", graph 0.97 right rotate by 90 tc lt " << style + 1 << " font ',9'\n";
       }
       s << "EOD\n";
@@ -2106,9 +2122,10 @@ std::vector<std::unique_ptr<Sweep>> size_sweeps(const RunContext& ctx,
     const Shape& s = w->s;
     const std::string where = configs[k].name.empty() ? "" : " (" + configs[k].name + ")";
     if (ctx.get<std::int64_t>("--map-inputs") > s.measured())
-      throw std::invalid_argument("--map-inputs " + ctx.settings.text("--map-inputs") +
-                                  ": there are " + std::to_string(s.measured()) +
-                                  " measured inputs" + where);
+      throw std::invalid_argument(
+          "--map-inputs " + ctx.settings.text("--map-inputs") + ": the run measures " +
+          human_count(static_cast<std::uint64_t>(s.measured()), "input", "inputs") +
+          " (--test-inputs, or the training inputs with --test-inputs 0)" + where);
     w->label = grid ? "attention-sweep-" + std::to_string(k) : "attention-sweep";
     w->seeds = &seeds;
     w->count = seeds.size();
@@ -2188,17 +2205,16 @@ void open_per_seed_file(const RunContext& ctx, Sweep& w, const std::string& per_
   if (ctx.opt.shards > 0)
     spdlog::info("--per-seed {}: written by demo merge (a part holds its seeds' results)",
                  per_seed_file);
-  // The disk for --per-seed, before any work.
+  // The disk for --per-seed, before any work: a destination that cannot take it (exit 1).
   const double need = PerSeedMaps::bytes(per_seed_file, w.record, w.count);
   std::filesystem::path dir = std::filesystem::path(per_seed_file).parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   const auto space = std::filesystem::space(dir, ec);
   if (!ec && need > static_cast<double>(space.available))
-    throw std::invalid_argument("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
-                                " of results, " +
-                                human_bytes(static_cast<double>(space.available)) +
-                                " free on that disk; use fewer seeds or leave out --per-seed");
+    throw std::runtime_error("--per-seed " + per_seed_file + ": about " + human_bytes(need) +
+                             " of results, " + human_bytes(static_cast<double>(space.available)) +
+                             " free on that disk; use fewer seeds or leave out --per-seed");
   if (reports_results(ctx.opt))
     w.per_seed =
         std::make_unique<PerSeedMaps>(per_seed_file, ctx.opt.force, w.record, w.s.r0, w.count);

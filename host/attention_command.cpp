@@ -469,8 +469,8 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
   if (!q.lengths.empty())
     config += ", lengths " + std::filesystem::path(q.lengths).filename().string();
   config += p.f32 ? ", float32" : ", float64";
-  // A key the mask hides from a query (causal, --mask, --lengths): no fill and "-", not a weight
-  // of 0.000 (index into entry 0's (heads, n, n) weights).
+  // A key the mask hides from a query (causal, --mask, --lengths): grey (and "-" where cells are
+  // labelled), not the white of a weight of 0 (index into entry 0's (heads, n, n) weights).
   const auto masked = [&](std::size_t at) {
     return (p.causal && at % n > (at / n) % n) || (!p.mask.empty() && !p.mask[at]);
   };
@@ -483,7 +483,7 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
                " (row = query, column = key)",
            config,
            std::string(p.heads > 8 ? "heads 0 to 7 of " + std::to_string(p.heads) + " drawn" : "") +
-               (any_masked ? std::string(p.heads > 8 ? "; " : "") + "-: a masked key" : "")},
+               (any_masked ? std::string(p.heads > 8 ? "; " : "") + "grey: a masked key" : "")},
           std::max<std::size_t>(60, static_cast<std::size_t>(columns) * 70)) +
       " noenhanced\n"
       "set palette defined (0 '#ffffff', 1 '#6f9fd8')\nset cbrange [0:1]\n"
@@ -501,16 +501,20 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
         char value[32];
         std::snprintf(value, sizeof value, "%.3f", w);
         const bool hidden = masked(at);
-        // x y weight label: the weight NaN (not filled) where masked or not finite.
+        // x y weight label masked: the weight NaN (not filled) where masked or not finite.
         s += std::to_string(j) + " " + std::to_string(i) + " " +
              (std::isfinite(w) && !hidden ? round_trip(w) : std::string("NaN")) + " " +
              (hidden             ? "-"
               : std::isfinite(w) ? value
                                  : "NaN") +
-             "\n";
+             (hidden ? " 1" : " 0") + "\n";
       }
     s += "EOD\nset title '" + (p.heads > 1 ? "head " + std::to_string(h) : std::string("")) +
          "'\nplot " + plot::cells("$M" + std::to_string(h), "1", "2", "3");
+    if (any_masked)
+      s += ", $M" + std::to_string(h) +
+           " using 1:($5>0?$2:NaN):(0.5):(0.5) with boxxyerror fill solid 1.0 noborder lc rgb "
+           "'#d9d9d9' notitle";
     if (n <= 12) s += ", $M" + std::to_string(h) + " using 1:2:4 with labels notitle";
     s += "\n";
   }

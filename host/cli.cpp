@@ -464,7 +464,7 @@ CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareReq
   cmp->footer(
       "Examples:\n"
       "  demo compare gpu.json cpu.json                 GPU against CPU, rtol 1e-9\n"
-      "  demo compare a.json results/cpu/dk-std.json --tolerance 1e-12 --atol 0\n"
+      "  demo compare a.json results/cpu/NAME.json --tolerance 1e-12 --atol 0\n"
       "The rule and the report: docs/OUTPUTS.md");
   return cmp;
 }
@@ -489,7 +489,7 @@ CLI::App* add_merge_command(CLI::App& app, CheckedOptions& checked, Options& o,
   merge->allow_extras();  // refused after parsing (subcommand_refusal), as one line
   merge->footer(
       "Examples:\n"
-      "  demo --table dk-std --samples 1e9 --shard 0/2 --out p0   (and --shard 1/2 --out p1)\n"
+      "  demo --table NAME ... --shard 0/2 --out p0   (and --shard 1/2 --out p1)\n"
       "  demo merge p0 p1 --out whole                    the one run's tables, byte for byte\n"
       "Shards, MPI and checkpoints: docs/SCALING.md");
   return merge;
@@ -509,8 +509,8 @@ CLI::App* add_replot_command(CLI::App& app, CheckedOptions& checked, Options& o,
   replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
   replot->footer(
       "Examples:\n"
-      "  demo replot results/cpu/dk-std.json --out figures\n"
-      "  demo replot run/attention-sweep.json --out run --force   redrawn in place");
+      "  demo replot results/cpu/NAME.json --out figures\n"
+      "  demo replot run/NAME.json --out run --force   redrawn in place");
   return replot;
 }
 

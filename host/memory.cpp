@@ -65,8 +65,14 @@ double memory_available() {
 }
 
 std::string human_bytes(double bytes) {
+  static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  int u = 0;
+  while (u < 5 && std::fabs(bytes) >= 999.5) {
+    bytes /= 1000;
+    ++u;
+  }
   char s[32];
-  std::snprintf(s, sizeof s, "%.3g GB", bytes / 1e9);
+  std::snprintf(s, sizeof s, std::fabs(bytes) >= 999.5 ? "%.0f %s" : "%.3g %s", bytes, units[u]);
   return s;
 }
 

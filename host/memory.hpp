@@ -29,7 +29,8 @@ std::unique_ptr<T[], FreeDeleter> large_buffer(std::size_t count) {
   return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(large_allocation(count * sizeof(T))));
 }
 
-// "1.23 GB" (decimal gigabytes, three significant digits), for messages.
+// "4.94 kB", "1.23 GB": decimal units from bytes to petabytes, three significant digits, for
+// messages.
 std::string human_bytes(double bytes);
 
 }  // namespace attn

@@ -153,9 +153,15 @@ ShardPart parse_shard(const std::string& option, const std::string& text) {
   if (slash == std::string::npos)
     throw std::invalid_argument(option + " " + text + ": expected I/N, e.g. 0/3");
   ShardPart s;
-  s.count = static_cast<std::uint64_t>(parse_int(option, text.substr(slash + 1), 1, 1000000));
-  s.index = static_cast<std::uint64_t>(
-      parse_int(option, text.substr(0, slash), 0, static_cast<std::int64_t>(s.count) - 1));
+  try {
+    s.count = static_cast<std::uint64_t>(parse_int(option, text.substr(slash + 1), 1, 1000000));
+    s.index = static_cast<std::uint64_t>(
+        parse_int(option, text.substr(0, slash), 0, static_cast<std::int64_t>(s.count) - 1));
+  } catch (const std::invalid_argument&) {  // named whole: "got 'b'" alone hides the rest
+    throw std::invalid_argument(option + " " + text +
+                                ": expected I/N, N parts from 1 to 1000000 and the part I from 0 "
+                                "to N-1, e.g. 0/3");
+  }
   return s;
 }
 

@@ -581,7 +581,7 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(d.file("dir.npy"), w, w, w), "dir.npy", "not a regular file"},
       {run(d.write("e.json", "[]"), w, w, w), "e.json", "an empty array: no numbers"},
       {run(d.write("e2.json", "[[], []]"), w, w, w), "e2.json",
-       "an empty array as the first entry under shape (2)"},
+       "an empty array as the first entry under shape (2,)"},
       {run(x1, w, w, w), "x1.npy", "shape (2,): expected a matrix"},
       {run(x0, w, w, w), "x0.npy", "shape (): expected a matrix"},
       {run(x4, w, w, w), "x4.npy", "shape (1, 1, 3, 2): expected a matrix"},

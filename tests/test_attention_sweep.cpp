@@ -340,7 +340,6 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
        "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1,1.1,1.2,1.3,1.4,1.5,1.6,1.7,1.8,1.9,2,2.1,2.2,"
        "2.3,2.4,2.5,2.6,2.7,2.8,2.9,3,3.1,3.2,3.3",
        "a grid of more than 1024 configurations"},
-      {"--task random --words 1 --d-model 1 --d-k 1 --seeds 0:100000000000", "free on that disk"},
       {"--words 0", "--words"},
       {"--steps 5 --seeds 0:9007199254740992", "more than the 2^28"},
       {"--lr nan", "--lr"},
@@ -363,8 +362,8 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
       {"--task random --found-below 0.1", "--found-below: it applies to --task teacher"},
       {"--task teacher --teacher-scale 0", "--teacher-scale"},
       {"--task teacher --found-below 2", "--found-below"},
-      {"--task random --inputs 4 --map-inputs 65", "--map-inputs 65: there are 64 measured"},
-      {"--task random --map-inputs 2", "--map-inputs 2: there are 1 measured"},
+      {"--task random --inputs 4 --map-inputs 65", "--map-inputs 65: the run measures 64 inputs"},
+      {"--task random --map-inputs 2", "--map-inputs 2: the run measures 1 input (--test-inputs"},
       {"--map-inputs 0", "--map-inputs"},
       {"--nudge maybe", "--nudge"},
       // Frozen maps: a map to freeze, and something left to train.
@@ -382,6 +381,9 @@ TEST(AttentionSweep, RefusesBadInputWithOneLine) {
   };
   for (const auto& [args, says] : cases)
     test::expect_refused(base + args, 2, {says}, test::Refusal().leaves_no(file));
+  // A disk that cannot take the per-seed file is a destination refused (exit 1), as a full one.
+  test::expect_refused(base + "--task random --words 1 --d-model 1 --d-k 1 --seeds 0:100000000000",
+                       1, {"TB of results", "free on that disk"}, test::Refusal().leaves_no(file));
   // --per-seed writes .csv or .npy: another extension is refused, not written as CSV.
   for (const std::string name : {"x.parquet", "x.csv.gz", "x.txt"})
     test::expect_refused(

@@ -357,6 +357,32 @@ TEST(AttentionSweepFigures, ANarrowLogAxisLabelsOneTwoAndFiveTimesEachPowerOfTen
       << narrow;
 }
 
+// Diverged and identical seeds at the extremes (a 5th percentile of 1e-150, a median of 1.7e94)
+// do not flatten the other points: the axis stops three decades below the smallest median and
+// above the median median; a bar beyond runs to the edge (said in the title), a point beyond is
+// its value, in three digits.
+TEST(AttentionSweepFigures, ExtremeSeedsDoNotFlattenTheInterventionsAxis) {
+  Table t;
+  t.name = "attention-sweep";
+  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
+    t.columns.push_back({c});
+  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
+  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
+    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
+               std::int64_t(100), p05, p50, p95});
+  };
+  row("output distance between pairs", 1e-150, 1e-3, 1);
+  row("output distance (uniform map)", 0.5, 1, 1.5);
+  row("output distance (permuted map)", 1, 1.66857e94, 1e300);
+  const std::string s = script("attention-sweep-interventions", t);
+  // Medians 1e-3, 1, 1.7e94: bottom 1e-3 x 1e-3 / 2, top 1e3 (the median median's) x 2.
+  EXPECT_NE(s.find("set yrange [" + round_trip(1e-6 / 2) + ":" + round_trip(1e3 * 2) + "]"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("its 5th percentile is 0 or below the axis"), std::string::npos) << s;
+  EXPECT_NE(s.find("set label '1.67e+94'"), std::string::npos) << s;
+}
+
 TEST(AttentionSweepFigures, NotDefinedFoundIsMarkedNotDrawnAsZero) {
   const Table t = grid_table(
       {point("train=qk", "8", 0.0, NAN, NAN, 5e-4), point("train=qkv", "8", 0.5, 0.5, 0.17, 0.17)});
@@ -503,6 +529,15 @@ TEST(AttentionSweepFigures, ScatterLeavesOutDivergedLossesAndDrawsTheThreshold) 
   ASSERT_NE(r, std::string::npos);
   const double hi = std::stod(s.substr(s.find(':', r) + 1));
   EXPECT_LT(hi, 1e3);
+  // The threshold's label on the side with more room: 1e-4 lies right of the middle of 1e-30 ..
+  // 1e-0.15 (log scale), so the label ends at the line; at the left edge it starts there.
+  EXPECT_NE(s.find("graph 0.95 right offset -0.5,0"), std::string::npos) << s;
+  Table left = t;
+  std::vector<double> high(200);
+  for (int i = 0; i < 200; ++i) high[i] = std::pow(10.0, -4.0 + 0.02 * i);  // 1e-4 .. 1e-0.02
+  left.extra["scatter"] = {{"loss", high}, {"jsd", std::vector<double>(200, 0.2)}};
+  const std::string l = script("attention-sweep-loss-jsd", left);
+  EXPECT_NE(l.find("graph 0.95 left offset 0.5,0"), std::string::npos) << l;
 }
 
 TEST(AttentionSweepFigures, MapTicksAtCellCentresWithValuesUpTo16Words) {
@@ -609,7 +644,14 @@ TEST(Heatmaps, HeadsInRowsOfFourAndMaskedKeysMarked) {
   const auto fills = cell_fills(msvg, "gnuplot_plot_1a");  // gnuplot paints NaN 'white'
   EXPECT_EQ(std::count(fills.begin(), fills.end(), "white"), 5) << "the 5 masked keys unfilled";
   EXPECT_EQ(fills.size(), 16u);
-  EXPECT_NE(msvg.find("-: a masked key"), std::string::npos);
+  EXPECT_NE(msvg.find("grey: a masked key"), std::string::npos);
+  // Each masked key painted grey, so that without labels (more than 12 words) it is not the white
+  // of a weight of 0.
+  std::size_t grey = 0;
+  for (std::size_t at = msvg.find("rgb(217, 217, 217)"); at != std::string::npos;
+       at = msvg.find("rgb(217, 217, 217)", at + 1))
+    ++grey;
+  EXPECT_EQ(grey, 5u) << "the 5 masked keys grey";
 }
 
 // ---- the other tables' figures -----------------------------------------------------------------

@@ -568,6 +568,7 @@ TEST(HumanNumber, DemoTitlesAndNotes) {
 }  // namespace
 }  // namespace attn
 
+#include "host/memory.hpp"
 #include "host/progress.hpp"
 
 namespace attn {
@@ -603,6 +604,16 @@ TEST(HumanDuration, EveryMagnitudeReadsAsAPersonWould) {
   EXPECT_EQ(human_duration(3 * 3600 + 7 * 60 + 5), "3h07m");
   EXPECT_EQ(human_duration(12 * 86400), "12 days");
   EXPECT_EQ(human_duration(23.6 * 86400 * 365.25), "23.6 years");
+}
+
+TEST(HumanBytes, DecimalUnitsWithThreeDigits) {
+  EXPECT_EQ(human_bytes(0), "0 B");
+  EXPECT_EQ(human_bytes(512), "512 B");
+  EXPECT_EQ(human_bytes(4940), "4.94 kB");  // was "4.94e-06 GB"
+  EXPECT_EQ(human_bytes(999.4e3), "999 kB");
+  EXPECT_EQ(human_bytes(999.6e3), "1 MB");
+  EXPECT_EQ(human_bytes(1.234e9), "1.23 GB");
+  EXPECT_EQ(human_bytes(3e18), "3000 PB");
 }
 
 }  // namespace

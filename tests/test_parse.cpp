@@ -254,7 +254,10 @@ TEST(ParseShard, RejectsWhatIsNotAPartOfN) {
   for (const std::string bad : {"3/3", "0/0", "a/3", "-1/3", "0/1000001", "0/", "/3", "0/3/4"}) {
     SCOPED_TRACE(bad);
     const std::string msg = error_of([&] { parse_shard("--shard", bad); });
-    EXPECT_EQ(msg.rfind("--shard: expected a whole number from ", 0), 0u) << msg;
+    // The whole text named, not one side of it.
+    EXPECT_EQ(msg, "--shard " + bad +
+                       ": expected I/N, N parts from 1 to 1000000 and the part I from 0 to N-1, "
+                       "e.g. 0/3");
   }
 }
 

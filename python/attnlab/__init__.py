@@ -136,7 +136,9 @@ def _whole(name, value, check):
     if isinstance(value, str):
         raise ValueError(f"{name}: expected a whole number (an int), got the text {_show(value)}")
     check(name, _show(value))  # 2.5, True, None, [1]: never a whole number, refused in its words
-    raise ValueError(f"{name}: expected a whole number, got {_show(value)}")
+    # 2.0: a whole value, but a Python float where the function takes an int (as range() does)
+    raise ValueError(f"{name}: expected a whole number (an int), got the "
+                     f"{type(value).__name__} {_show(value)}")
 
 
 def _heads(value):
@@ -558,8 +560,12 @@ def _text(key, value, inner=False):
     if isinstance(value, (bool, _np.bool_)):
         raise ValueError(f"{key}: expected a number, a text or a list, got {value!r} (True and "
                          f"False are for on|off options)")
+    empty = (isinstance(value, (range, list, tuple)) and len(value) == 0 or
+             isinstance(value, _np.ndarray) and value.ndim == 1 and value.size == 0)
+    if empty and not inner:
+        raise ValueError(f"{key}: {_show(value)} is empty: give at least one value")
     if isinstance(value, range) and not inner:
-        if value.step != 1 or len(value) == 0:
+        if value.step != 1:
             return ",".join(str(v) for v in value)
         return f"{value.start}:{value.stop}"
     if isinstance(value, _os.PathLike) and not inner:

@@ -49,7 +49,7 @@ BAD_ATTENTION = [
     (dict(causal=1), "causal: expected True or False, got 1"),
     (dict(need_weights="no"), "need_weights: expected True or False, got 'no'"),
     (dict(progress=None), "progress: expected True or False, got None"),
-    (dict(heads=2.0), "heads: expected a whole number from 1 to 1048576, got '2.0'"),
+    (dict(heads=2.0), "heads: expected a whole number (an int), got the float 2.0"),
     (dict(heads=True), "heads: expected a whole number from 1 to 1048576, got 'True'"),
     (dict(heads="2"), "heads: expected a whole number (an int), got the text '2'"),
     (dict(heads=10**30), "heads: expected a whole number from 1 to 1048576, got '1000000000000000000000000000000'"),
@@ -204,6 +204,11 @@ def test_out_arrays_are_written_in_place():
     (lambda: attnlab.sweep("training", per_seed=3), "per_seed: expected a path (a str or os.PathLike), got 3"),
     (lambda: attnlab.sweep("training", per_seed="rows.npy"),
      "per_seed rows.npy: a training sweep's per-seed file ends in .csv"),
+    # An empty list or range: named, not passed on as an empty text.
+    (lambda: attnlab.sweep("attention", seeds=[]), "seeds: [] is empty: give at least one value"),
+    (lambda: attnlab.sweep("attention", seeds=range(5, 5)), "seeds: range(5, 5) is empty"),
+    (lambda: attnlab.sweep("attention", seeds="0:2", lr=[]), "lr: [] is empty"),
+    (lambda: attnlab.dk_std(d_k=np.array([], dtype=np.int64)), "d_k: array([], dtype=int64) is empty"),
     (lambda: attnlab.options(None), "no table None"),
     (lambda: attnlab.load(5), "path: expected a path (a str or os.PathLike), got 5"),
     (lambda: attnlab.load(b"x.json"), "path: expected a path (a str or os.PathLike), got b'x.json'"),
@@ -212,6 +217,18 @@ def test_every_function_refuses_bad_arguments(call, message):
     with pytest.raises(ValueError) as e:
         call()
     assert one_line(e).startswith(message)
+
+
+def test_a_whole_number_option_takes_a_whole_float_as_demo_does():
+    # heads=2.0 is demo's --heads 2.0, the whole number 2 (as samples=1e3 is --samples 1000.0).
+    a = attnlab.sweep("attention", seeds="0:2", steps=3, heads=2.0, d_model=4, d_k=4, words=3,
+                      task="random", adversary=False)
+    b = attnlab.sweep("attention", seeds="0:2", steps=3, heads=2, d_model=4, d_k=4, words=3,
+                      task="random", adversary=False)
+    assert a.provenance["heads"] == 2 and same_bits(a["mean"], b["mean"])
+    with pytest.raises(ValueError) as e:
+        attnlab.sweep("attention", seeds="0:2", heads=2.5)
+    assert "--heads" in one_line(e) and "2.5" in one_line(e)
 
 
 def test_on_off_options_take_python_booleans(tmp_path):
