@@ -292,7 +292,7 @@ std::string chosen_experiments_refusal(const std::vector<Experiment>& all, const
 std::vector<std::string> no_effect_notices(
     const std::vector<Experiment>& all,
     const std::vector<std::pair<std::string, ExperimentFlag>>& flags, const Options& o,
-    bool no_plots, bool checkpoint, bool checkpoint_every) {
+    bool no_plots, bool checkpoint, bool checkpoint_every, bool gpu_given) {
   const auto chosen = [&o](const std::string& name) {
     return std::find(o.experiments.begin(), o.experiments.end(), name) != o.experiments.end();
   };
@@ -331,6 +331,7 @@ std::vector<std::string> no_effect_notices(
     else if (!checkpoint)
       notes.push_back("--checkpoint-every has no effect without --checkpoint");
   }
+  if (gpu_given && o.device == "cpu") notes.push_back("--gpu has no effect with --device cpu");
   return notes;
 }
 
@@ -630,7 +631,7 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   if (const std::string refusal = chosen_experiments_refusal(all, o); !refusal.empty())
     return refuse(refusal);
   cli.warnings = no_effect_notices(all, flags, o, no_plots, app.count("--checkpoint") > 0,
-                                   app.count("--checkpoint-every") > 0);
+                                   app.count("--checkpoint-every") > 0, app.count("--gpu") > 0);
   cli.warnings.insert(cli.warnings.begin(), deprecated.begin(), deprecated.end());
   if (!named_twice.empty())
     cli.warnings.push_back("--table: " + joined(named_twice, ", ") +

@@ -409,6 +409,15 @@ TEST(CliWarnings, ForceWithNothingToReplaceIsNamed) {
   EXPECT_EQ(with_file.err.find("--force has no effect"), std::string::npos) << with_file.err;
 }
 
+// --gpu picks a GPU: with --device cpu there is none to pick, and it says so (exit 0).
+TEST(CliWarnings, GpuWithTheCpuDeviceIsNamed) {
+  const auto r = test::run_demo("--table knob --format csv --device cpu --gpu 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--gpu has no effect with --device cpu"), std::string::npos) << r.err;
+  const auto plain = test::run_demo("--table knob --format csv --device cpu");
+  EXPECT_EQ(plain.err.find("--gpu"), std::string::npos) << plain.err;
+}
+
 // The adversarial map's search grows steeply with the words: from 24 on, --adversary on (the
 // default) is named before the work with --adversary off as the way out; below, or off, nothing.
 TEST(CliWarnings, AdversaryOnManyWordsIsNamed) {
