@@ -253,6 +253,11 @@ int run_replot(const std::string& path, const Options& o) {
         throw std::runtime_error("not a result file (a table without name, columns or rows)");
       const std::string name = tj["name"].get<std::string>();
       const Experiment* e = find_experiment(name);
+      const std::string command = j["provenance"].value("command_line", std::string());
+      if (!e && command.rfind("demo attention", 0) == 0)
+        throw std::runtime_error(
+            "a result of demo attention, whose figure its own run draws (--out DIR); replot "
+            "draws the figures of demo --table results");
       if (!e) throw std::runtime_error("table " + quote_input(name) + " is not one of demo's");
       const bool seen = std::count(without.begin(), without.end(), name) > 0 ||
                         std::any_of(todo.begin(), todo.end(),

@@ -6,10 +6,11 @@ do not.
 
     pip install '.[examples]'      # attnlab and matplotlib
     python examples/variability.py [--task previous] [--words 6] [--seeds 500] [--steps 200]
-                                   [--out variability.png]
+                                   [--out variability.png] [--force]
 """
 
 import argparse
+import os
 
 import matplotlib
 
@@ -29,7 +30,14 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=500)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--out", default="variability.png")
+    ap.add_argument("--force", action="store_true", help="replace --out if it exists")
     a = ap.parse_args(argv)
+    # The destination, before any training: its folder there, and no file replaced unasked.
+    folder = os.path.dirname(os.path.abspath(a.out))
+    if not os.path.isdir(folder):
+        ap.error(f"--out {a.out}: no folder {folder}")
+    if os.path.lexists(a.out) and not a.force:
+        ap.error(f"--out {a.out} exists (--force replaces it)")
 
     n = a.words
     t = attnlab.sweep("attention", task=a.task, words=n, d_model=n, d_k=n, causal=a.causal,

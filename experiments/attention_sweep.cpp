@@ -43,6 +43,7 @@
 #include "experiments/quantile_sketch.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
+#include "host/cluster.hpp"
 #include "host/format.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
@@ -1372,6 +1373,9 @@ struct Sweep {
   std::vector<double> scatter_loss, scatter_jsd;
   std::uint64_t measured = 0;  // seeds through the second pass's fold
   double train_seconds = 0;    // the first pass's
+  // Seeds the first pass trained in this process: fewer than count where chunks came from a
+  // checkpoint, a part (demo merge) or another rank, so that the speed is of what ran here.
+  std::uint64_t trained_here = 0;
 
   std::uint64_t first_of(std::uint64_t chunk) const { return chunk * per_chunk; }
   std::uint64_t count_of(std::uint64_t chunk) const {
@@ -1540,6 +1544,7 @@ void Sweep::first_pass(std::uint64_t batch) {
   j.native.compute = [&](std::uint64_t first, std::uint64_t n) {
     const Monitor& monitor = signal_monitor();
     const std::vector<double> trained = train(first, n, monitor);
+    trained_here += first_of(first + n - 1) + count_of(first + n - 1) - first_of(first);
     const std::vector<double> nudged =
         nudge ? train(first, n, monitor, true) : std::vector<double>{};
     std::vector<NativeState> states;
@@ -2271,22 +2276,41 @@ Table empty_table(bool grid) {
 void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Sweep>>& sweeps,
                     Table& t) {
   const Sweep& w0 = *sweeps[0];
+  if (w0.m.grad != head::Grad::analytic || ctx.opt.shards != 0) return;
+  // What trained in this process (under MPI: in every rank, over rank 0's time), not what a
+  // checkpoint or the parts brought.
+  const bool ranks = cluster::size() > 1;
   double seed_steps = 0, train_seconds = 0, useful = 0;
+  std::uint64_t here = 0, all = 0;
   for (const auto& w : sweeps) {
+    const std::uint64_t trained = ranks ? w->count : w->trained_here;
     // Every seed's steps, twice with --nudge (its second run).
-    seed_steps += static_cast<double>(w->count) * w->m.steps * (w->nudge ? 2 : 1);
+    const double steps = static_cast<double>(trained) * w->m.steps * (w->nudge ? 2 : 1);
+    seed_steps += steps;
     train_seconds += w->train_seconds;
-    useful += static_cast<double>(w->count) * w->m.steps * (w->nudge ? 2 : 1) *
-              head::flops_per_step(w->m);
+    useful += steps * head::flops_per_step(w->m);
+    here += trained;
+    all += w->count;
   }
-  char line[240];
-  std::snprintf(line, sizeof line,
-                "%.3g seed-steps in %.3g s: %.3g seed-steps/s, %.3g GFLOP/s (%.0f useful FLOPs "
-                "per seed-step)%s",
-                seed_steps, train_seconds, seed_steps / train_seconds, useful / train_seconds / 1e9,
-                useful / seed_steps, w0.keep ? "" : "; the first of two passes");
-  if (w0.m.grad == head::Grad::analytic && ctx.opt.shards == 0)
-    t.notes.insert(t.notes.begin(), line);
+  std::string line;
+  if (here == 0) {
+    line =
+        "no seed trained in this process (every chunk came from a checkpoint or the parts): no "
+        "speed to state";
+  } else {
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "%.3g seed-steps in %.3g s: %.3g seed-steps/s, %.3g GFLOP/s (%.0f useful "
+                  "FLOPs per seed-step)%s",
+                  seed_steps, train_seconds, seed_steps / train_seconds,
+                  useful / train_seconds / 1e9, useful / seed_steps,
+                  w0.keep ? "" : "; the first of two passes");
+    line = text;
+    if (here < all)
+      line += "; this process trained " + human_count(here, "seed", "seeds") + " of " +
+              std::to_string(all) + ", the rest came from a checkpoint or the parts";
+  }
+  t.notes.insert(t.notes.begin(), line);
 }
 
 // A grid's notes that several configurations share ("NAME: text" the same text): one line that

@@ -50,6 +50,34 @@ json identity(const Options& o) {
   return id;
 }
 
+// How two identities differ, for a refusal: the first that does, as the user would put it
+// ("--steps: 1e2 here, 100 in the file"); here and there name a's and b's side.
+std::string identity_difference(const json& a, const json& b, const std::string& here,
+                                const std::string& there) {
+  const auto shown = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  const auto both = [&](const json& x, const json& y) {
+    return shown(x) + " " + here + ", " + shown(y) + " " + there;
+  };
+  if (a.value("version", json()) != b.value("version", json()) ||
+      a.value("git_commit", json()) != b.value("git_commit", json()))
+    return "another build (" + both(a.value("git_commit", json()), b.value("git_commit", json())) +
+           ")";
+  if (a.value("shard", json("none")) != b.value("shard", json("none")))
+    return "another part (--shard " +
+           both(a.value("shard", json("none")), b.value("shard", json("none"))) + ")";
+  if (a.value("tables", json()) != b.value("tables", json()))
+    return "other tables (" + both(a.value("tables", json()), b.value("tables", json())) + ")";
+  const json ga = a.value("given", json::object()), gb = b.value("given", json::object());
+  for (const auto& [flag, text] : ga.items())
+    if (!gb.contains(flag))
+      return flag + " " + shown(text) + " given " + here + " only";
+    else if (gb.at(flag) != text)
+      return flag + ": " + both(text, gb.at(flag)) + " (options are compared as written)";
+  for (const auto& [flag, text] : gb.items())
+    if (!ga.contains(flag)) return flag + " " + shown(text) + " given " + there + " only";
+  return "another command";
+}
+
 // A checkpoint or part file, parsed: a regular file (a FIFO, device or directory refused without
 // waiting on it), JSON, nested at most kMaxStateDepth deep. follow_links: false for a file demo
 // also replaces (a checkpoint). Throws std::invalid_argument naming what and path.
@@ -361,8 +389,10 @@ void prepare_chunks(const Options& o) {
   if (!j.contains("identity") || !j.contains("tables") || !j.at("tables").is_object())
     throw std::invalid_argument(where + "not an attnlab checkpoint");
   if (j.at("identity") != checkpoint.id)
-    throw std::invalid_argument("--checkpoint " + o.checkpoint + " was made by another command (" +
-                                text_of(j, "command_line") + "); remove it or give another file");
+    throw std::invalid_argument(
+        "--checkpoint " + o.checkpoint + " was made by another command: " +
+        identity_difference(checkpoint.id, j.at("identity"), "here", "in the file") + " (" +
+        text_of(j, "command_line") + "); remove it or give another file");
   for (const auto& [label, section] : j.at("tables").items()) check_section(label, section, where);
   checkpoint.sections = std::move(j.at("tables"));
   spdlog::info("resuming from checkpoint {}", o.checkpoint);
@@ -444,9 +474,10 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
     id.erase("shard");
     id0.erase("shard");
     if (id != id0)
-      throw std::invalid_argument("merge: " + p.path + " is part of another command (" +
-                                  text_of(j, "command_line") + ") than " + parts.front().path +
-                                  " (" + text_of(first, "command_line") + ")");
+      throw std::invalid_argument(
+          "merge: " + p.path + " is part of another command than " + parts.front().path + ": " +
+          identity_difference(id0, id, "in " + parts.front().path, "in " + p.path) + " (" +
+          text_of(j, "command_line") + ")");
     if (j.at("shards").get<std::uint64_t>() != shards)
       throw std::invalid_argument("merge: " + p.path + " is one of " +
                                   std::to_string(j.at("shards").get<std::uint64_t>()) + " parts, " +

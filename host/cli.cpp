@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -441,12 +442,22 @@ std::map<std::string, CLI::Option_group*> add_experiment_flags(
 // `demo compare FIRST SECOND`: its files and tolerances into c.
 CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareRequest& c) {
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
+  // A result file, said as such ("a folder, not a result file"; CLI11's own words are its API's).
+  const CLI::Validator result_file(
+      [](std::string& path) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec))
+          return path + " is a folder, not a result file (its NAME.json is)";
+        if (!std::filesystem::exists(path, ec)) return "no such file " + path;
+        return std::string();
+      },
+      "FILE", "result file");
   cmp->add_option("FIRST", c.a, "The first result JSON file (demo --format json or --out)")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(result_file);
   cmp->add_option("SECOND", c.b, "The second result JSON file, b in the rule")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->check(result_file);
   const auto read_tolerance = [](Text name, Text text) {
     return parse_real(name, text, 0, 1e300, false);
   };

@@ -39,8 +39,9 @@ void print_error(std::string_view message, std::string_view program) {
 }
 
 void print_interrupted(int signal, std::string_view program) {
-  std::fprintf(stderr, "\n%.*s: interrupted (%s); no results written\n",
-               static_cast<int>(program.size()), program.data(),
+  // On a terminal a progress line (or the ^C the terminal echoes) may end without a newline.
+  std::fprintf(stderr, "%s%.*s: interrupted (%s); no results written\n",
+               isatty(STDERR_FILENO) ? "\n" : "", static_cast<int>(program.size()), program.data(),
                signal == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 

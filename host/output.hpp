@@ -29,7 +29,8 @@ namespace attn {
 // "PROGRAM: error: MESSAGE" as one line on stderr, in one write. Allocates nothing, so that an
 // out-of-memory handler can call it with a literal. program: "demo", or "demo COMMAND".
 void print_error(std::string_view message, std::string_view program = "demo");
-// "\nPROGRAM: interrupted (SIGINT); no results written" (or SIGTERM) on stderr, the same way.
+// "PROGRAM: interrupted (SIGINT); no results written" (or SIGTERM) on stderr, the same way; on a
+// terminal after a newline (ending a progress line).
 void print_interrupted(int signal, std::string_view program = "demo");
 
 // Writes text to stdout and flushes it. Throws std::runtime_error("cannot write to stdout: ...")

@@ -97,9 +97,11 @@ std::uint64_t parse_u64(const std::string& option, const std::string& text) {
   std::uint64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end)
-    bad(option, text, "a whole number from 0 to 18446744073709551615");
-  return v;
+  if (!text.empty() && r.ec == std::errc() && r.ptr == end) return v;
+  // As a count is written ("1e6", "1000.0"), up to 2^53; beyond, plain digits.
+  const std::int64_t w = exact_whole(text);
+  if (w < 0) bad(option, text, "a whole number from 0 to 18446744073709551615");
+  return static_cast<std::uint64_t>(w);
 }
 
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
@@ -120,7 +122,8 @@ int parse_threads(const std::string& option, const std::string& text) {
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end || v < 1 || v > 4 * cores)
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) v = exact_whole(text);  // "1e0", "2.0"
+  if (v < 1 || v > 4 * cores)
     bad(option, text,
         "a whole number from 1 to " + std::to_string(4 * cores) +
             " (at most 4 per core; this machine has " + std::to_string(cores) + ")");

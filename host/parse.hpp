@@ -25,7 +25,7 @@ std::string repeated_value(const std::string& option, const std::string& text,
 // At most 2^53 (so that counts stay exact in double).
 std::uint64_t parse_count(const std::string& option, const std::string& text);
 
-// A non-negative integer below 2^64 ("0", "42"); no sign, no exponent.
+// A non-negative integer below 2^64 ("0", "42"), or up to 2^53 as a count is written ("1e6").
 std::uint64_t parse_u64(const std::string& option, const std::string& text);
 
 // An integer in [lo, hi], written plainly or as --samples takes a count ("1e3", "1000.0").

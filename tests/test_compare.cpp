@@ -564,6 +564,11 @@ TEST(DemoCompare, FifoAndDirectoryAreRefusedWithoutWaiting) {
   test::expect_refused("compare '" + fifo + "' '" + good + "'", 2, {"not a regular file"},
                        test::Refusal().under("timeout 20"));
   test::expect_refused("compare '" + good + "' /dev/null", 2);
+  // A folder (the --out of a run) and a missing file, said as such.
+  test::expect_refused("compare '" + dir.path.string() + "' '" + good + "'", 2,
+                       {"FIRST: " + dir.path.string() + " is a folder, not a result file"});
+  test::expect_refused("compare '" + good + "' '" + dir.file("none.json") + "'", 2,
+                       {"SECOND: no such file " + dir.file("none.json")});
 }
 
 // Table names, column names and cells come from the files: a message or report line quotes a

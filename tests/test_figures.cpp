@@ -1056,6 +1056,15 @@ TEST(Replot, RefusesBadInputWithOneLine) {
                                          "columns": [], "rows": []}]})") +
                            " --out " + out,
                        2, {"no-such-table", "is not one of demo's"});
+  // demo attention's result: named as such (its own run draws its figure).
+  TempDir att;
+  const std::string x = att.write("x.json", "[[1, 0], [0, 1]]");
+  ASSERT_EQ(test::run_demo("attention --x " + x + " --w-q " + x + " --w-k " + x + " --w-v " + x +
+                           " -q --no-plots --out " + att.file("o"))
+                .exit_code,
+            0);
+  test::expect_refused("replot " + att.file("o/attention.json") + " --out " + out, 2,
+                       {"a result of demo attention, whose figure its own run draws"});
   // A table without figures (knob writes none).
   TempDir knob;
   ASSERT_EQ(test::run_demo("--table knob -q --out " + knob.path.string()).exit_code, 0);

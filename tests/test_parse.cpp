@@ -75,10 +75,15 @@ TEST(ParseU64, WholeRange) {
   EXPECT_EQ(parse_u64("--seed", "0"), 0u);
   EXPECT_EQ(parse_u64("--seed", "42"), 42u);
   EXPECT_EQ(parse_u64("--seed", "18446744073709551615"), UINT64_MAX);
+  // As a count is written, up to 2^53 (--seeds 0:1e6).
+  EXPECT_EQ(parse_u64("--seed", "1e3"), 1000u);
+  EXPECT_EQ(parse_u64("--seed", "1.0"), 1u);
+  EXPECT_EQ(parse_u64("--seed", "9.007199254740992e15"), 9007199254740992u);
+  EXPECT_EQ(parse_seed_set("--seeds", "0:1e6").end, 1000000u);
 }
 
-TEST(ParseU64, RejectsSignsFractionsExponentsAndOverflow) {
-  for (const std::string bad : {"-1", "1.0", "", "+1", "1e3", "abc", " 1", "1 ", "0x10",
+TEST(ParseU64, RejectsSignsFractionsAndOverflow) {
+  for (const std::string bad : {"-1", "1.5", "", "+1", "abc", " 1", "1 ", "0x10", "1e16",
                                 "18446744073709551616", "99999999999999999999"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--seed", bad, [&] { parse_u64("--seed", bad); });
@@ -117,6 +122,7 @@ TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
 TEST(ParseThreads, TheMessageStatesThisMachinesRange) {
   const std::int64_t cores = std::max(1u, std::thread::hardware_concurrency());
   EXPECT_EQ(parse_threads("--threads", "1"), 1);
+  EXPECT_EQ(parse_threads("--threads", "1e0"), 1);
   EXPECT_EQ(parse_threads("--threads", std::to_string(4 * cores)), 4 * cores);
   for (const std::string& bad : std::vector<std::string>{
            "0", "-1", "abc", "", "1.5", std::to_string(4 * cores + 1), "100000", "1073741824"}) {

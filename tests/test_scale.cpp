@@ -326,6 +326,33 @@ TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// The speed note states what trained in this process: none when every chunk came from a
+// finished checkpoint or from the parts (demo merge), never the file's reading time as a rate.
+TEST(Checkpoint, AResumedOrMergedRunStatesNoSpeedItDidNotHave) {
+  const std::string args = kBulk[3] + " --adversary off -q --format json";
+  const fs::path ck = scratch("ck-speed.json");
+  const auto first = test::run_demo(args + " --checkpoint " + ck.string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("seed-steps in"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("this process trained"), std::string::npos) << first.out;
+  const auto again = test::run_demo(args + " --checkpoint " + ck.string());
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("seed-steps in"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("no seed trained in this process"), std::string::npos) << again.out;
+  std::string dirs;
+  for (int i = 0; i < 2; ++i) {
+    const fs::path part = scratch("speed-part" + std::to_string(i));
+    ASSERT_EQ(test::run_demo(args + " --shard " + std::to_string(i) + "/2 --out " + part.string())
+                  .exit_code,
+              0);
+    dirs += " " + part.string();
+  }
+  const auto merged = test::run_demo("merge" + dirs + " -q --format json");
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_NE(merged.out.find("no seed trained in this process"), std::string::npos) << merged.out;
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // Refusals (test::expect_refused): exit status 2, one line on stderr, nothing on stdout.
 // Under mpirun too: Ctrl-C (forwarded to every rank) saves rank 0's checkpoint before the job
 // ends, and the same command continues from it to the bytes of one process (the adversary off:
@@ -368,9 +395,10 @@ TEST(Refusals, BadShardsAndCheckpoints) {
       "--table training-sweep --seeds 0:999 --steps 200 --grad analytic -q "
       "--checkpoint " +
           ck.string(),
-      2, {"made by another command"});
+      2, {"made by another command: --seeds: 0:999 here, 0:10000 in the file"});
   test::expect_refused(kBulk[0] + " -q --checkpoint " + ck.string(), 2,
-                       {"made by another command"});
+                       {"made by another command: other tables ([\"dk-std\"] here, "
+                        "[\"training-sweep\"] in the file)"});
   const fs::path junk = scratch("junk.json");
   test::write_file(junk, "{\"format\": 1}");
   test::expect_refused(sweep + " --checkpoint " + junk.string(), 2, {"not an attnlab checkpoint"});
@@ -415,8 +443,10 @@ TEST(Refusals, MismatchedPartsNameThePart) {
   test::expect_refused("merge " + parts[0] + " " + parts[1], 2,
                        {"part 2 of 3 of softmax-saturation is missing"});
   test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[1], 2, {"again"});
-  test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + other2, 2,
-                       {other2 + "/softmax-saturation.part.json is part of another command"});
+  test::expect_refused(
+      "merge " + parts[0] + " " + parts[1] + " " + other2, 2,
+      {other2 + "/softmax-saturation.part.json is part of another command",
+       "--keys: 3 in " + parts[0] + "/softmax-saturation.part.json, 4 in " + other2});
   test::expect_refused("merge " + parts[0] + " " + parts[1] + " " + parts[2] + " " + other_n, 2,
                        {other_n + "/softmax-saturation.part.json is one of 2 parts"});
   test::expect_refused("merge " + parts[0] + " " + scratch("nothing").string(), 2,

@@ -28,6 +28,8 @@ void expect_audited(const std::string& args, const std::string& table, double bu
       test::run_demo(args + " -q", "ATTNLAB_STOP_AUDIT=" + std::to_string(calls) + " timeout 300");
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
+  // Off a terminal no progress line is left open: no blank line before it.
+  EXPECT_EQ(r.err.find("\n\ndemo"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
   const double most = test::stop_audit(r.err, table);
   ASSERT_GE(most, 0) << "no stop audit of " << table << " in:\n" << r.err;

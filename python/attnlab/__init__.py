@@ -565,7 +565,8 @@ def _text(key, value, inner=False):
     if empty and not inner:
         raise ValueError(f"{key}: {_show(value)} is empty: give at least one value")
     if isinstance(value, range) and not inner:
-        if value.step != 1:
+        # A:B names seeds A .. B-1 with B below 2^64: a range up to 2^64 is its list.
+        if value.step != 1 or value.stop >= 1 << 64:
             return ",".join(str(v) for v in value)
         return f"{value.start}:{value.stop}"
     if isinstance(value, _os.PathLike) and not inner:
@@ -635,8 +636,9 @@ def _reals(cell):
 
 
 def _column(values):
-    """A column's cells as one array: int64 (uint64 past 2^63), float64 (empty cells NaN),
-    a 2-D float64 array for rows of reals of one length, else an object array."""
+    """A column's cells as one array: int64 (uint64 past 2^63), float64 (empty cells NaN; whole
+    numbers with empty cells only up to 2^53, which float64 holds exactly), a 2-D float64 array
+    for rows of reals of one length, else an object array."""
     present = [v for v in values if v is not None]
     if present and all(isinstance(v, list) for v in present):
         if len(present) == len(values) and len({len(v) for v in present}) == 1:
@@ -651,6 +653,12 @@ def _column(values):
             return _np.array(values, dtype=_np.int64)
         if all(0 <= v < (1 << 64) for v in values):
             return _np.array(values, dtype=_np.uint64)
+    if present and ints and any(abs(v) > (1 << 53) for v in present):
+        # Empty cells beside whole numbers float64 cannot hold (a seed of 2^64 - 1): the cells
+        # as they are (ints and None), never rounded.
+        out = _np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
     numbers = [isinstance(v, (int, float)) and not isinstance(v, bool)
                or isinstance(v, str) and v in _SPECIAL for v in present]
     if all(numbers):

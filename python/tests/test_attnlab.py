@@ -311,6 +311,13 @@ def test_the_example_runs(tmp_path):
     title = fig._suptitle.get_text()
     assert "task previous, 6 words" in title and "12 seeds x 40 steps" in title
     assert tempfile.gettempdir() not in title and "attnlab-" not in title
+    # Its destination is checked before any training: an existing file without --force, and a
+    # missing folder, are refused in one line (argparse's exit 2).
+    for args in (["--out", str(out)], ["--out", str(tmp_path / "no" / "v.png")]):
+        with pytest.raises(SystemExit) as e:
+            example.main(["--seeds", "12", "--steps", "40"] + args)
+        assert e.value.code == 2
+    example.main(["--seeds", "12", "--steps", "40", "--out", str(out), "--force"])
 
 
 # ---- masks ----------------------------------------------------------------------------------

@@ -449,6 +449,28 @@ def test_load_keeps_a_column_of_mixed_cells_as_cells(tmp_path):
     assert t["c"][0] == "x" and np.isnan(t["c"][1][1]) and t["c"][1][0] == 1
 
 
+def test_a_range_of_seeds_up_to_two_to_the_64_is_taken():
+    # range(2^64 - 4, 2^64): its last seed 2^64 - 1 is valid; A:B cannot name its end.
+    t = attnlab.sweep("training", seeds=range(2**64 - 4, 2**64), steps=2)
+    assert "--seeds 18446744073709551612,18446744073709551613,18446744073709551614," \
+           "18446744073709551615" in t.provenance["command_line"]
+
+
+def test_load_keeps_large_whole_numbers_beside_empty_cells_exact(tmp_path):
+    # A seed column with empty cells (the training table's identity configs): float64 would turn
+    # 2^64 - 1 into 2^64 and 2^53 + 1 into 2^53, seeds that never ran.
+    big = [2**64 - 1, None, 2**53 + 1]
+    doc = {"tables": [{"name": "a", "columns": ["seed"], "rows": [{"seed": v} for v in big]}]}
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    col = attnlab.load(tmp_path / "a.json")["seed"]
+    assert col.dtype == object and list(col) == big
+    small = [5, None, 2**53]  # exact in float64: a float64 column, NaN where empty
+    doc["tables"][0]["rows"] = [{"seed": v} for v in small]
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    col = attnlab.load(tmp_path / "b.json")["seed"]
+    assert col.dtype == np.float64 and col[0] == 5 and np.isnan(col[1]) and col[2] == 2**53
+
+
 def test_load_of_a_mismatched_attention_folder_is_refused(tmp_path):
     x, w = np.ones((1, 3, 2), np.float32), np.eye(2, dtype=np.float32)
     paths = write_inputs(tmp_path, dict(x=x, w=w))
