@@ -637,7 +637,8 @@ struct JobRun {
   std::uint64_t received = 0, expected = 0;  // on MPI rank 0: other ranks' states
   std::optional<Progress> progress;          // from the plan on
   Clock::time_point last_save{};
-  bool changed = false;  // a state arrived since the job began: the checkpoint has news to save
+  bool save_failed = false;  // a save while the run went on failed (warned of once)
+  bool changed = false;      // a state arrived since the job began: the checkpoint has news to save
 };
 
 bool is_done(const JobRun& run, std::uint64_t i) {
@@ -712,6 +713,25 @@ void save_checkpoint(JobRun& run) {
   run.last_save = Clock::now();
 }
 
+// A save while the run goes on (every --checkpoint-every seconds, and at its end): a failure (a
+// disk that filled after the check before the work) is warned of once and the run goes on to its
+// results, which are what it is for; the checkpoint only lets a stopped run continue.
+void save_checkpoint_or_warn(JobRun& run) {
+  try {
+    save_checkpoint(run);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    run.last_save = Clock::now();
+    if (!run.save_failed)
+      spdlog::warn(
+          "warning: checkpoint not saved ({}); the run goes on, but a stop now could "
+          "not be continued from it",
+          e.what());
+    run.save_failed = true;
+  }
+}
+
 // Folds the held states that now follow the folded ones without a gap, in chunk order.
 void fold_ready(JobRun& run) {
   for (auto it = run.held.find(run.next); it != run.held.end(); it = run.held.find(run.next)) {
@@ -731,7 +751,7 @@ void deliver(JobRun& run, std::uint64_t i, Held s, bool counted = false) {
   if (run.fold_here) fold_ready(run);
   if (run.checkpoint && std::chrono::duration<double>(Clock::now() - run.last_save).count() >=
                             run.o.checkpoint_seconds)
-    save_checkpoint(run);
+    save_checkpoint_or_warn(run);
 }
 
 // MPI rank 0: delivers the states the other ranks have sent so far.
@@ -861,7 +881,7 @@ bool run_chunks(const Options& o, const ChunkJob& job) {
   run.progress->finish();
   // A job resumed whole from the checkpoint leaves the file as it was read.
   if (run.changed || (run.checkpoint && !std::filesystem::exists(o.checkpoint)))
-    save_checkpoint(run);
+    save_checkpoint_or_warn(run);
   if (run.shard) {
     write_part(run);
     return false;

@@ -326,6 +326,30 @@ TEST(Checkpoint, CtrlCSavesItAndTheSameCommandContinues) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// A checkpoint that cannot be saved while the run goes on (its folder gone after the first save,
+// as a disk that fills) is warned of once; the run goes on to its results, those of a run
+// without a checkpoint.
+TEST(Checkpoint, ASaveThatFailsMidRunIsWarnedOfAndTheResultsStillCome) {
+  const std::string args =
+      "--table training-sweep --seeds 0:200000 --steps 200 --grad analytic -q --format csv";
+  const auto plain = test::run_demo(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const fs::path dir = scratch("vanishing");
+  fs::create_directories(dir);
+  const fs::path ck = dir / "c.json", out = scratch("vanishing.csv");
+  const auto r = test::run_command("sh -c '" + std::string(ATTN_DEMO) + " " + args +
+                                   " --checkpoint " + ck.string() + " --checkpoint-every 0.001 > " +
+                                   out.string() + " & pid=$!; while [ ! -e " + ck.string() +
+                                   " ] && kill -0 $pid 2>/dev/null; do sleep 0.01; done; rm -rf " +
+                                   dir.string() + "; wait $pid'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string warning = "warning: checkpoint not saved (cannot write " + ck.string();
+  EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(warning), r.err.rfind(warning)) << "warned of once: " << r.err;
+  EXPECT_EQ(test::read_file(out), plain.out);
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // The speed note states what trained in this process: none when every chunk came from a
 // finished checkpoint or from the parts (demo merge), never the file's reading time as a rate.
 TEST(Checkpoint, AResumedOrMergedRunStatesNoSpeedItDidNotHave) {
