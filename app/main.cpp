@@ -191,6 +191,8 @@ int run(const Options& o, bool& created_out_dir) {
   prov.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json provenance = prov.to_json(backend);
   if (!ranks.empty()) provenance["ranks"] = ranks;
+  // A merge's results are the parts' work; its own time is reading and folding them.
+  if (o.merged_parts > 0) provenance["merged_parts"] = o.merged_parts;
   const std::string printed = render(tables, o.format, provenance);
   if (!o.out_dir.empty()) write_outputs(o, tables, provenance);
   stop_point();
@@ -212,7 +214,9 @@ Cli merge_command(const Cli& merge, bool speaks) {
   if (!m.plots) words.push_back("--no-plots");
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
-  return parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), speaks);
+  Cli cli = parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), speaks);
+  cli.options.merged_parts = merge.merge_dirs.size();
+  return cli;
 }
 
 // A cell of a result file's row, as Table holds it (host/format.cpp's table_json, reversed):

@@ -33,6 +33,8 @@ struct Options {
   std::uint64_t shard = 0, shards = 0;
   std::string checkpoint;
   double checkpoint_seconds = 30;
+  // demo merge: the parts its results come from (0: a run of its own), for the provenance.
+  std::size_t merged_parts = 0;
 };
 
 }  // namespace attn

@@ -374,6 +374,8 @@ TEST(Checkpoint, AResumedOrMergedRunStatesNoSpeedItDidNotHave) {
   const auto merged = test::run_demo("merge" + dirs + " -q --format json");
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
   EXPECT_NE(merged.out.find("no seed trained in this process"), std::string::npos) << merged.out;
+  EXPECT_EQ(nlohmann::json::parse(merged.out)["provenance"]["merged_parts"], 2) << merged.out;
+  EXPECT_FALSE(nlohmann::json::parse(first.out)["provenance"].contains("merged_parts"));
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
