@@ -191,17 +191,18 @@ struct CheckedOptions {
 
 // Why an option given to `sub` cannot be read, or "": an option `sub` does not take (its
 // extras, or one of demo's options before it, experiment flags included), or one `sub` takes given
-// both before and after it. One `sub` takes, given before it alone, is read as if after it.
+// both before and after it. One `sub` takes, given before it alone, is read as if after it. The
+// line is said as "demo SUB: error: ..." (as the subcommand's own errors are).
 std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
                                const std::map<std::string, CLI::Option_group*>& groups) {
   const std::string name = sub.get_name();
   for (const std::string& w : sub.remaining())
     if (w.size() > 1 && w[0] == '-')
-      return name + ": " + w.substr(0, w.find('=')) + " is not an option of " + name +
-             " (see demo " + name + " --help)";
+      return w.substr(0, w.find('=')) + " is not an option of " + name + " (see demo " + name +
+             " --help)";
   if (!sub.remaining().empty())
-    return name + ": unexpected argument " + quote_input(sub.remaining().front()) + " (see demo " +
-           name + " --help)";
+    return "unexpected argument " + quote_input(sub.remaining().front()) + " (see demo " + name +
+           " --help)";
   std::vector<const CLI::Option*> before;
   for (const CLI::Option* opt : app.get_options()) before.push_back(opt);
   for (const auto& [group_name, group] : groups)
@@ -210,11 +211,9 @@ std::string subcommand_refusal(const CLI::App& sub, const CLI::App& app,
     if (opt->count() == 0) continue;
     const std::string option = opt->get_name();
     const CLI::Option* own = sub.get_option_no_throw(option);
-    if (!own)
-      return name + ": " + option + " is not an option of " + name + " (see demo " + name +
-             " --help)";
+    if (!own) return option + " is not an option of " + name + " (see demo " + name + " --help)";
     if (own->count() > 0)
-      return name + ": " + option + " is given both before and after " + name + "; give it once";
+      return option + " is given both before and after " + name + "; give it once";
   }
   return "";
 }
@@ -565,8 +564,10 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
     cli.action = Cli::Action::done;
     return cli;
   };
-  const auto refuse = [&done, speak](const std::string& message) {
-    if (speak) print_error(message);
+  // program: "demo", or "demo SUB" for a subcommand's line.
+  const auto refuse = [&done, speak](const std::string& message,
+                                     const std::string& program = "demo") {
+    if (speak) print_error(message, program);
     return done(2);
   };
   if (const std::string help = named_experiments_help(argc, argv, all); !help.empty()) {
@@ -611,9 +612,9 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
   } catch (const CLI::ParseError& e) {
     // A subcommand's error names it and points to its own help.
     const std::vector<CLI::App*> subs = app.get_subcommands();
-    const std::string sub = subs.empty() ? "" : subs.front()->get_name();
-    return refuse((sub.empty() ? "" : sub + ": ") + parse_error_text(e) + " (see demo " +
-                  (sub.empty() ? "" : sub + " ") + "--help)");
+    if (subs.empty()) return refuse(parse_error_text(e) + " (see demo --help)");
+    const std::string sub = subs.front()->get_name();
+    return refuse(parse_error_text(e) + " (see demo " + sub + " --help)", "demo " + sub);
   }
   if (list) {
     out << list_text(all);
@@ -624,14 +625,15 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
     if (refusal.empty()) continue;
     if (sub == merge)
       return refuse(refusal +
-                    " (merge takes --out, --format, --force, --quiet and --no-plots; "
-                    "the parts hold the rest of the command)");
-    return refuse(refusal);
+                        " (merge takes --out, --format, --force, --quiet and --no-plots; "
+                        "the parts hold the rest of the command)",
+                    "demo merge");
+    return refuse(refusal, "demo " + sub->get_name());
   }
   if (!checked.refusal.empty()) return refuse(checked.refusal);
   if (const std::string refusal = unread_flag_refusal(all, o); !refusal.empty())
     return refuse(refusal);
-  if (*replot && o.out_dir.empty()) return refuse("replot: --out DIR is required");
+  if (*replot && o.out_dir.empty()) return refuse("--out DIR is required", "demo replot");
   if (cli.attention.chosen) read_before_attention(app, cli.attention);
   o.plots = !no_plots;
   if (*cmp) cli.action = Cli::Action::compare;

@@ -634,19 +634,20 @@ TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
   test::TempDir d;
   const std::string a = d.write("a.json", "{}");
   test::expect_refused("--gpu 1 attention" + kAttentionInputs, 2,
-                       {"attention: --gpu is not an option of attention"});
+                       {"demo attention: error: --gpu is not an option of attention"});
   test::expect_refused("--shard 0/2 attention" + kAttentionInputs, 2,
-                       {"attention: --shard is not an option of attention"});
-  test::expect_refused("--threads 1 attention" + kAttentionInputs + " --threads 2", 2,
-                       {"attention: --threads is given both before and after attention"});
+                       {"demo attention: error: --shard is not an option of attention"});
+  test::expect_refused(
+      "--threads 1 attention" + kAttentionInputs + " --threads 2", 2,
+      {"demo attention: error: --threads is given both before and after attention"});
   test::expect_refused("--out " + d.file("x") + " compare " + a + " " + a, 2,
-                       {"compare: --out is not an option of compare"},
+                       {"demo compare: error: --out is not an option of compare"},
                        test::Refusal().leaves_no(d.file("x")));
   test::expect_refused("--format csv compare " + a + " " + a, 2,
-                       {"compare: --format is not an option of compare"});
-  test::expect_refused("--d-k 0 compare " + a + " " + a, 2, {"compare: --d-k"});
+                       {"demo compare: error: --format is not an option of compare"});
+  test::expect_refused("--d-k 0 compare " + a + " " + a, 2, {"demo compare: error: --d-k"});
   test::expect_refused("--format csv merge " + d.path.string() + " --format json", 2,
-                       {"merge: --format is given both before and after merge"});
+                       {"demo merge: error: --format is given both before and after merge"});
 }
 
 // An option given twice is refused in the user's terms, for the tables' options and a
@@ -678,17 +679,19 @@ TEST(CliParse, WholeNumbersInExponentFormAreTheirValue) {
 
 // A parse error inside a subcommand names it and points to its own help.
 TEST(CliRefuses, ASubcommandsParseErrorNamesItAndItsHelp) {
-  test::expect_refused(
-      "attention --bogus", 2,
-      {"attention: --bogus is not an option of attention", "(see demo attention --help)"});
+  test::expect_refused("attention --bogus", 2,
+                       {"demo attention: error: --bogus is not an option of attention",
+                        "(see demo attention --help)"});
   test::expect_refused("attention --x x.csv --seeds 0:3", 2,
-                       {"attention: --seeds is not an option of attention"});
-  test::expect_refused("attention --x x.csv stray", 2,
-                       {"attention: unexpected argument stray", "(see demo attention --help)"});
-  test::expect_refused("replot --bogus", 2, {"replot: ", "(see demo replot --help)"});
+                       {"demo attention: error: --seeds is not an option of attention"});
+  test::expect_refused(
+      "attention --x x.csv stray", 2,
+      {"demo attention: error: unexpected argument stray", "(see demo attention --help)"});
+  test::expect_refused("replot --bogus", 2, {"demo replot: error: ", "(see demo replot --help)"});
   // A missing positional is named as the usage line names it.
-  test::expect_refused("compare", 2, {"compare: FIRST is required", "(see demo compare --help)"});
-  test::expect_refused("merge", 2, {"merge: PARTS is required"});
+  test::expect_refused("compare", 2,
+                       {"demo compare: error: FIRST is required", "(see demo compare --help)"});
+  test::expect_refused("merge", 2, {"demo merge: error: PARTS is required"});
   test::expect_refused(
       "--table dk-std --bogus", 2,
       {"error: The following argument was not expected: --bogus", "(see demo --help)"});

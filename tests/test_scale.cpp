@@ -512,10 +512,10 @@ TEST(Refusals, MergeTakesOnlyItsOwnOptions) {
         "--device cuda", "--verbose", "--checkpoint c.json", "--bogus"}) {
     const std::string option = bad.substr(0, bad.find_first_of(" ="));
     test::expect_refused("merge" + dirs + " " + bad, 2,
-                         {"merge: " + option + " is not an option of merge"});
+                         {"demo merge: error: " + option + " is not an option of merge"});
     if (option != "--bogus")  // before `merge`, demo's own parser refuses an unknown option
       test::expect_refused(bad + " merge" + dirs, 2,
-                           {"merge: " + option + " is not an option of merge"});
+                           {"demo merge: error: " + option + " is not an option of merge"});
   }
   test::expect_refused("merge" + dirs + " --out ''", 2, {"--out: an empty folder name"});
   // Its own options still work, after `merge` or before it.
