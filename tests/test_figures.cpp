@@ -265,23 +265,33 @@ TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresho
   EXPECT_EQ(script("attention-sweep-interventions", none), "");
 }
 
+// An interventions table of one configuration (inputs=1, 100 finite seeds): row() adds a
+// quantity's 5th, 50th and 95th percentiles, as the table's rows hold them.
+struct SpreadRows {
+  Table t;
+  SpreadRows() {
+    t.name = "attention-sweep";
+    for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
+      t.columns.push_back({c});
+    t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
+  }
+  void row(const char* quantity, double p05, double p50, double p95) {
+    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
+               std::int64_t(100), p05, p50, p95});
+  }
+};
+
 // On a log axis an interval or percentile that reaches 0 runs to the axis' bottom edge (it was
 // drawn ending at the point, as if it had no lower part), and a note says so; on a linear axis
 // and where nothing reaches 0 there is no note.
 TEST(AttentionSweepFigures, ABarReachingZeroOnALogAxisRunsToTheBottomEdge) {
-  Table t;
-  t.name = "attention-sweep";
-  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
-    t.columns.push_back({c});
-  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
-  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
-    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
-               std::int64_t(100), p05, p50, p95});
-  };
-  row("output distance between pairs", 1e-3, 2e-3, 4e-3);
-  row("output distance (uniform map)", 0.0, 0.5, 0.75);  // a 5th percentile of 0
-  row("output distance (permuted map)", 0.5, 1, 1.5);
-  row("Kendall's tau_b (weights vs importance)", 0.0, 0.25, 0.75);  // linear axis: a 0 is a value
+  SpreadRows spread;
+  Table& t = spread.t;
+  spread.row("output distance between pairs", 1e-3, 2e-3, 4e-3);
+  spread.row("output distance (uniform map)", 0.0, 0.5, 0.75);  // a 5th percentile of 0
+  spread.row("output distance (permuted map)", 0.5, 1, 1.5);
+  spread.row("Kendall's tau_b (weights vs importance)", 0.0, 0.25,
+             0.75);  // linear axis: a 0 is a value
   const std::string s = script("attention-sweep-interventions", t);
   const auto uniform = block(s, "$I1");
   ASSERT_EQ(uniform.size(), 1u) << s;
@@ -327,18 +337,11 @@ TEST(AttentionSweepFigures, ABarReachingZeroOnALogAxisRunsToTheBottomEdge) {
 // ten (its powers alone are two or three labels); a wider one labels the powers. The adversarial
 // panel's axis reaches 0.3 at least, so that the 0.1 nats line and its label are inside.
 TEST(AttentionSweepFigures, ANarrowLogAxisLabelsOneTwoAndFiveTimesEachPowerOfTen) {
-  Table t;
-  t.name = "attention-sweep";
-  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
-    t.columns.push_back({c});
-  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
-  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
-    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
-               std::int64_t(100), p05, p50, p95});
-  };
-  row("output distance between pairs", 1e-6, 1e-3, 1);  // seven decades with the margins
-  row("output distance (uniform map)", 0.5, 1, 1.5);
-  row("adversarial JSD within epsilon", 0.004, 0.007, 0.02);
+  SpreadRows spread;
+  Table& t = spread.t;
+  spread.row("output distance between pairs", 1e-6, 1e-3, 1);  // seven decades with the margins
+  spread.row("output distance (uniform map)", 0.5, 1, 1.5);
+  spread.row("adversarial JSD within epsilon", 0.004, 0.007, 0.02);
   const std::string s = script("attention-sweep-interventions", t);
   const std::size_t outputs = s.find("output distance when the map is replaced"),
                     adversarial = s.find("how far a map keeps the output");
@@ -362,18 +365,11 @@ TEST(AttentionSweepFigures, ANarrowLogAxisLabelsOneTwoAndFiveTimesEachPowerOfTen
 // above the median median; a bar beyond runs to the edge (said in the title), a point beyond is
 // its value, in three digits.
 TEST(AttentionSweepFigures, ExtremeSeedsDoNotFlattenTheInterventionsAxis) {
-  Table t;
-  t.name = "attention-sweep";
-  for (const char* c : {"configuration", "quantity", "over", "seeds", "p05", "p50", "p95"})
-    t.columns.push_back({c});
-  t.run = {{"task", "teacher"}, {"steps", 1000}, {"seeds", "0:100"}};
-  const auto row = [&t](const char* quantity, double p05, double p50, double p95) {
-    t.add_row({std::string("inputs=1"), std::string(quantity), std::string("finite"),
-               std::int64_t(100), p05, p50, p95});
-  };
-  row("output distance between pairs", 1e-150, 1e-3, 1);
-  row("output distance (uniform map)", 0.5, 1, 1.5);
-  row("output distance (permuted map)", 1, 1.66857e94, 1e300);
+  SpreadRows spread;
+  Table& t = spread.t;
+  spread.row("output distance between pairs", 1e-150, 1e-3, 1);
+  spread.row("output distance (uniform map)", 0.5, 1, 1.5);
+  spread.row("output distance (permuted map)", 1, 1.66857e94, 1e300);
   const std::string s = script("attention-sweep-interventions", t);
   // Medians 1e-3, 1, 1.7e94: bottom 1e-3 x 1e-3 / 2, top 1e3 (the median median's) x 2.
   EXPECT_NE(s.find("set yrange [" + round_trip(1e-6 / 2) + ":" + round_trip(1e3 * 2) + "]"),
