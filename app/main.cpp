@@ -296,7 +296,7 @@ int run_replot(const std::string& path, const Options& o) {
                                joined(without, ", ") + (without.size() == 1 ? " has" : " have") +
                                " no figures (nothing to replot)");
   } catch (const std::exception& e) {
-    print_error("replot: " + path + ": " + e.what());
+    print_error(path + ": " + e.what(), "demo replot");
     return 2;
   }
   std::unique_ptr<DirLock> lock;  // held while the figures are drawn
@@ -309,7 +309,7 @@ int run_replot(const std::string& path, const Options& o) {
   } catch (const std::exception& e) {
     lock.reset();
     remove_if_created_and_empty(o, created);
-    print_error(std::string("replot: ") + e.what());
+    print_error(e.what(), "demo replot");
     return 1;
   }
   try {
@@ -323,7 +323,7 @@ int run_replot(const std::string& path, const Options& o) {
     if (written == 0) {
       lock.reset();
       remove_if_created_and_empty(o, created);
-      print_error("replot: " + path + ": its tables hold no data for their figures");
+      print_error(path + ": its tables hold no data for their figures", "demo replot");
       return 1;
     }
     for (std::size_t i = 0; i < todo.size(); ++i)
@@ -337,12 +337,12 @@ int run_replot(const std::string& path, const Options& o) {
     lock.reset();
     remove_if_created_and_empty(o, created);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    print_interrupted(sig);
+    print_interrupted(sig, "demo replot");
     return 128 + sig;
   } catch (const std::exception& e) {
     lock.reset();
     remove_if_created_and_empty(o, created);
-    print_error("replot: " + path + ": " + e.what());
+    print_error(path + ": " + e.what(), "demo replot");
     return 1;
   }
   return 0;
@@ -414,15 +414,17 @@ int main_checked(int argc, char** argv) {
     } catch (const Interrupted&) {
       const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
       if (!speaks) return 0;
-      print_interrupted(sig);
+      print_interrupted(sig, "demo merge");
       return 128 + sig;
     } catch (const std::exception& e) {
       if (!speaks) return 0;
-      print_error(e.what());
+      print_error(e.what(), "demo merge");
       return 2;
     }
     if (cli.action == Cli::Action::done) return speaks ? cli.exit_code : 0;
   }
+  // A merge runs its parts' command: its errors and interruptions are merge's.
+  const std::string program = cli.options.merged_parts > 0 ? "demo merge" : "demo";
   setup_logging(cli.options);
   if (cli.attention.chosen) {
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
@@ -438,14 +440,14 @@ int main_checked(int argc, char** argv) {
     prepare_chunks(cli.options);  // --shard and --checkpoint checked before any work
   } catch (const Interrupted&) {  // while the checkpoint was read
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    if (speaks && cluster::is_root()) print_interrupted(sig);
+    if (speaks && cluster::is_root()) print_interrupted(sig, program);
     if (cluster::size() > 1) cluster::abort(128 + sig);
     return 128 + sig;
   } catch (const std::exception& e) {
     if (dynamic_cast<const std::invalid_argument*>(&e)) refused = 2;
     // MPI may not have started (a build without it, its module missing): the launcher's word.
     if (!speaks) return 0;
-    if (cluster::is_root()) print_error(e.what());
+    if (cluster::is_root()) print_error(e.what(), program);
     end_job_after_rank_0(refused);
     return refused;
   }
@@ -461,7 +463,7 @@ int main_checked(int argc, char** argv) {
   } catch (const Interrupted&) {
     remove_if_created_and_empty(cli.options, created_out_dir);
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
-    if (cluster::is_root()) print_interrupted(sig);
+    if (cluster::is_root()) print_interrupted(sig, program);
     // Every rank was signalled (mpirun forwards the signal). Rank 0 has saved the checkpoint
     // (run_chunks saves before it rethrows) and ends the job; the other ranks wait for that (the
     // launcher ends them when rank 0 exits), at most kRankStopWait, so that none ends the job
@@ -474,12 +476,12 @@ int main_checked(int argc, char** argv) {
     return 128 + sig;
   } catch (const std::invalid_argument& e) {  // a request refused by its experiment: a usage error
     remove_if_created_and_empty(cli.options, created_out_dir);
-    if (cluster::is_root()) print_error(e.what());
+    if (cluster::is_root()) print_error(e.what(), program);
     end_job_after_rank_0(2);
     return 2;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
-    print_error(who + e.what());
+    print_error(who + e.what(), program);
     if (cluster::size() > 1) {
       std::fflush(stderr);
       cluster::abort(1);

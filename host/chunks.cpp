@@ -418,10 +418,9 @@ std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
   std::vector<Part> parts;
   for (const std::string& dir : dirs) {
     std::error_code ec;
-    if (!std::filesystem::exists(dir, ec))
-      throw std::invalid_argument("merge: " + dir + ": no such folder");
+    if (!std::filesystem::exists(dir, ec)) throw std::invalid_argument(dir + ": no such folder");
     if (!std::filesystem::is_directory(dir, ec))
-      throw std::invalid_argument("merge: " + dir +
+      throw std::invalid_argument(dir +
                                   ": not a folder (merge takes the folders "
                                   "the shards wrote their parts into)");
     std::vector<std::string> files;
@@ -431,12 +430,11 @@ std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
         files.push_back(e.path().string());
     }
     if (files.empty())
-      throw std::invalid_argument("merge: " + dir +
-                                  " holds no *.part.json (not the --out of a --shard run)");
+      throw std::invalid_argument(dir + " holds no *.part.json (not the --out of a --shard run)");
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
-      json j = read_json_file(f, "merge: part", /*follow_links=*/true);
-      const std::string where = "merge: " + f + ": ";
+      json j = read_json_file(f, "part", /*follow_links=*/true);
+      const std::string where = f + ": ";
       check_format_and_checksum(j, where, kPartFormat, kOldPartFormat, "part file",
                                 "run its shard again");
       check_part_fields(j, where);
@@ -451,7 +449,7 @@ std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
     d.merging = true;
     return words;
   } catch (const json::exception& e) {
-    throw std::invalid_argument("merge: a part file is damaged (" + json_error_text(e) + ")");
+    throw std::invalid_argument("a part file is damaged (" + json_error_text(e) + ")");
   }
 }
 
@@ -468,30 +466,29 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
     json id = j.at("identity"), id0 = first.at("identity");
     if (text_of(id, "version") != text_of(id0, "version") ||
         text_of(id, "git_commit") != text_of(id0, "git_commit"))
-      throw std::invalid_argument("merge: " + p.path + " was made by another version (" +
+      throw std::invalid_argument(p.path + " was made by another version (" +
                                   text_of(id, "version") + ", " + text_of(id, "git_commit") +
                                   ") than " + parts.front().path);
     id.erase("shard");
     id0.erase("shard");
     if (id != id0)
       throw std::invalid_argument(
-          "merge: " + p.path + " is part of another command than " + parts.front().path + ": " +
+          p.path + " is part of another command than " + parts.front().path + ": " +
           identity_difference(id0, id, "in " + parts.front().path, "in " + p.path) + " (" +
           text_of(j, "command_line") + ")");
     if (j.at("shards").get<std::uint64_t>() != shards)
-      throw std::invalid_argument("merge: " + p.path + " is one of " +
+      throw std::invalid_argument(p.path + " is one of " +
                                   std::to_string(j.at("shards").get<std::uint64_t>()) + " parts, " +
                                   parts.front().path + " one of " + std::to_string(shards));
     const std::string table = j.at("table");
     if (table_of_job(id0.at("tables"), table).empty())
-      throw std::invalid_argument("merge: " + p.path + " holds table " + quote_input(table) +
+      throw std::invalid_argument(p.path + " holds table " + quote_input(table) +
                                   ", which its command does not make");
     const auto shard = j.at("shard").get<std::uint64_t>();
     auto& mine = seen[table];
     if (mine.count(shard))
-      throw std::invalid_argument("merge: " + p.path + " is part " + std::to_string(shard) +
-                                  " of " + quote_input(table) + " again (also " + mine[shard] +
-                                  ")");
+      throw std::invalid_argument(p.path + " is part " + std::to_string(shard) + " of " +
+                                  quote_input(table) + " again (also " + mine[shard] + ")");
     mine[shard] = p.path;
   }
   // Every table has a job, and every job all its parts.
@@ -505,9 +502,9 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
     const std::string name = quote_input(job);
     for (std::uint64_t s = 0; s < shards; ++s)
       if (!mine.count(s))
-        throw std::invalid_argument("merge: part " + std::to_string(s) + " of " +
-                                    std::to_string(shards) + " of " + name + " is missing (" +
-                                    name + ".part.json with shard " + std::to_string(s) + ")");
+        throw std::invalid_argument("part " + std::to_string(s) + " of " + std::to_string(shards) +
+                                    " of " + name + " is missing (" + name +
+                                    ".part.json with shard " + std::to_string(s) + ")");
   }
   // A table's parts: one number of chunks, ranges that do not overlap.
   for (const Part& p : parts) {
@@ -519,16 +516,15 @@ std::vector<std::string> check_parts(const std::vector<Part>& parts,
       t.first = p.path;
       t.chunks = chunks;
     } else if (t.chunks != chunks) {
-      throw std::invalid_argument("merge: " + p.path + " cuts its table into " +
+      throw std::invalid_argument(p.path + " cuts its table into " +
                                   human_count(chunks, "chunk", "chunks") + ", " + t.first +
                                   " into " + std::to_string(t.chunks));
     }
     if (lo == hi) continue;  // more parts than chunks: this one holds none
     const auto after = t.states.lower_bound(lo);
     if (after != t.states.end() && after->first < hi)
-      throw std::invalid_argument("merge: " + p.path + " holds chunk " +
-                                  std::to_string(after->first) + ", which " + t.file(after->first) +
-                                  " holds too");
+      throw std::invalid_argument(p.path + " holds chunk " + std::to_string(after->first) +
+                                  ", which " + t.file(after->first) + " holds too");
     states_from_json(p.j.at("states"), t.states);
     t.file_of[lo] = p.path;
   }
@@ -589,20 +585,19 @@ void checked_state(const std::string& where, F check) {
 void fold_parts(std::map<std::string, PartStates>& tables, const ChunkJob& job) {
   PartStates& parts = tables[job.label];
   if (parts.first.empty())
-    throw std::invalid_argument("merge: no part holds " + quote_input(job.label) +
+    throw std::invalid_argument("no part holds " + quote_input(job.label) +
                                 " (its .part.json files are missing)");
   if (parts.chunks != job.chunks)
-    throw std::invalid_argument("merge: " + parts.first + ": " + job.label + " has " +
+    throw std::invalid_argument(parts.first + ": " + job.label + " has " +
                                 human_count(job.chunks, "chunk", "chunks") + ", the parts " +
                                 std::to_string(parts.chunks));
   for (std::uint64_t i = 0; i < job.chunks; ++i) {
     stop_point();  // a chunk's check may make its summaries again from its results
     const auto it = parts.states.find(i);
     if (it == parts.states.end())
-      throw std::invalid_argument("merge: the parts hold no state for chunk " + std::to_string(i) +
+      throw std::invalid_argument("the parts hold no state for chunk " + std::to_string(i) +
                                   " of " + job.label);
-    checked_state("merge: " + parts.file(i) + ": " + job.label + ": chunk " + std::to_string(i) +
-                      "'s state: ",
+    checked_state(parts.file(i) + ": " + job.label + ": chunk " + std::to_string(i) + "'s state: ",
                   [&] { job.check(i, it->second); });
   }
   for (std::uint64_t i = 0; i < job.chunks; ++i) job.fold(i, parts.states.at(i));

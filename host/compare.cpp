@@ -314,7 +314,7 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
       try {
         docs[i] = read_result_file(paths[i]);
       } catch (const std::runtime_error& e) {
-        print_error("compare: " + paths[i] + ": " + e.what());
+        print_error(paths[i] + ": " + e.what(), "demo compare");
         return 2;
       }
     }
@@ -324,11 +324,11 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {
-      print_error("compare: " + path_a + " vs " + path_b + ": " + e.what());
+      print_error(path_a + " vs " + path_b + ": " + e.what(), "demo compare");
       return 2;
     }
     if (diffs.empty()) {
-      print_error("compare: no tables in either file");
+      print_error("no tables in either file", "demo compare");
       return 2;
     }
     bool ok = true, any_resolution = false;
@@ -379,14 +379,14 @@ int run_compare(const std::string& path_a, const std::string& path_b, const Comp
     write_stdout(report);
     return ok ? 0 : 1;
   } catch (const std::bad_alloc&) {
-    print_error("compare: out of memory (the files are too large to compare)");
+    print_error("out of memory (the files are too large to compare)", "demo compare");
     return 2;
   } catch (const Interrupted&) {  // Ctrl-C or SIGTERM: nothing was printed
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
     print_interrupted(sig, "demo compare");
     return 128 + sig;
   } catch (const std::exception& e) {
-    print_error(std::string("compare: ") + e.what());
+    print_error(e.what(), "demo compare");
     return 2;
   }
 }

@@ -1,6 +1,7 @@
 // output.hpp: results on stdout and on disk are complete or absent.
 //
-// - stderr: an error is one line, "demo: error: ...", printed by print_error, the one way demo
+// - stderr: an error is one line, "demo: error: ..." ("demo COMMAND: error: ..." for a
+//   subcommand's), printed by print_error, the one way demo
 //   reports one (spdlog's log carries notices and warnings, and is not set up yet when the
 //   command line is refused, or silenced by --quiet).
 // - stdout: write_stdout/flush_stdout throw when a write fails (a full disk, a closed pipe end,

@@ -580,7 +580,7 @@ TEST(DemoCompare, LongNamesAndCellsAreCutInMessages) {
   json twice = doc();
   twice["tables"][1]["columns"] = {huge, huge};
   test::expect_refused(args(dir.write("twice.json", twice.dump()), good, "0"), 2,
-                       {"two columns named cccc", "ccc...\n"},
+                       {"demo compare: error: ", "two columns named cccc", "ccc...\n"},
                        test::Refusal().shorter_than(300 + dir.path.string().size() * 2));
   json cell = doc(), named = doc();
   cell["tables"][0]["rows"][0]["label"] = huge;

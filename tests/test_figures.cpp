@@ -1037,9 +1037,9 @@ TEST(Replot, RefusesBadInputWithOneLine) {
   const std::string out = dir.file("out");
   std::filesystem::create_directories(out);
   test::expect_refused("replot " + dir.file("missing.json") + " --out " + out, 2,
-                       {"replot:", "missing.json", "no such file"});
+                       {"demo replot: error: " + dir.file("missing.json") + ": ", "no such file"});
   test::expect_refused("replot " + dir.write("text.json", "not json {") + " --out " + out, 2,
-                       {"replot:", "not JSON"});
+                       {"demo replot: error: ", "text.json: not JSON"});
   test::expect_refused("replot " + dir.write("list.json", "[1, 2]") + " --out " + out, 2,
                        {"not a result file"});
   test::expect_refused(

@@ -925,7 +925,7 @@ TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
     const fs::path file = copy / (test::split(*d.args, ' ')[1] + ".part.json");
     edit_file(file, d.edit);
     std::vector<std::string> says = d.says;
-    says.push_back("merge: " + file.string() + ": ");
+    says.push_back("demo merge: error: " + file.string() + ": ");
     expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", says);
     fs::remove_all(copy);
   }
@@ -937,7 +937,7 @@ TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
     const fs::path file = copy / "softmax-saturation.part.json";
     edit_file(file, edit, reseal);
     std::vector<std::string> all = says;
-    all.push_back("merge: " + file.string() + ": ");
+    all.push_back("demo merge: error: " + file.string() + ": ");
     expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", all);
     fs::remove_all(copy);
   };
@@ -960,7 +960,7 @@ TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
   const std::string text = test::read_file(file);
   test::write_file(file, text.substr(0, text.size() / 2));
   expect_refused_before_work("merge " + cut.string() + " " + p1.string() + " -q",
-                             {"merge: part " + file.string() + ": not JSON"});
+                             {"demo merge: error: part " + file.string() + ": not JSON"});
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
@@ -984,7 +984,7 @@ TEST(DamagedPart, PerSeedRowsMustBeTheChunksSeeds) {
     j["states"][0][1]["rows"] = rows;
   });
   expect_refused_before_work("merge" + dirs + " -q",
-                             {"merge: " + file.string(), "--per-seed row 0", "seed 0"});
+                             {"demo merge: error: " + file.string(), "--per-seed row 0", "seed 0"});
   EXPECT_FALSE(fs::exists(scratch("rows.csv")));
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
@@ -1065,7 +1065,7 @@ TEST(ForgedPart, AKeptWeightThatIsNotFiniteIsRefusedAndNoMapsAreWritten) {
   });
   expect_refused_before_work(
       "merge " + p0.string() + " " + p1.string() + " -q",
-      {"merge: " + file.string(), "seed 0", "a final weight of inf, outside (-inf, inf)"});
+      {"demo merge: error: " + file.string(), "seed 0", "a final weight of inf, outside (-inf, inf)"});
   EXPECT_FALSE(fs::exists(maps)) << "maps.npy written from a refused part";
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
@@ -1212,7 +1212,7 @@ TEST(ForgedPart, EveryTableRefusesValuesOutsideTheirDomains) {
     const fs::path file = copy / (f.table + ".part.json");
     edit_file(file, f.edit);
     std::vector<std::string> says = f.says;
-    says.push_back("merge: " + file.string() + ": " + f.table + ": chunk 0's state: ");
+    says.push_back("demo merge: error: " + file.string() + ": " + f.table + ": chunk 0's state: ");
     expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", says);
     fs::remove_all(copy);
   }
@@ -1251,7 +1251,7 @@ void expect_forged_states_refused(
     const fs::path file = copy / "attention-sweep.part.json";
     edit_file(file, [&](json& j) { edit(j["states"][0][1]); });
     std::vector<std::string> all = says;
-    all.push_back("merge: " + file.string() + ": attention-sweep: chunk 0's state: ");
+    all.push_back("demo merge: error: " + file.string() + ": attention-sweep: chunk 0's state: ");
     expect_refused_before_work("merge " + copy.string() + " " + p1.string() + " -q", all);
     fs::remove_all(copy);
   }
