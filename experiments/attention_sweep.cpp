@@ -43,7 +43,6 @@
 #include "experiments/quantile_sketch.hpp"
 #include "experiments/registry.hpp"
 #include "host/chunks.hpp"
-#include "host/cluster.hpp"
 #include "host/format.hpp"
 #include "host/memory.hpp"
 #include "host/output.hpp"
@@ -1373,8 +1372,9 @@ struct Sweep {
   std::vector<double> scatter_loss, scatter_jsd;
   std::uint64_t measured = 0;  // seeds through the second pass's fold
   double train_seconds = 0;    // the first pass's
-  // Seeds the first pass trained in this process: fewer than count where chunks came from a
-  // checkpoint, a part (demo merge) or another rank, so that the speed is of what ran here.
+  // Seeds the first pass trained in this run (this process, and under MPI the other ranks):
+  // fewer than count where chunks came from a checkpoint or a part (demo merge), so that the
+  // speed is of what ran here.
   std::uint64_t trained_here = 0;
 
   std::uint64_t first_of(std::uint64_t chunk) const { return chunk * per_chunk; }
@@ -1541,6 +1541,7 @@ void Sweep::first_pass(std::uint64_t batch) {
     std::vector<MapSummary> summaries;
     std::vector<double> results, nudges;
   };
+  j.received = [&](std::uint64_t chunk) { trained_here += count_of(chunk); };
   j.native.compute = [&](std::uint64_t first, std::uint64_t n) {
     const Monitor& monitor = signal_monitor();
     const std::vector<double> trained = train(first, n, monitor);
@@ -2277,13 +2278,12 @@ void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Swe
                     Table& t) {
   const Sweep& w0 = *sweeps[0];
   if (w0.m.grad != head::Grad::analytic || ctx.opt.shards != 0) return;
-  // What trained in this process (under MPI: in every rank, over rank 0's time), not what a
+  // What trained in this run (under MPI: in every rank, over rank 0's time), not what a
   // checkpoint or the parts brought.
-  const bool ranks = cluster::size() > 1;
   double seed_steps = 0, train_seconds = 0, useful = 0;
   std::uint64_t here = 0, all = 0;
   for (const auto& w : sweeps) {
-    const std::uint64_t trained = ranks ? w->count : w->trained_here;
+    const std::uint64_t trained = w->trained_here;
     // Every seed's steps, twice with --nudge (its second run).
     const double steps = static_cast<double>(trained) * w->m.steps * (w->nudge ? 2 : 1);
     seed_steps += steps;
@@ -2295,7 +2295,7 @@ void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Swe
   std::string line;
   if (here == 0) {
     line =
-        "no seed trained in this process (every chunk came from a checkpoint or the parts): no "
+        "no seed trained in this run (every chunk came from a checkpoint or the parts): no "
         "speed to state";
   } else {
     char text[240];
@@ -2307,7 +2307,7 @@ void add_speed_note(const RunContext& ctx, const std::vector<std::unique_ptr<Swe
                   w0.keep ? "" : "; the first of two passes");
     line = text;
     if (here < all)
-      line += "; this process trained " + human_count(here, "seed", "seeds") + " of " +
+      line += "; this run trained " + human_count(here, "seed", "seeds") + " of " +
               std::to_string(all) + ", the rest came from a checkpoint or the parts";
   }
   t.notes.insert(t.notes.begin(), line);

@@ -756,8 +756,10 @@ void receive(JobRun& run) {
   while (cluster::poll(run.tag, from, bytes)) {
     const json m = json::parse(bytes);
     for (const auto& e : m) {
-      deliver(run, e.at(0).get<std::uint64_t>(), Held{e.at(1), {}});
+      const auto i = e.at(0).get<std::uint64_t>();
+      deliver(run, i, Held{e.at(1), {}});
       ++run.received;
+      if (run.job.received) run.job.received(i);
     }
   }
 }

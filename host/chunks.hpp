@@ -115,6 +115,9 @@ struct ChunkJob {
     std::function<void(std::uint64_t chunk, const NativeState& state)> fold;
     std::function<ChunkState(const NativeState& state)> text;
   } native;
+  // Optional: told of each chunk whose state MPI rank 0 receives from another rank (computed in
+  // this run, not read from a checkpoint), so that a table can state what this run computed.
+  std::function<void(std::uint64_t chunk)> received;
   // A second pass: a job whose chunks need the whole result of an earlier job of the same table
   // (handed to every rank with share_result). A --shard does not run it (its part holds the
   // first pass alone); demo merge runs it, after folding the parts, in its own process.

@@ -350,19 +350,20 @@ TEST(Checkpoint, ASaveThatFailsMidRunIsWarnedOfAndTheResultsStillCome) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
-// The speed note states what trained in this process: none when every chunk came from a
-// finished checkpoint or from the parts (demo merge), never the file's reading time as a rate.
+// The speed note states what trained in this run: none when every chunk came from a finished
+// checkpoint or from the parts (demo merge), never the file's reading time as a rate; under MPI
+// every rank's seeds, and none of the checkpoint's.
 TEST(Checkpoint, AResumedOrMergedRunStatesNoSpeedItDidNotHave) {
   const std::string args = kBulk[3] + " --adversary off -q --format json";
   const fs::path ck = scratch("ck-speed.json");
   const auto first = test::run_demo(args + " --checkpoint " + ck.string());
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("seed-steps in"), std::string::npos) << first.out;
-  EXPECT_EQ(first.out.find("this process trained"), std::string::npos) << first.out;
+  EXPECT_EQ(first.out.find("this run trained"), std::string::npos) << first.out;
   const auto again = test::run_demo(args + " --checkpoint " + ck.string());
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out.find("seed-steps in"), std::string::npos) << again.out;
-  EXPECT_NE(again.out.find("no seed trained in this process"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("no seed trained in this run"), std::string::npos) << again.out;
   std::string dirs;
   for (int i = 0; i < 2; ++i) {
     const fs::path part = scratch("speed-part" + std::to_string(i));
@@ -373,9 +374,19 @@ TEST(Checkpoint, AResumedOrMergedRunStatesNoSpeedItDidNotHave) {
   }
   const auto merged = test::run_demo("merge" + dirs + " -q --format json");
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
-  EXPECT_NE(merged.out.find("no seed trained in this process"), std::string::npos) << merged.out;
+  EXPECT_NE(merged.out.find("no seed trained in this run"), std::string::npos) << merged.out;
   EXPECT_EQ(nlohmann::json::parse(merged.out)["provenance"]["merged_parts"], 2) << merged.out;
   EXPECT_FALSE(nlohmann::json::parse(first.out)["provenance"].contains("merged_parts"));
+  if (have_mpi()) {
+    const fs::path mpi_ck = scratch("ck-speed-mpi.json");
+    const auto fresh = test::run_command(mpirun(2) + args + " --checkpoint " + mpi_ck.string());
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+    EXPECT_NE(fresh.out.find("seed-steps in"), std::string::npos) << fresh.out;
+    EXPECT_EQ(fresh.out.find("this run trained"), std::string::npos) << fresh.out;
+    const auto resumed = test::run_command(mpirun(2) + args + " --checkpoint " + mpi_ck.string());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_NE(resumed.out.find("no seed trained in this run"), std::string::npos) << resumed.out;
+  }
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
@@ -1063,9 +1074,9 @@ TEST(ForgedPart, AKeptWeightThatIsNotFiniteIsRefusedAndNoMapsAreWritten) {
     r[2] = INFINITY;  // seed 0's W_Q[0][0] (after its two losses)
     j["states"][0][1]["results"] = exact_vector(r);
   });
-  expect_refused_before_work(
-      "merge " + p0.string() + " " + p1.string() + " -q",
-      {"demo merge: error: " + file.string(), "seed 0", "a final weight of inf, outside (-inf, inf)"});
+  expect_refused_before_work("merge " + p0.string() + " " + p1.string() + " -q",
+                             {"demo merge: error: " + file.string(), "seed 0",
+                              "a final weight of inf, outside (-inf, inf)"});
   EXPECT_FALSE(fs::exists(maps)) << "maps.npy written from a refused part";
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
