@@ -438,25 +438,29 @@ std::map<std::string, CLI::Option_group*> add_experiment_flags(
   return groups;
 }
 
+// Why compare's files cannot be compared, or "": a folder or a missing file, said as such
+// (checked after the options, so that a stray option between the files is named as one).
+std::string compare_files_refusal(const CompareRequest& c) {
+  for (const auto& [name, path] : {std::pair<const char*, const std::string&>{"FIRST", c.a},
+                                   std::pair<const char*, const std::string&>{"SECOND", c.b}}) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      return std::string(name) + ": " + path + " is a folder, not a result file (its NAME.json is)";
+    if (!std::filesystem::exists(path, ec)) return std::string(name) + ": no such file " + path;
+  }
+  return "";
+}
+
 // `demo compare FIRST SECOND`: its files and tolerances into c.
 CLI::App* add_compare_command(CLI::App& app, CheckedOptions& checked, CompareRequest& c) {
   auto* cmp = app.add_subcommand("compare", "Compare two result JSON files table by table");
-  // A result file, said as such ("a folder, not a result file"; CLI11's own words are its API's).
-  const CLI::Validator result_file(
-      [](std::string& path) {
-        std::error_code ec;
-        if (std::filesystem::is_directory(path, ec))
-          return path + " is a folder, not a result file (its NAME.json is)";
-        if (!std::filesystem::exists(path, ec)) return "no such file " + path;
-        return std::string();
-      },
-      "FILE", "result file");
   cmp->add_option("FIRST", c.a, "The first result JSON file (demo --format json or --out)")
       ->required()
-      ->check(result_file);
+      ->type_name("FILE");
   cmp->add_option("SECOND", c.b, "The second result JSON file, b in the rule")
       ->required()
-      ->check(result_file);
+      ->type_name("FILE");
+  cmp->allow_extras();  // refused after parsing (subcommand_refusal), as one line
   const auto read_tolerance = [](Text name, Text text) {
     return parse_real(name, text, 0, 1e300, false);
   };
@@ -518,6 +522,7 @@ CLI::App* add_replot_command(CLI::App& app, CheckedOptions& checked, Options& o,
       ->type_name("DIR");
   replot->add_flag("--force", o.force, "Replace existing figure files");
   replot->add_flag("--quiet,-q", o.quiet, "No notices on stderr");
+  replot->allow_extras();  // refused after parsing (subcommand_refusal), as one line
   replot->footer(
       "Examples:\n"
       "  demo replot results/cpu/NAME.json --out figures\n"
@@ -630,6 +635,9 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
                     "demo merge");
     return refuse(refusal, "demo " + sub->get_name());
   }
+  if (*cmp)
+    if (const std::string refusal = compare_files_refusal(cli.compare); !refusal.empty())
+      return refuse(refusal + " (see demo compare --help)", "demo compare");
   if (!checked.refusal.empty()) return refuse(checked.refusal);
   if (const std::string refusal = unread_flag_refusal(all, o); !refusal.empty())
     return refuse(refusal);

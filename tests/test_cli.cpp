@@ -646,6 +646,19 @@ TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
   test::expect_refused("--format csv compare " + a + " " + a, 2,
                        {"demo compare: error: --format is not an option of compare"});
   test::expect_refused("--d-k 0 compare " + a + " " + a, 2, {"demo compare: error: --d-k"});
+  // After the subcommand, as before it (and between compare's files: the option, not its value
+  // taken for a file).
+  test::expect_refused(
+      "compare " + a + " " + a + " --format csv", 2,
+      {"demo compare: error: --format is not an option of compare", "(see demo compare --help)"});
+  test::expect_refused("compare " + a + " --threads 2 " + a, 2,
+                       {"demo compare: error: --threads is not an option of compare"});
+  test::expect_refused("compare " + a + " " + a + " " + a, 2,
+                       {"demo compare: error: unexpected argument"});
+  test::expect_refused(
+      "replot " + a + " --out " + d.file("r") + " --no-plots", 2,
+      {"demo replot: error: --no-plots is not an option of replot", "(see demo replot --help)"},
+      test::Refusal().leaves_no(d.file("r")));
   test::expect_refused("--format csv merge " + d.path.string() + " --format json", 2,
                        {"demo merge: error: --format is given both before and after merge"});
 }
