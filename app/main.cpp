@@ -132,7 +132,7 @@ void check_outputs(const Options& o, OutputPlan& plan, bool& created_out_dir) {
     if (i < results) refuse_existing(path, o.force);
   }
   if (!o.out_dir.empty() && o.plots && !gnuplot_available())
-    spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+    spdlog::warn("warning: gnuplot not found: no figures (apt-get install gnuplot-nox)");
 }
 
 // Removes the --out directory again when this run created it and left nothing there.

@@ -265,7 +265,7 @@ std::vector<Table> run(const RunContext& ctx) {
     if (!reports_results(ctx.opt)) return {};  // MPI: the stream stays on rank 0
     if (ctx.ranks > 1)
       spdlog::warn(
-          "--rng numpy: one sequential stream, drawn on rank 0 alone (the other {} "
+          "warning: --rng numpy: one sequential stream, drawn on rank 0 alone (the other {} "
           "ranks wait); --rng philox splits across ranks",
           ctx.ranks - 1);
     if (!ctx.opt.checkpoint.empty())

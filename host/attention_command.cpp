@@ -672,7 +672,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
         write_gnuplot_figure(body, d + "attention-weights" + ext, size, r.force);
     } else {
       if (!r.no_plots && figure_fits)
-        spdlog::warn("gnuplot not found: no figures (apt-get install gnuplot-nox)");
+        spdlog::warn("warning: gnuplot not found: no figures (apt-get install gnuplot-nox)");
       for (const char* ext : {".png", ".svg"})  // an earlier run's figure is not this data's
         retire_file(d + "attention-weights" + ext, r.force);
     }

@@ -935,7 +935,10 @@ TEST(StaleFigures, AFigureNotDrawnAgainIsRemovedWithForceAndRefusedWithout) {
   // Without gnuplot on PATH, likewise.
   ASSERT_EQ(test::run_demo(sweep + " --force").exit_code, 0);
   ASSERT_EQ(figures(out).size(), 8u);
-  ASSERT_EQ(test::run_demo(sweep + " --force", "PATH=/nonexistent").exit_code, 0);
+  const auto no_gnuplot = test::run_demo(sweep + " --force", "PATH=/nonexistent");
+  ASSERT_EQ(no_gnuplot.exit_code, 0);
+  EXPECT_NE(no_gnuplot.err.find("demo: warning: gnuplot not found: no figures"), std::string::npos)
+      << no_gnuplot.err;
   EXPECT_TRUE(figures(out).empty());
   // An earlier figure alone in the folder: refused without --force, left as it was.
   const std::string lone = dir.file("lone");
