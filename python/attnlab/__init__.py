@@ -686,11 +686,18 @@ def table(name, *, device="auto", threads=None, progress=False, **opts):
     for an unknown option or a value demo refuses (its one-line message), OSError for an output
     file that exists or whose folder is missing.
     """
+    return _table(name, device, threads, progress, opts)
+
+
+def _table(name, device, threads, progress, opts, unrecorded=()):
+    """table()'s work; the flags in unrecorded (a temporary file of sweep()'s) are left out of
+    the provenance's command line, which is then the demo command that makes the same table."""
     e = _experiment(name)
     device, nthreads = _device(device), _threads(threads)
     progress = _switch("progress", progress)
     given = _given(e, opts)
-    command_line = _command_line(e["name"], given, device, nthreads)
+    shown = {flag: text for flag, text in given.items() if flag not in unrecorded}
+    command_line = _command_line(e["name"], shown, device, nthreads)
     provenance_text, made = _core.run_table(e["name"], given, device, nthreads, progress,
                                             _main_thread(), command_line)
     base = _json.loads(provenance_text)
@@ -748,8 +755,12 @@ def sweep(kind="attention", **opts):
                 if _os.path.lexists(f):
                     raise OSError(f"per_seed {f} exists")
         opts["per_seed"] = path
+        device = opts.pop("device", "auto")
+        threads = opts.pop("threads", None)
+        progress = opts.pop("progress", False)
         try:
-            t = table(f"{kind}-sweep", **opts)
+            t = _table(f"{kind}-sweep", device, threads, progress, opts,
+                       unrecorded=("--per-seed",) if keep is None else ())
         except ValueError as e:
             if keep is not None or "with a grid of" not in str(e):
                 raise

@@ -227,6 +227,12 @@ def test_attention_sweep_per_seed_is_the_cli(tmp_path):
     demo("--table", "attention-sweep", "--seeds", "0:5", "--steps", "30", "--per-seed",
          f"{stem}.npy", "-q")
     t = attnlab.sweep("attention", seeds="0:5", steps=30)
+    # The provenance's command line is the demo command of the same table: the temporary folder
+    # that held the per-seed files is in no command.
+    assert t.provenance["command_line"] == ("demo --table attention-sweep --seeds 0:5 "
+                                            "--steps 30")
+    kept = attnlab.sweep("attention", seeds="0:5", steps=30, per_seed=tmp_path / "kept.npy")
+    assert f"--per-seed {tmp_path / 'kept.npy'}" in kept.provenance["command_line"]
     assert same_bits(t.per_seed["maps"], np.load(f"{stem}.npy"))
     for name in ("seeds", "loss", "jsd", "out"):
         assert same_bits(t.per_seed[name], np.load(f"{stem}.{name}.npy")), name
