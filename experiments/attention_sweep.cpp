@@ -702,9 +702,9 @@ std::vector<std::string> row_configurations(const Table& t) {
   return configs;
 }
 
-// The grid's figure has two panels and keys of up to four entries; the interventions' first
-// panel a key of up to five.
-constexpr int kGridKeyLines = 4, kInterventionKeyLines = 5;
+// The grid's figure has two panels and keys of up to five entries (four series and the binned
+// medians' bound); the interventions' first panel a key of up to five.
+constexpr int kGridKeyLines = 5, kInterventionKeyLines = 5;
 
 std::string matrix_block(const std::string& name, const nlohmann::json& rows) {
   std::ostringstream s;
@@ -914,11 +914,25 @@ std::string grid_script(const Table& t) {
         return;
       }
   };
+  // Whether a JSD's median is binned (past the quantile budget): the table's quantiles column.
+  const std::size_t c_quantiles = column("quantiles");
+  const auto mark_binned = [&](nlohmann::json& point, const std::string& key,
+                               const std::string& quantity, const std::string& over) {
+    if (!has_rows || c_quantiles == std::string::npos) return;
+    for (const auto& row : t.rows)
+      if (plot::text(row[c_config]) == point["name"].get<std::string>() &&
+          plot::text(row[c_quantity]) == quantity && plot::text(row[c_over]) == over)
+        point[key + "_binned"] = plot::text(row[c_quantiles]) == "binned";
+  };
   for (auto& point : g) {
     from_rows(point, "generalized", "generalized (fraction)", "all", true);
     from_rows(point, "pair_jsd_start_finite_median", "JSD between pairs at the start", "finite",
               false);
     from_rows(point, "known_jsd_finite_median", "JSD to the known map", "finite", false);
+    mark_binned(point, "pair_jsd_converged_median", "JSD between pairs of seeds", "converged");
+    mark_binned(point, "pair_jsd_finite_median", "JSD between pairs of seeds", "finite");
+    mark_binned(point, "pair_jsd_start_finite_median", "JSD between pairs at the start", "finite");
+    mark_binned(point, "known_jsd_finite_median", "JSD to the known map", "finite");
   }
   const auto any_has = [&g](const char* key) {
     return std::any_of(g.begin(), g.end(), [key](const auto& p) { return p.contains(key); });
@@ -958,12 +972,17 @@ std::string grid_script(const Table& t) {
   // One panel: for each group and quantity a series (x, y, low, high), solid quantity first. On a
   // log axis (log_y) starting at `floor`, an interval's end at or below it (a JSD of 0 among the
   // seeds, or an order statistic near 0) is drawn at the axis' bottom edge, and a note says so.
+  // resolution (0: none): the width of the binned quantiles' first bin. A binned median in it
+  // is known only to lie in [0, resolution] (its estimate, the bin's centre, would read as a
+  // value on a log axis): it is drawn as that upper bound, a down-pointing marker of its series'
+  // colour whose bar runs to the bottom edge, and the key says so.
   const auto panel = [&](const char* name, const std::string& title,
-                         const std::vector<Quantity>& qs, bool log_y, double floor) {
+                         const std::vector<Quantity>& qs, bool log_y, double floor,
+                         double resolution) {
     const std::size_t series = groups.size() * qs.size();
     const double spread = by_dk ? std::min(0.06, 0.5 / series) : std::min(0.15, 0.6 / series);
     std::ostringstream plots, labels;
-    bool any_drawn = false, floored = false;
+    bool any_drawn = false, floored = false, any_bound = false;
     // An interval's end: its value; y where it has none; the axis' bottom for 0 on a log axis.
     const auto end = [&](double y, double b) {
       if (!std::isfinite(b)) return round_trip(y);
@@ -979,6 +998,7 @@ std::string grid_script(const Table& t) {
             (static_cast<double>(k * qs.size() + q) - (series - 1) / 2.0) * spread;
         const std::string block =
             "$" + std::string(name) + std::to_string(q) + "_" + std::to_string(k);
+        std::ostringstream bounds;  // the series' medians drawn as upper bounds
         s << block << " << EOD\n";
         for (std::size_t i = 0; i < g.size(); ++i) {
           if (group_of[i] != k) continue;
@@ -987,7 +1007,16 @@ std::string grid_script(const Table& t) {
           const double y = value(g[i], qs[q].key), lo = value(g[i], qs[q].key + "_ci95", 0),
                        hi = value(g[i], qs[q].key + "_ci95", 1);
           const bool drawn = std::isfinite(y) && (!log_y || y > 0);
+          const bool bound = drawn && log_y && resolution > 0 && y < resolution &&
+                             g[i].value(qs[q].key + "_binned", false);
           any_drawn = any_drawn || drawn;
+          if (bound) {
+            any_bound = floored = true;
+            bounds << round_trip(x) << " " << round_trip(resolution) << " " << round_trip(floor)
+                   << " " << round_trip(resolution) << "\n";
+            s << round_trip(x) << " NaN NaN NaN\n";
+            continue;
+          }
           s << round_trip(x) << " " << (drawn ? round_trip(y) : "NaN") << " "
             << (drawn ? end(y, lo) : "NaN") << " " << (drawn ? end(y, hi) : "NaN") << "\n";
           // Not drawn: a value that is not defined (n/a), or a 0 that a log axis cannot place
@@ -1003,7 +1032,17 @@ std::string grid_script(const Table& t) {
         plots << (plots.tellp() > 0 ? ", " : "") << block << " using 1:2:3:4 with "
               << (by_dk ? "yerrorlines" : "yerrorbars") << " lw 2 ps 1.2 lc " << (by_dk ? k : q) + 1
               << kStyles[std::min<std::size_t>(q, 3)] << " title " << plot::quote(title);
+        if (bounds.tellp() > 0) {
+          s << block << "_bound << EOD\n" << bounds.str() << "EOD\n";
+          plots << ", " << block << "_bound using 1:2:3:4 with yerrorbars lw 2 ps 1.4 lc "
+                << (by_dk ? k : q) + 1 << " pt 11 notitle";
+        }
       }
+    char resolution_text[16];
+    std::snprintf(resolution_text, sizeof resolution_text, "%.2g", resolution);
+    if (any_bound)
+      plots << ", keyentry with points pt 11 ps 1.4 lc rgb 'black' title "
+            << plot::quote("at most (binned, below " + std::string(resolution_text) + " nats)");
     s << "unset label\n"
       << labels.str() << "set title "
       << plot::title_lines(floored
@@ -1073,9 +1112,9 @@ std::string grid_script(const Table& t) {
   std::vector<Quantity> fractions = {{"converged", "converged (all seeds)"}};
   if (held_out) fractions.push_back({"generalized", "generalized (all seeds)"});
   if (known) fractions.push_back({"found", "found the known map (finite seeds)"});
-  panel("F", "fraction of seeds", fractions, false, 0);
+  panel("F", "fraction of seeds", fractions, false, 0, 0);
   s << "set ylabel 'JSD (nats)'\n" << (log_jsd ? "" : "set yrange [0:*]\n");
-  panel("J", "median JSD", jsd, log_jsd, lo / 2);
+  panel("J", "median JSD", jsd, log_jsd, lo / 2, 2 * QuantileSketch::error_bound(kJsdScale));
   s << "unset multiplot\n";
   return s.str();
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/map_measures.hpp"
 #include "experiments/registry.hpp"
 #include "helpers.hpp"
 #include "host/array_io.hpp"
@@ -168,6 +169,51 @@ TEST(AttentionSweepFigures, HeldOutInputsAddGeneralizedTheStartNullAndTheKnownMa
   const std::string old = script("attention-sweep-grid", points);
   EXPECT_EQ(old.find("$J2_0"), std::string::npos);
   EXPECT_EQ(old.find("generalized"), std::string::npos);
+}
+
+// A binned median in the first bin of the JSD's scale (past the quantile budget) is known only
+// to lie between 0 and the bin's width: on the log axis it is that upper bound (a marker at the
+// width, its bar to the bottom edge, the key saying so), not the bin's centre as a value; an
+// exact median that small, and a binned one above the first bin, are drawn as they are.
+TEST(AttentionSweepFigures, ABinnedMedianBelowTheResolutionIsDrawnAsAnUpperBound) {
+  const double width = 2 * QuantileSketch::error_bound(kJsdScale);  // ln 2 / 2^16
+  const double centre = width / 2;
+  Table t = grid_table({point("inputs=1", "8", 1.0, 0.0, 0.3, 0.3),
+                        point("inputs=16", "8", 0.9, 1.0, 1e-8, 2e-8),
+                        point("inputs=64", "8", 0.9, 1.0, 1e-8, 2e-8)});
+  for (const char* c : {"configuration", "quantity", "over", "seeds", "mean", "p50", "ci95_low",
+                        "ci95_high", "quantiles"})
+    t.columns.push_back({c});
+  const auto row = [&t](const char* config, const char* quantity, double p50, const char* how) {
+    t.add_row({std::string(config), std::string(quantity), std::string("finite"),
+               std::int64_t(10000), p50, p50, p50, p50, std::string(how)});
+  };
+  row("inputs=1", "JSD to the known map", 0.25, "binned");
+  row("inputs=16", "JSD to the known map", centre, "binned");  // the first bin: a bound
+  row("inputs=64", "JSD to the known map", 1e-8, "exact");     // exact: a value
+  row("inputs=16", "JSD between pairs of seeds", 2e-8, "exact");
+  const std::string s = script("attention-sweep-grid", t);
+  const auto known = block(s, "$J2_0"), bound = block(s, "$J2_0_bound");
+  ASSERT_EQ(known.size(), 3u) << s;
+  EXPECT_EQ(known[0][1], 0.25);
+  EXPECT_TRUE(std::isnan(known[1][1])) << s;  // not drawn as a value
+  EXPECT_EQ(known[2][1], 1e-8);
+  ASSERT_EQ(bound.size(), 1u) << s;
+  EXPECT_EQ(bound[0][0], known[1][0]);
+  EXPECT_EQ(bound[0][1], width);
+  EXPECT_EQ(bound[0][3], width);
+  const std::size_t r = s.find("set yrange [", s.find("set logscale y"));
+  ASSERT_NE(r, std::string::npos) << s;
+  EXPECT_EQ(bound[0][2], std::stod(s.substr(r + 12))) << s;  // the bar to the bottom edge
+  EXPECT_NE(s.find("pt 11 notitle"), std::string::npos) << s;
+  EXPECT_NE(s.find("keyentry with points pt 11"), std::string::npos) << s;
+  EXPECT_NE(s.find("at most (binned, below 1.1e-05 nats)"), std::string::npos) << s;
+  EXPECT_EQ(block(s, "$J1_0_bound").size(), 0u) << "the exact pairs: no bound";
+  // Binned, but above the first bin: drawn as it is.
+  t.rows[1][5] = t.rows[1][6] = t.rows[1][7] = 3 * width;
+  const std::string above = script("attention-sweep-grid", t);
+  EXPECT_EQ(block(above, "$J2_0")[1][1], 3 * width) << above;
+  EXPECT_EQ(above.find("keyentry"), std::string::npos) << above;
 }
 
 TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresholds) {
@@ -475,10 +521,10 @@ TEST(AttentionSweepFigures, AGridOfSeveralAxesTicksEachConfigurationByItsValues)
             std::string::npos)
       << s;
   EXPECT_NE(s.find("\"4\\n2\\nadam\\nqkv\" 15)"), std::string::npos) << s;
-  EXPECT_NE(s.find("set bmargin 11\n"), std::string::npos) << s;  // 4 tic lines, 3, key 4
+  EXPECT_NE(s.find("set bmargin 12\n"), std::string::npos) << s;  // 4 tic lines, 3, key 5
   EXPECT_EQ(block(s, "$F0_0").size(), 16u);  // one series of all configurations
   EXPECT_EQ(s.find("$F0_1"), std::string::npos);
-  EXPECT_EQ(canvas("attention-sweep-grid", t), "1672,527");  // 2 (100 + (8 x 4 + 14) x 16): "adam"
+  EXPECT_EQ(canvas("attention-sweep-grid", t), "1672,544");  // 2 (100 + (8 x 4 + 14) x 16): "adam"
   // One varied axis keeps its names as tics, on the usual canvas.
   const Table one = grid_table({point("train=qk", "8", 0.5, NAN, 1e-3, 2e-3),
                                 point("train=qkv", "8", 0.5, NAN, 1e-3, 2e-3)});
