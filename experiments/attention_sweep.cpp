@@ -600,25 +600,28 @@ std::string seeds_text(const Table& t) {
   return n < 0 ? "" : plot::count(n, "seed", "seeds") + (range.empty() ? "" : " (" + range + ")");
 }
 
-// The axes a grid's configuration names vary, in their order, when they vary several (each
-// name "axis=value axis=value ..." over the same axes); empty for one axis or a run of one.
+// The axes a grid's configuration names vary, in their order (each name "axis=value axis=value
+// ..." over the same axes); empty for a run of one (its name "").
 std::vector<std::string> varied_axes(const std::vector<std::string>& names) {
   std::vector<std::string> axes;
   for (std::size_t i = 0; i < names.size(); ++i) {
     std::vector<std::string> these;
     std::istringstream words(names[i]);
-    for (std::string w; words >> w;) these.push_back(w.substr(0, w.find('=')));
-    if (these.size() < 2 || (i > 0 && these != axes)) return {};
+    for (std::string w; words >> w;) {
+      if (w.find('=') == std::string::npos) return {};
+      these.push_back(w.substr(0, w.find('=')));
+    }
+    if (these.empty() || (i > 0 && these != axes)) return {};
     axes = std::move(these);
   }
   return axes;
 }
 
-// The categorical x axis of a grid's configurations, one position each. With one varied axis a
-// tic is the configuration's name ("inputs=64", rotated beyond four of them); with several, a
-// tic is its values one above the other and the x label names the axes in that order (whole
-// names side by side would overlap), the bottom margin holding the tics, the label and a key
-// of up to key_lines entries below (gnuplot places them as if a tic were one line).
+// The categorical x axis of a grid's configurations, one position each: a tic is the
+// configuration's values, one above the other, and the x label names the axes in that order
+// ("inputs", or "map / inputs (top to bottom)"; whole names side by side would overlap), the
+// bottom margin holding the tics, the label and a key of up to key_lines entries below (gnuplot
+// places them as if a tic were one line). A run of one is "the run".
 std::string configuration_axis(const std::vector<std::string>& names, int key_lines) {
   const std::vector<std::string> axes = varied_axes(names);
   std::ostringstream s;
@@ -626,8 +629,9 @@ std::string configuration_axis(const std::vector<std::string>& names, int key_li
     std::string label;
     for (const std::string& a : axes) label += (label.empty() ? "" : " / ") + a;
     const int lines = static_cast<int>(axes.size());
-    s << "set xlabel " << plot::quote(label + " (top to bottom)") << " noenhanced offset 0,"
-      << -(lines - 1) << "\nset bmargin " << lines + 3 + key_lines << "\nset xtics (";
+    s << "set xlabel " << plot::quote(lines > 1 ? label + " (top to bottom)" : label)
+      << " noenhanced offset 0," << -(lines - 1) << "\nset bmargin " << lines + 3 + key_lines
+      << "\nset xtics (";
     for (std::size_t i = 0; i < names.size(); ++i) {
       std::string tic;  // the values, a "\n" between each two inside one quoted string
       std::istringstream words(names[i]);
@@ -651,8 +655,8 @@ std::string configuration_axis(const std::vector<std::string>& names, int key_li
 // The canvas (pixels "W,H") of a figure of `panels` panels side by side over these
 // configurations: 1500 x 500, widened to 44 pixels a configuration in each panel (8 a
 // character of the longest value and 14 beyond it, where that is more) and
-// heightened for the stacked tics and a key of key_lines entries (configuration_axis) where
-// several axes vary.
+// heightened for the stacked tics, the axes' label and a key of key_lines entries
+// (configuration_axis) where the configurations vary one axis or more.
 std::string configuration_canvas(const std::vector<std::string>& names, int panels, int key_lines) {
   const std::size_t lines = varied_axes(names).size();
   if (lines == 0) return "1500,500";

@@ -96,7 +96,8 @@ TEST(AttentionSweepFigures, CategoricalConfigurationsHaveTheirOwnPositionsAndLab
   const std::string s = script("attention-sweep-grid", t);
   ASSERT_FALSE(s.empty());
   // One label per configuration, at its own position.
-  EXPECT_NE(s.find("set xtics (\"train=qk\" 0, \"train=qkv\" 1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("set xtics (\"qk\" 0, \"qkv\" 1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("set xlabel \"train\""), std::string::npos) << s;
   // converged ($F0_0) and found ($F1_0): one point per configuration, each near its position,
   // the two series at one configuration apart.
   const auto converged = block(s, "$F0_0"), found = block(s, "$F1_0");
@@ -243,7 +244,8 @@ TEST(AttentionSweepFigures, InterventionsDrawMediansWithPercentilesAndTheThresho
   }
   const std::string s = script("attention-sweep-interventions", t);
   ASSERT_FALSE(s.empty());
-  EXPECT_NE(s.find("set xtics (\"inputs=1\" 0, \"inputs=64\" 1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("set xtics (\"1\" 0, \"64\" 1)"), std::string::npos) << s;
+  EXPECT_NE(s.find("set xlabel \"inputs\""), std::string::npos) << s;
   // Output distances: pairs, uniform, permuted, patched ($I0..$I3); the known map has no value.
   const auto pairs = block(s, "$I0"), uniform = block(s, "$I1"), patched = block(s, "$I3");
   ASSERT_EQ(pairs.size(), 2u) << s;
@@ -525,11 +527,14 @@ TEST(AttentionSweepFigures, AGridOfSeveralAxesTicksEachConfigurationByItsValues)
   EXPECT_EQ(block(s, "$F0_0").size(), 16u);  // one series of all configurations
   EXPECT_EQ(s.find("$F0_1"), std::string::npos);
   EXPECT_EQ(canvas("attention-sweep-grid", t), "1672,544");  // 2 (100 + (8 x 4 + 14) x 16): "adam"
-  // One varied axis keeps its names as tics, on the usual canvas.
+  // One varied axis: its values as tics and its name as the label (not rotated names that
+  // touch), on the usual canvas.
   const Table one = grid_table({point("train=qk", "8", 0.5, NAN, 1e-3, 2e-3),
                                 point("train=qkv", "8", 0.5, NAN, 1e-3, 2e-3)});
-  EXPECT_NE(script("attention-sweep-grid", one).find("set xtics (\"train=qk\" 0"),
-            std::string::npos);
+  const std::string o = script("attention-sweep-grid", one);
+  EXPECT_NE(o.find("set xtics (\"qk\" 0, \"qkv\" 1) noenhanced\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("set xlabel \"train\" noenhanced"), std::string::npos) << o;
+  EXPECT_EQ(o.find("rotate by 30"), std::string::npos) << o;
   EXPECT_EQ(canvas("attention-sweep-grid", one), "1500,500");
   // d_k with one other axis of two values: d_k's axis, two lines, the usual canvas.
   nlohmann::json two = nlohmann::json::array();
