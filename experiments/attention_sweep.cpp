@@ -750,7 +750,7 @@ std::string heatmap_script(const Table& t) {
   s << matrix_block("M", t.extra["mean_map"]) << matrix_block("S", t.extra["std_map"]);
   s << "set multiplot layout 1,2 title "
     << title_lines(
-           {what + " (rows: queries i in R, columns: keys j)", configuration_line(t), cover}, 170)
+           {what + " (rows: queries i in R, columns: keys j)", configuration_line(t), cover}, 140)
     << " noenhanced\n"
     << "set xlabel 'key j'\nset ylabel 'query i'\nset size ratio -1\n"
     << "set xrange [-0.5:" << n - 0.5 << "]\nset yrange [" << last + 0.5 << ":" << r0 - 0.5
@@ -2680,7 +2680,9 @@ const Experiment& attention_sweep_experiment() {
             }
             return p;
           }(),
-      .figures = {{"attention-sweep-map", true, heatmap_script},
+      // Two square heatmaps with their colour bars: a canvas of their width, not a wide one.
+      .figures = {{"attention-sweep-map", true, heatmap_script,
+                   [](const Table&) { return std::string("1150,500"); }},
                   {"attention-sweep-jsd", false, jsd_histogram_script},
                   {"attention-sweep-loss-jsd", false, scatter_script},
                   {"attention-sweep-grid", true, grid_script,

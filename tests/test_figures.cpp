@@ -881,7 +881,7 @@ TEST(AttentionSweepFigures, MapTitleSaysHeadsAreAveragedAndWhichInput) {
   const std::string s = figure_script("attention-sweep", "attention-sweep-map", t);
   for (const char* want :
        {"each seed's the mean of its 2 heads", "on the first of 5 measured inputs",
-        "keys j > i masked (grey, weight 0)"})
+        "keys j > i masked (grey,", "weight 0)"})  // the title's lines break after a comma
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
 }
 
