@@ -453,13 +453,13 @@ std::pair<int, int> heatmap_layout(int heads) {
 }
 
 // Heatmap of entry 0's weights, one panel per head (up to 8, heatmap_layout). The title names
-// the inputs (x's file and shape), the sizes, heads, scale, causal, mask and lengths, and the
-// dtype.
+// the inputs (x's file and shape), the entry where x holds a batch, the sizes, heads, scale,
+// causal, mask and lengths, and the dtype.
 template <class T>
 std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Result<T>& r) {
   const auto [rows, columns] = heatmap_layout(p.heads);
   const std::size_t n = p.n, panels = std::min<std::size_t>(p.heads, 8);
-  std::string config = "x " + std::filesystem::path(q.x).filename().string() + " " +
+  std::string config = "--x " + std::filesystem::path(q.x).filename().string() + ", shape " +
                        p.x.shape_text() + ": n " + std::to_string(p.n) + ", d_model " +
                        std::to_string(p.d_model) + ", d_k " + std::to_string(p.d_k) + ", d_v " +
                        std::to_string(p.d_v) + ", " + human_count(p.heads, "head", "heads") +
@@ -478,8 +478,8 @@ std::string heatmap_script(const AttentionRequest& q, const Plan& p, const Resul
   std::string s =
       "set multiplot layout " + std::to_string(rows) + "," + std::to_string(columns) + " title " +
       plot::title_lines(
-          {"attention weights of entry 0" +
-               (p.batch > 1 ? " of " + std::to_string(p.batch) : std::string()) +
+          {"attention weights" +
+               (p.batch > 1 ? " of entry 0 of " + std::to_string(p.batch) : std::string()) +
                " (row = query, column = key)",
            config,
            std::string(p.heads > 8 ? "heads 0 to 7 of " + std::to_string(p.heads) + " drawn" : "") +

@@ -331,11 +331,21 @@ TEST(AttentionCommand, FigureTitleNamesTheConfiguration) {
       " --heads 16 --scale 0.25 --dtype f32 --device cpu -q --out " + d.file("o"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string svg = test::read_file(d.file("o/attention-weights.svg"));
-  for (const char* want : {"attention weights of entry 0 of 2",
-                           "x words.npy (2, 3, 16): n 3, d_model 16, d_k 16, d_v 16, 16 heads, "
-                           "scale 0.25, mask m.npy, float32",
-                           "heads 0 to 7 of 16 drawn"})
+  for (const char* want :
+       {"attention weights of entry 0 of 2",
+        "--x words.npy, shape (2, 3, 16): n 3, d_model 16, d_k 16, d_v 16, 16 heads, "
+        "scale 0.25, mask m.npy, float32",
+        "heads 0 to 7 of 16 drawn"})
     EXPECT_NE(svg.find(want), std::string::npos) << want;
+  // One entry (x without a batch axis): no entry to name.
+  const auto one = run_demo(
+      "attention --x " +
+      save(d, "one.npy", std::vector<double>(x.begin(), x.begin() + 48), {3, 16}) + " --w-q " + wf +
+      " --w-k " + wf + " --w-v " + wf + " --device cpu -q --out " + d.file("one"));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string single = test::read_file(d.file("one/attention-weights.svg"));
+  EXPECT_NE(single.find("attention weights (row = query, column = key)"), std::string::npos);
+  EXPECT_EQ(single.find("entry"), std::string::npos);
 }
 
 // --mask and --lengths against the masked formula computed here in double: each query's
