@@ -60,8 +60,10 @@ def main(argv=None):
         ax[k].axvline(threshold, color="#888888", linestyle="--", linewidth=1,
                       label=f"converged below 1e{threshold:.0f}")
     ax[0].legend(loc="upper right", fontsize=8)
-    ax[1].scatter(log_loss[finite], s["jsd"][finite], s=8, color="#6f9fd8")
-    ax[1].scatter(log_loss[far], s["jsd"][far], s=40, facecolors="none", edgecolors="#c0392b")
+    ax[1].scatter(log_loss[finite], s["jsd"][finite], s=8, color="#6f9fd8", label="a seed")
+    ax[1].scatter(log_loss[far], s["jsd"][far], s=40, facecolors="none", edgecolors="#c0392b",
+                  label=f"seed {int(s['seeds'][far])}, the farthest (right)")
+    ax[1].legend(loc="best", fontsize=8)
     ax[1].set(xlabel="log10(final loss + 1e-16)", ylabel="JSD to the mean map (nats)",
               title="map vs. loss, one point per seed")
     for k, (m, title) in enumerate([(mean_map, "mean attention map"),
