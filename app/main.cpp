@@ -84,7 +84,7 @@ void check_outputs(const Options& o, OutputPlan& plan, bool& created_out_dir) {
         throw std::invalid_argument(param.flag + " " + path +
                                     ": more than one chosen table writes it; run those tables "
                                     "one at a time");
-      refuse_non_utf8(param.flag, path);
+      refuse_unusable_name(param.flag, path);
       const fs::path p(path);
       if (!p.has_filename() || p.filename() == "." || p.filename() == "..")
         throw std::runtime_error(param.flag + " " + path + ": names a folder, not a file");
@@ -481,7 +481,16 @@ int main_checked(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     remove_if_created_and_empty(cli.options, created_out_dir);
-    print_error(who + e.what(), program);
+    // A run whose results could not be written (a full disk) or that failed on the way keeps its
+    // work in the checkpoint (rank 0's): said, so that it is not run again from the start.
+    std::error_code ec;
+    const bool kept = cluster::is_root() && !cli.options.checkpoint.empty() &&
+                      fs::is_regular_file(cli.options.checkpoint, ec);
+    print_error(who + e.what() +
+                    (kept ? "; the work done is in the checkpoint " + cli.options.checkpoint +
+                                ": the same command continues from it"
+                          : ""),
+                program);
     if (cluster::size() > 1) {
       std::fflush(stderr);
       cluster::abort(1);

@@ -367,7 +367,7 @@ void prepare_chunks(const Options& o) {
   // a folder that takes a file now (not read-only, full or forbidden), before any work.
   const std::string where = "--checkpoint " + o.checkpoint + ": ";
   try {
-    refuse_non_utf8("--checkpoint", o.checkpoint);
+    refuse_unusable_name("--checkpoint", o.checkpoint);
     refuse_existing(o.checkpoint, true);
     probe_writable("--checkpoint", o.checkpoint);
   } catch (const std::runtime_error& e) {

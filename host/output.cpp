@@ -94,11 +94,18 @@ bool is_valid_utf8(const std::string& s) {
   return true;
 }
 
-void refuse_non_utf8(const std::string& option, const std::string& path) {
+void refuse_unusable_name(const std::string& option, const std::string& path) {
   if (!is_valid_utf8(path))
     throw std::runtime_error(option +
                              ": the path is not valid UTF-8 (result files record it in JSON); "
                              "choose a UTF-8 name");
+  if (std::any_of(path.begin(), path.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u < 0x20 || u == 0x7f;
+      }))
+    throw std::runtime_error(option + " " + quote_input(path) +
+                             ": the path holds a control character (a newline, a tab, ...); "
+                             "choose a name without one");
 }
 
 void refuse_existing(const std::string& path, bool overwrite) {
@@ -250,7 +257,7 @@ DirLock::~DirLock() {
 std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,
                                       bool& created) {
   namespace fs = std::filesystem;
-  refuse_non_utf8(option, dir);
+  refuse_unusable_name(option, dir);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::runtime_error(option + " " + dir + ": not a folder");

@@ -42,8 +42,10 @@ void flush_stdout();
 
 // Whether text is valid UTF-8 (JSON files hold only UTF-8; demo refuses other paths up front).
 bool is_valid_utf8(const std::string& text);
-// Throws std::runtime_error naming option unless path is valid UTF-8.
-void refuse_non_utf8(const std::string& option, const std::string& path);
+// Throws std::runtime_error naming option unless path is a name demo can record and report:
+// valid UTF-8 (result files record it in JSON) without control characters (a newline would split
+// the one-line messages that name it).
+void refuse_unusable_name(const std::string& option, const std::string& path);
 
 // Throws std::runtime_error, before any work, unless path can be written: nothing is there, or
 // a regular file is there and overwrite is true. Anything else (a directory, symbolic link,

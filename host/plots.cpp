@@ -33,9 +33,28 @@ std::string text(const Cell& c) {
   if (const auto* s = std::get_if<std::string>(&c)) return *s;
   return "";
 }
+namespace {
+// c inside a gnuplot double-quoted string, as itself: '"' and '\\' escaped, and every control
+// character (a newline would end the string and start a command: a table's text, a file name)
+// as its octal escape, which gnuplot reads back as that character.
+void append_escaped(std::string& out, char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (c == '"' || c == '\\') {
+    out += '\\';
+    out += c;
+  } else if (u < 0x20 || u == 0x7f) {
+    const char octal[5] = {'\\', static_cast<char>('0' + (u >> 6)),
+                           static_cast<char>('0' + ((u >> 3) & 7)),
+                           static_cast<char>('0' + (u & 7)), 0};
+    out += octal;
+  } else {
+    out += c;
+  }
+}
+}  // namespace
 std::string quote(const std::string& s) {
   std::string out = "\"";
-  for (char c : s) out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  for (char c : s) append_escaped(out, c);
   return out + "\"";
 }
 std::string nothing_to_draw(const std::string& note) {
@@ -83,8 +102,7 @@ std::string title_lines(const std::vector<std::string>& lines, std::size_t width
         if (at != std::string::npos && at > 0) cut = at + 1;
       }
       if (out.size() > 1) out += "\\n";
-      for (char c : line.substr(0, cut))
-        out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      for (char c : line.substr(0, cut)) append_escaped(out, c);
       line = cut < line.size() ? line.substr(cut + 1) : "";
     }
   }

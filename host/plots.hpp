@@ -51,9 +51,11 @@ bool gnuplot_available();
 
 // Helpers for figure scripts.
 namespace plot {
-double num(const Cell& c);                // a numeric cell as double (NaN otherwise)
-std::string text(const Cell& c);          // a text cell ("" otherwise)
-std::string quote(const std::string& s);  // a gnuplot string literal
+double num(const Cell& c);        // a numeric cell as double (NaN otherwise)
+std::string text(const Cell& c);  // a text cell ("" otherwise)
+// A gnuplot string literal of s, read back by gnuplot as s: quotes, backslashes and control
+// characters (a newline would end the literal and start a command) escaped.
+std::string quote(const std::string& s);
 // The datablock $D: a line per row of t with the named numeric columns, each in round-trip
 // precision (format.hpp), for `plot $D using ...`.
 std::string columns(const Table& t, std::initializer_list<const char*> names);

@@ -1022,6 +1022,59 @@ TEST(StaleFigures, AFigureNotDrawnAgainIsRemovedWithForceAndRefusedWithout) {
   EXPECT_EQ(figures(out).size(), 6u);
 }
 
+// A text in a figure's script is a string to gnuplot, never a command: a newline (and every
+// control character) is escaped, and gnuplot reads the text back as it was.
+TEST(Figures, TextInAScriptIsEscapedNeverRunAsACommand) {
+  EXPECT_EQ(plot::quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(plot::quote("x\nsystem 'id' #\t\x7f"), "\"x\\012system 'id' #\\011\\177\"");
+  const std::string title = plot::title_lines({"one\rtwo", "three\nsystem 'id'"});
+  EXPECT_EQ(title, "\"one\\015two\\nthree\\012system 'id'\"");
+  for (const std::string& s : {plot::quote("x\ny"), title})
+    EXPECT_EQ(s.find('\n'), std::string::npos) << s;
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  // End to end: a result file whose title and run fields carry a command after a newline, and
+  // demo attention's input whose name does, draw their figures and run nothing.
+  TempDir dir;
+  const std::string marker = dir.file("ran");
+  const std::string evil = "\nsystem 'touch " + marker + "' #";
+  const auto r = test::run_demo("--table training-sweep --seeds 0:20 --steps 5 -q --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  j["tables"][0]["title"] = j["tables"][0]["title"].get<std::string>() + evil;
+  for (auto& [key, value] : j["tables"][0]["run"].items())
+    if (value.is_string()) value = value.get<std::string>() + evil;
+  const auto drawn =
+      test::run_demo("replot " + dir.write("evil.json", j.dump()) + " -q --out " + dir.file("o"));
+  EXPECT_EQ(drawn.exit_code, 0) << drawn.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("o/training-sweep.svg")));
+  const std::string x = dir.write("x.json", "[[1, 2], [3, 4]]"),
+                    w = dir.write("w.json", "[[1, 0], [0, 1]]");
+  // A file name holds no '/': its command touches a file in demo's folder (this test's).
+  const std::string touched = "attn-ran-" + std::to_string(getpid());
+  const std::string named = dir.file("x\nsystem \"touch " + touched + "\" #.json");
+  std::filesystem::copy_file(x, named);
+  const auto att = test::run_demo("attention --x '" + named + "' --w-q " + w + " --w-k " + w +
+                                  " --w-v " + w + " -q --out " + dir.file("a"));
+  EXPECT_EQ(att.exit_code, 0) << att.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("a/attention-weights.svg")));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "gnuplot ran a command from the text";
+  EXPECT_FALSE(std::filesystem::exists(touched)) << "gnuplot ran a command from the file name";
+  std::filesystem::remove(touched);
+}
+
+// An output path with a control character is refused before any work, in one line: a newline
+// would split the messages that name it (the outputs, the checkpoint, --per-seed).
+TEST(Figures, AnOutputNameWithAControlCharacterIsRefused) {
+  TempDir dir;
+  const std::string args = "--table training-sweep --seeds 0:20 --steps 5 -q";
+  const std::string bad = "'" + dir.file("o\nx") + "'", tab = "'" + dir.file("o\tx") + "'";
+  test::expect_refused(args + " --out " + bad, 1, {"--out", "holds a control character"},
+                       test::Refusal().leaves_no(dir.file("o")));
+  test::expect_refused(args + " --out " + tab, 1, {"--out", "holds a control character"});
+  test::expect_refused(args + " --per-seed " + bad, 1, {"--per-seed", "control character"});
+  test::expect_refused(args + " --checkpoint " + bad, 1, {"--checkpoint", "control character"});
+}
+
 // A run whose every seed diverges (no finite value to draw) still writes its table and its
 // figures, each panel with nothing to draw framed with a note: one configuration and grids.
 TEST(Figures, ARunWithNoFiniteSeedWritesItsResults) {

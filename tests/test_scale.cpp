@@ -350,6 +350,30 @@ TEST(Checkpoint, ASaveThatFailsMidRunIsWarnedOfAndTheResultsStillCome) {
   fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
 }
 
+// Results that cannot be written at the end (stdout on a full disk: /dev/full) fail the run, and
+// the error says where the work is: the checkpoint, from which the same command continues to the
+// results at once.
+TEST(Checkpoint, AFailedWriteOfTheResultsNamesTheCheckpointThatHoldsTheWork) {
+  const std::string args = kBulk[2] + " -q --format csv";
+  const fs::path ck = scratch("ck-full.json");
+  const auto full = test::run_demo(args + " --checkpoint " + ck.string() + " > /dev/full");
+  EXPECT_EQ(full.exit_code, 1) << full.err;
+  EXPECT_NE(full.err.find("cannot write to stdout"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("; the work done is in the checkpoint " + ck.string() +
+                          ": the same command continues from it"),
+            std::string::npos)
+      << full.err;
+  EXPECT_EQ(std::count(full.err.begin(), full.err.end(), '\n'), 1) << full.err;
+  const auto again = test::run_demo(args + " --checkpoint " + ck.string());
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, test::run_demo(args).out);
+  // Without a checkpoint, no word of one.
+  const auto plain = test::run_demo(args + " > /dev/full");
+  EXPECT_EQ(plain.exit_code, 1);
+  EXPECT_EQ(plain.err.find("checkpoint"), std::string::npos) << plain.err;
+  fs::remove_all(fs::temp_directory_path() / ("attn-scale-" + std::to_string(getpid())));
+}
+
 // The speed note states what trained in this run: none when every chunk came from a finished
 // checkpoint or from the parts (demo merge), never the file's reading time as a rate; under MPI
 // every rank's seeds, and none of the checkpoint's.
