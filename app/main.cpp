@@ -64,7 +64,7 @@ void note_stale(const std::vector<std::string>& removed) {
 // written; each folder is locked against a second run. Fills plan. The --out folder is made
 // first (created_out_dir: by this run, set before any later refusal), so that another output
 // may name a file in it.
-void check_outputs(const Options& o, OutputPlan& plan, bool& created_out_dir) {
+void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_out_dir) {
   std::vector<std::pair<std::string, std::string>> files;      // (path, which option)
   std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
   if (!o.out_dir.empty()) {
@@ -135,12 +135,6 @@ void check_outputs(const Options& o, OutputPlan& plan, bool& created_out_dir) {
     spdlog::warn("warning: gnuplot not found: no figures (apt-get install gnuplot-nox)");
 }
 
-// Removes the --out directory again when this run created it and left nothing there.
-void remove_if_created_and_empty(const Options& o, bool created) {
-  std::error_code ec;
-  if (created && fs::is_empty(o.out_dir, ec)) fs::remove(o.out_dir, ec);
-}
-
 // Writes every --out file under its temporary name (OutputSet renames them later).
 void write_outputs(const Options& o, const std::vector<Table>& tables,
                    const nlohmann::json& provenance) {
@@ -158,7 +152,7 @@ void write_outputs(const Options& o, const std::vector<Table>& tables,
   }
 }
 
-int run(const Options& o, bool& created_out_dir) {
+int run(const Options& o, CreatedFolders& created_out_dir) {
   Provenance prov;
   prov.command_line = o.command_line;
   prov.start_utc = utc_now_iso8601();
@@ -300,7 +294,7 @@ int run_replot(const std::string& path, const Options& o) {
     return 2;
   }
   std::unique_ptr<DirLock> lock;  // held while the figures are drawn
-  bool created = false;           // the folder, made by this replot (as a run's --out)
+  CreatedFolders created;         // the folders made by this replot (as a run's --out)
   try {                           // the destinations, as a run's: refused with status 1
     if (!gnuplot_available()) throw std::runtime_error("gnuplot is not on PATH");
     lock = lock_out_dir("--out", o.out_dir, created);
@@ -308,7 +302,7 @@ int run_replot(const std::string& path, const Options& o) {
       for (const auto& f : figure_names(e->figures)) refuse_existing(o.out_dir + "/" + f, o.force);
   } catch (const std::exception& e) {
     lock.reset();
-    remove_if_created_and_empty(o, created);
+    created.remove_if_empty();
     print_error(e.what(), "demo replot");
     return 1;
   }
@@ -322,7 +316,7 @@ int run_replot(const std::string& path, const Options& o) {
     }
     if (written == 0) {
       lock.reset();
-      remove_if_created_and_empty(o, created);
+      created.remove_if_empty();
       print_error(path + ": its tables hold no data for their figures", "demo replot");
       return 1;
     }
@@ -335,13 +329,13 @@ int run_replot(const std::string& path, const Options& o) {
                                        (without.size() == 1 ? " has" : " have") + " no figures");
   } catch (const Interrupted&) {
     lock.reset();
-    remove_if_created_and_empty(o, created);
+    created.remove_if_empty();
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
     print_interrupted(sig, "demo replot");
     return 128 + sig;
   } catch (const std::exception& e) {
     lock.reset();
-    remove_if_created_and_empty(o, created);
+    created.remove_if_empty();
     print_error(path + ": " + e.what(), "demo replot");
     return 1;
   }
@@ -453,7 +447,7 @@ int main_checked(int argc, char** argv) {
   }
   if (cluster::is_root())
     for (const auto& w : cli.warnings) spdlog::warn("warning: {}", w);
-  bool created_out_dir = false;
+  CreatedFolders created_out_dir;
   // Under MPI a rank's errors name the rank, and end the whole job (never a hang).
   const std::string who =
       cluster::size() > 1 ? "rank " + std::to_string(cluster::rank()) + ": " : "";
@@ -461,7 +455,7 @@ int main_checked(int argc, char** argv) {
   try {
     status = run(cli.options, created_out_dir);
   } catch (const Interrupted&) {
-    remove_if_created_and_empty(cli.options, created_out_dir);
+    created_out_dir.remove_if_empty();
     const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
     if (cluster::is_root()) print_interrupted(sig, program);
     // Every rank was signalled (mpirun forwards the signal). Rank 0 has saved the checkpoint
@@ -475,12 +469,12 @@ int main_checked(int argc, char** argv) {
     }
     return 128 + sig;
   } catch (const std::invalid_argument& e) {  // a request refused by its experiment: a usage error
-    remove_if_created_and_empty(cli.options, created_out_dir);
+    created_out_dir.remove_if_empty();
     if (cluster::is_root()) print_error(e.what(), program);
     end_job_after_rank_0(2);
     return 2;
   } catch (const std::exception& e) {
-    remove_if_created_and_empty(cli.options, created_out_dir);
+    created_out_dir.remove_if_empty();
     // A run whose results could not be written (a full disk) or that failed on the way keeps its
     // work in the checkpoint (rank 0's): said, so that it is not run again from the start.
     std::error_code ec;

@@ -571,15 +571,11 @@ void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& 
         human_count(inf_scores, "visible score", "visible scores"), p.f32 ? "float32" : "float64");
 }
 
-// Removes the --out folder on the way out of a failed run when this run created it and left it
-// empty (a successful run leaves its files there).
+// Removes the folders a failed run made for --out and left empty (a successful run leaves its
+// files there).
 struct OutDirCleanup {
-  std::string dir;
-  bool created = false;
-  ~OutDirCleanup() {
-    std::error_code ec;
-    if (created && std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
-  }
+  CreatedFolders created;
+  ~OutDirCleanup() { created.remove_if_empty(); }
 };
 
 template <class T>
@@ -599,7 +595,6 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   OutDirCleanup cleanup;  // declared first: runs after the lock and the temporaries are gone
   std::unique_ptr<DirLock> lock;
   if (!r.out_dir.empty()) {
-    cleanup.dir = r.out_dir;
     lock = lock_out_dir("--out", r.out_dir, cleanup.created);
     // A killed run's temporaries go first, whether or not this run is refused below.
     for (const auto& f : remove_stale_temporaries(r.out_dir))

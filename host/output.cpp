@@ -254,20 +254,38 @@ DirLock::~DirLock() {
   if (fd_ >= 0) close(fd_);
 }
 
+void CreatedFolders::remove_if_empty() const {
+  std::error_code ec;
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    if (!std::filesystem::is_empty(*it, ec) || ec) return;
+    std::filesystem::remove(*it, ec);
+  }
+}
+
 std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,
-                                      bool& created) {
+                                      CreatedFolders& created) {
   namespace fs = std::filesystem;
   refuse_unusable_name(option, dir);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw std::runtime_error(option + " " + dir + ": not a folder");
-  created = fs::create_directories(dir, ec);
+  // The folders that are missing, from dir outwards (a trailing '/' names dir itself).
+  std::vector<std::string> missing;
+  fs::path p(dir);
+  if (p.has_parent_path() && !p.has_filename()) p = p.parent_path();
+  for (; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p.string());
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+  }
+  fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(option + " " + dir + ": cannot create it: " + ec.message());
+  created.made.assign(missing.rbegin(), missing.rend());
   try {
     if (!fs::is_directory(dir)) throw std::runtime_error(option + " " + dir + ": not a folder");
     return std::make_unique<DirLock>(dir);
   } catch (...) {
-    if (created) fs::remove(dir, ec);  // empty: nothing was written there
+    created.remove_if_empty();  // empty: nothing was written there
+    created.made.clear();
     throw;
   }
 }

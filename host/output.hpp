@@ -142,12 +142,22 @@ class DirLock {
   int fd_ = -1;
 };
 
-// Makes the folder of an --out option ready, before any work: refuses a name that is not valid
-// UTF-8, creates the folder when missing (then sets created), refuses what is not a folder, and
-// locks it (DirLock: refuses a folder that cannot be written, or that another run writes into).
-// Throws std::runtime_error, after removing the folder again if it created it.
+// The folders a run made for an --out option: the folder and the parents that were missing,
+// outermost first. A failed run removes them again, innermost first, as far as they are empty
+// (remove_if_empty); a successful one leaves them.
+struct CreatedFolders {
+  std::vector<std::string> made;
+  bool any() const { return !made.empty(); }
+  void remove_if_empty() const;
+};
+
+// Makes the folder of an --out option ready, before any work: refuses a name demo cannot record
+// (refuse_unusable_name), creates the folder and its missing parents (recorded in created),
+// refuses what is not a folder, and locks it (DirLock: refuses a folder that cannot be written,
+// or that another run writes into). Throws std::runtime_error, after removing the folders it
+// created.
 std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::string& dir,
-                                      bool& created);
+                                      CreatedFolders& created);
 
 // Removes "NAME.tmp-PID" files of dir whose process PID no longer runs (temporaries of a run
 // killed with SIGKILL), where NAME ends in .csv, .json, .npy, .png or .svg (what demo writes); when

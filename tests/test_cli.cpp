@@ -495,6 +495,21 @@ TEST(Cli, HostOnlyTablesSayNothingOfTheDevice) {
       << both.err << alone.err;
 }
 
+// The folders --out made (the folder and its missing parents) are removed again when the run is
+// refused after making them, or stops; one that was there before stays.
+TEST(CliRefuses, ARefusedRunRemovesTheFoldersItMadeForOut) {
+  test::TempDir d;
+  const std::string args = "--table training-sweep --seeds 0:10 --steps 5 -q";
+  test::expect_refused(
+      args + " --out " + d.file("par/b/c") + " --per-seed " + d.file("par/missing/x.csv"), 1,
+      {"no folder"}, test::Refusal().leaves_no(d.file("par")));
+  std::filesystem::create_directories(d.file("kept"));
+  test::expect_refused(
+      args + " --out " + d.file("kept/b/c/") + " --per-seed " + d.file("kept/missing/x.csv"), 1,
+      {"no folder"}, test::Refusal().leaves_no(d.file("kept/b")));
+  EXPECT_TRUE(std::filesystem::is_directory(d.file("kept")));
+}
+
 // Output locations are checked before any work: one line, nothing else on stderr.
 TEST(CliRefuses, UnwritableOutputsBeforeAnyWork) {
   for (const char* args : {"--table rnn-decay --out /proc/attn-forbidden/x",
