@@ -123,8 +123,10 @@ namespace {
 
 // The eigenvalues g (m of them) and orthonormal eigenvectors (columns of q, m x m row-major) of
 // the symmetric m x m matrix a (row-major, destroyed): cyclic Jacobi rotations (Golub and Van
-// Loan, 8.5) until the off-diagonal part is below 1e-30 of the whole.
-void symmetric_eigen(double* a, int m, double* g, double* q) {
+// Loan, 8.5) until the off-diagonal part is below 1e-30 of the whole. A stop that the monitor
+// asks for ends the sweeps early (a sweep of a large matrix is long): g and q are then unfinished,
+// and the caller, which asks the monitor too, discards them.
+void symmetric_eigen(double* a, int m, double* g, double* q, const Monitor& monitor) {
   std::fill(q, q + m * m, 0.0);
   for (int i = 0; i < m; ++i) q[i * m + i] = 1;
   for (int sweep = 0; sweep < 50; ++sweep) {
@@ -132,7 +134,8 @@ void symmetric_eigen(double* a, int m, double* g, double* q) {
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < m; ++j) (i == j ? all : off) += a[i * m + j] * a[i * m + j];
     if (off <= 1e-30 * (all + off)) break;
-    for (int p = 0; p < m; ++p)
+    for (int p = 0; p < m; ++p) {
+      if (monitor.stop_requested()) break;
       for (int r = p + 1; r < m; ++r) {
         if (a[p * m + r] == 0) continue;
         const double theta = (a[r * m + r] - a[p * m + p]) / (2 * a[p * m + r]);
@@ -154,6 +157,8 @@ void symmetric_eigen(double* a, int m, double* g, double* q) {
           q[i * m + r] = s * ip + c * ir;
         }
       }
+    }
+    if (monitor.stop_requested()) break;
   }
   for (int i = 0; i < m; ++i) g[i] = a[i * m + i];
 }
@@ -173,8 +178,8 @@ constexpr double kNear = 0.5;
 class Adversary {
  public:
   Adversary(std::vector<double>& scratch, const double* p, const double* v, int k, int d,
-            int stride, double epsilon)
-      : p_(p), v_(v), k_(k), d_(d), stride_(stride), epsilon_(epsilon) {
+            int stride, double epsilon, const Monitor& monitor)
+      : p_(p), v_(v), k_(k), d_(d), stride_(stride), epsilon_(epsilon), monitor_(monitor) {
     const std::size_t kk = static_cast<std::size_t>(k) * k;
     const std::size_t need =
         9 * kk + 16 * static_cast<std::size_t>(k) + static_cast<std::size_t>(d);
@@ -231,7 +236,7 @@ class Adversary {
             s += ranges_[c * k + i] * ranges_[e * k + i] / std::max(p[i], 1e-12);
           a[c * r + e] = a[e * r + c] = s;
         }
-      symmetric_eigen(a, r, lambda_, eigen_);
+      symmetric_eigen(a, r, lambda_, eigen_, monitor_);
       int first = 0, second = -1;
       for (int i = 1; i < r; ++i)
         if (lambda_[i] > lambda_[first]) first = i;
@@ -256,26 +261,32 @@ class Adversary {
     }
   }
 
-  // The best point found (out, k values when not nullptr) and JSD(out, p).
+  // The best point found (out, k values when not nullptr) and JSD(out, p); NaN (out NaN) when
+  // the monitor asked for a stop, which ends the search at its next step.
   double search(double* out) {
     const int k = k_;
     std::copy_n(p_, k, best_);
     best_f_ = 0;
-    for (int e = 0; e < models_; ++e) {
+    const auto stopped = [this] { return monitor_.stop_requested(); };
+    for (int e = 0; e < models_ && !stopped(); ++e) {
       climb_ray(model_ + e * k, 1);
       climb_ray(model_ + e * k, -1);
     }
     if (!near_) {
-      for (int e = 0; e < null_start_count_; ++e) {
+      for (int e = 0; e < null_start_count_ && !stopped(); ++e) {
         climb_ray(null_starts_ + e * k, 1);
         climb_ray(null_starts_ + e * k, -1);
       }
-      for (int j = 0; j < k; ++j) {
+      for (int j = 0; j < k && !stopped(); ++j) {
         for (int i = 0; i < k; ++i) step_[i] = (i == j ? 1.0 : 0.0) - p_[i];
         climb_ray(step_, 1);
       }
       edge_ends();
       antipode();
+    }
+    if (stopped()) {
+      if (out != nullptr) std::fill(out, out + k, NAN);
+      return NAN;
     }
     // Rounding may have moved the sum of the best point off 1 by ulps: normalised, into B.
     double sum = 0;
@@ -307,6 +318,7 @@ class Adversary {
       basis_[c * k + static_cast<int>(index_[c + 1])] = -(c + 1) * norm;
     }
     for (int c = 0; c < m; ++c) {
+      if (monitor_.stop_requested()) return;
       for (int i = 0; i < k; ++i) {
         double s = 0;
         for (int j = 0; j < k; ++j) s += g_[i * k + j] * basis_[c * k + j];
@@ -318,7 +330,7 @@ class Adversary {
         face_[c * m + e] = face_[e * m + c] = s;
       }
     }
-    symmetric_eigen(face_, m, lambda_, eigen_);
+    symmetric_eigen(face_, m, lambda_, eigen_, monitor_);
     double top = 0;
     for (int c = 0; c < m; ++c) top = std::max(top, lambda_[c]);
     for (int c = 0; c < m; ++c) {
@@ -437,7 +449,8 @@ class Adversary {
         if (zero_[i] != 0) g[i] = 0;
     };
     on_face(grad_);
-    for (int it = 0; it < 200 && range_count_ + null_count_ > 0; ++it) {
+    for (int it = 0; it < 200 && range_count_ + null_count_ > 0 && !monitor_.stop_requested();
+         ++it) {
       double norm = 0;
       std::fill(step_, step_ + k, 0.0);
       for (int c = 0; c < null_count_; ++c) {
@@ -497,6 +510,7 @@ class Adversary {
   // ellipse ‖w + a‖ ≤ R seen from x, as in climb), as far towards it as the simplex allows:
   // f on an ellipse can have a maximum at either end of it.
   void antipode() {
+    if (monitor_.stop_requested()) return;
     const int k = k_;
     std::copy_n(best_, k, x_);
     for (int i = 0; i < k; ++i) zero_[i] = x_[i] <= 0 && p_[i] > 0 ? 1 : 0;
@@ -535,7 +549,7 @@ class Adversary {
       pgp += p_[i] * r;
     }
     const double ln2 = std::log(2.0);
-    for (int i = 0; i < k; ++i)
+    for (int i = 0; i < k && !monitor_.stop_requested(); ++i)
       for (int j = i + 1; j < k; ++j) {
         const double gii = g_[i * k + i], gij = g_[i * k + j], gjj = g_[j * k + j];
         const double a2 = gii - 2 * gij + gjj, a1 = gij - step_[i] - gjj + step_[j];
@@ -574,6 +588,7 @@ class Adversary {
   }
   // From p along sign × delta (sum zero) as far as F allows, then the climb; the best kept.
   void climb_ray(const double* delta, double sign) {
+    if (monitor_.stop_requested()) return;
     const int k = k_;
     double t = INFINITY;
     int hits = -1;  // the key that reaches 0 first
@@ -610,16 +625,17 @@ class Adversary {
   const double* v_;
   int k_, d_, stride_;
   double epsilon_;
-  double* out_;          // d: (x − p) V
-  double* g_;            // k x k: G = V Vᵀ
-  double* basis_;        // the face's Helmert basis, column c at c * k
-  double* face_;         // the face's M, then the model's matrix
-  double* eigen_;        // their eigenvectors
-  double* ranges_;       // range_count_ x k: the face's G-unit directions
-  double* nulls_;        // null_count_ x k: the face's output-keeping directions
-  double* null_starts_;  // null_start_count_ x k: the whole simplex's
-  double* whole_;        // whole_ranges_ x k: the whole simplex's G-unit directions
-  double* model_;        // models_ x k: the quadratic model's top two directions (G-unit)
+  const Monitor& monitor_;  // asked at every step of the search (a row of many keys is long)
+  double* out_;             // d: (x − p) V
+  double* g_;               // k x k: G = V Vᵀ
+  double* basis_;           // the face's Helmert basis, column c at c * k
+  double* face_;            // the face's M, then the model's matrix
+  double* eigen_;           // their eigenvectors
+  double* ranges_;          // range_count_ x k: the face's G-unit directions
+  double* nulls_;           // null_count_ x k: the face's output-keeping directions
+  double* null_starts_;     // null_start_count_ x k: the whole simplex's
+  double* whole_;           // whole_ranges_ x k: the whole simplex's G-unit directions
+  double* model_;           // models_ x k: the quadratic model's top two directions (G-unit)
   double *lambda_, *x_, *y_, *grad_, *grad_y_, *normal_, *step_, *best_, *zero_, *index_, *h_;
   int range_count_ = 0, null_count_ = 0, null_start_count_ = 0, whole_ranges_ = 0, models_ = 0;
   bool near_ = false;
@@ -629,7 +645,7 @@ class Adversary {
 }  // namespace
 
 double adversarial_row(const double* p, const double* v, int k, int d, int stride, double epsilon,
-                       double* out) {
+                       double* out, const Monitor& monitor) {
   if (k < 2) {
     if (out != nullptr) std::copy_n(p, k, out);
     return 0;
@@ -651,7 +667,7 @@ double adversarial_row(const double* p, const double* v, int k, int d, int strid
   for (int j = 0; j < k; ++j)
     for (int c = 0; c < d; ++c) scaled[j * d + c] = std::ldexp(v[j * stride + c], -exponent);
   thread_local std::vector<double> scratch;
-  Adversary adversary(scratch, p, scaled.data(), k, d, d, std::ldexp(epsilon, -exponent));
+  Adversary adversary(scratch, p, scaled.data(), k, d, d, std::ldexp(epsilon, -exponent), monitor);
   return adversary.search(out);
 }
 
@@ -754,7 +770,7 @@ void measure_interventions(const InterventionTask& task, const double* weights, 
           const double* p = maps_of(i) + row_at(b, h, row);
           const double* v = values.data() + h * dh;
           if (task.adversary) {
-            const double reached = adversarial_row(p, v, k, dh, dv, task.epsilon);
+            const double reached = adversarial_row(p, v, k, dh, dv, task.epsilon, nullptr, monitor);
             adv_sum += reached;
             far += reached > kNotUniqueJsd ? 1 : 0;
             ++adv_rows;

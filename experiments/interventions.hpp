@@ -53,8 +53,10 @@ void permute_row(std::uint64_t seed, int head, int input, int row, const double*
 // method finds (docs/spec/VARIABILITY.md, "The adversarial map's method"), written to out (k
 // values) when not nullptr; returns JSD(p′, p). k = 1: p′ = p, 0. A value not finite, or epsilon
 // NaN or negative: NaN (out NaN). No allocation once the thread has searched a row of k keys.
+// The search asks monitor for a stop at each of its steps (a row of many keys takes long): when
+// one is asked for it ends there, with NaN.
 double adversarial_row(const double* p, const double* v, int k, int d, int stride, double epsilon,
-                       double* out = nullptr);
+                       double* out = nullptr, const Monitor& monitor = silent_monitor());
 
 // What measure_interventions needs beside the seeds: the model, the measured inputs (x, y:
 // `inputs` of them, as evaluate_seeds_cpu takes them), the measured shape, the known maps (every

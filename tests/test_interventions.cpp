@@ -211,6 +211,41 @@ TEST(AdversarialRow, ReachesTheExhaustiveGridMaximum) {
               above);
 }
 
+// The search asks its monitor for a stop at every step, so that a row of many keys (hours at
+// a thousand keys) ends within a step of Ctrl-C: a monitor that says stop after its first
+// questions ends the search with NaN after a few more, where the whole search asks thousands.
+TEST(AdversarialRow, AStopAskedForEndsTheSearchWithinAStep) {
+  struct Counting : Monitor {
+    mutable long asked = 0;
+    long stop_after = -1;  // never
+    bool stop_requested() const override {
+      ++asked;
+      return stop_after >= 0 && asked > stop_after;
+    }
+  };
+  std::mt19937_64 g(5);
+  std::normal_distribution<double> normal;
+  const int k = 48, d = 4;
+  std::vector<double> p(k), v(k * d), x(k);
+  double sum = 0;
+  for (double& e : p) sum += (e = std::exp(normal(g)));
+  for (double& e : p) e /= sum;
+  for (double& e : v) e = normal(g);
+  Counting whole;
+  const double reached = adversarial_row(p.data(), v.data(), k, d, d, 0.1, x.data(), whole);
+  EXPECT_GT(reached, 0.0);
+  EXPECT_EQ(reached, adversarial_row(p.data(), v.data(), k, d, d, 0.1));  // asking changes nothing
+  EXPECT_GT(whole.asked, 1000) << "a search of " << k << " keys asks at every step";
+  for (const long after : {0L, 5L, 200L}) {
+    Counting stopping;
+    stopping.stop_after = after;
+    EXPECT_TRUE(std::isnan(adversarial_row(p.data(), v.data(), k, d, d, 0.1, x.data(), stopping)));
+    EXPECT_TRUE(std::isnan(x[0]));
+    // Once told, the search asks again only on its way out: a few loops' ends, no more work.
+    EXPECT_LE(stopping.asked - after, 16) << after;
+  }
+}
+
 TEST(AdversarialRow, ClosedForms) {
   // Every key's value the same: every map keeps the output, so the maximum is at a vertex,
   // max_j JSD(e_j, p).
