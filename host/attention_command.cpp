@@ -599,11 +599,29 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
     // A killed run's temporaries go first, whether or not this run is refused below.
     for (const auto& f : remove_stale_temporaries(r.out_dir))
       spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
-    for (const char* name : kOutputs) refuse_existing(r.out_dir + "/" + name + ".npy", r.force);
-    refuse_existing(r.out_dir + "/attention.json", r.force);
+    std::vector<std::string> files;
+    for (const char* name : kOutputs) files.push_back(r.out_dir + "/" + name + ".npy");
+    files.push_back(r.out_dir + "/attention.json");
     // The figure whether or not this run draws it: one it does not draw is removed below.
     for (const char* ext : {".png", ".svg"})
-      refuse_existing(r.out_dir + "/attention-weights" + ext, r.force);
+      files.push_back(r.out_dir + "/attention-weights" + ext);
+    for (const std::string& file : files) {
+      // An input is never replaced, --force or not: the run would read what it then overwrites.
+      for (const auto& [flag, input] : {std::pair<const char*, const std::string&>{"--x", r.x},
+                                        {"--w-q", r.w_q},
+                                        {"--w-k", r.w_k},
+                                        {"--w-v", r.w_v},
+                                        {"--mask", r.mask},
+                                        {"--lengths", r.lengths}}) {
+        std::error_code ec;
+        if (!input.empty() && std::filesystem::equivalent(file, input, ec))
+          throw std::runtime_error("--out " + r.out_dir + ": its " +
+                                   std::filesystem::path(file).filename().string() +
+                                   " is the input " + flag + " " + input +
+                                   ", which the run would replace; choose another folder");
+      }
+      refuse_existing(file, r.force);
+    }
   }
   OutputSet outputs;  // after the lock: its temporaries go before the lock is released
   // A mask runs on the CPU twin alone (the CUDA path takes none): auto picks the CPU.

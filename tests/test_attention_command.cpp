@@ -665,6 +665,23 @@ std::string checkpoint_args(const TempDir& d) {
   return "attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w + " --device cpu";
 }
 
+// An output that is one of the inputs (--x io/q.npy --out io) is refused, --force or not: the
+// run would replace what it read, and the next run read its output.
+TEST(AttentionCommand, AnOutputThatIsAnInputIsRefused) {
+  TempDir d;
+  std::filesystem::create_directories(d.file("io"));
+  const std::vector<double> x = {2, 0, 1, 1, 0, 2}, w = {1, 0, 0, 1};
+  const std::string xq = save(d, "io/q.npy", x, {3, 2}), wf = save(d, "io/weights.npy", w, {2, 2});
+  const std::string before = test::read_file(xq);
+  for (const std::string& mine : {"--x " + xq + " --w-q " + d.file("io/weights.npy"),
+                                  "--x " + d.file("io/../io/q.npy") + " --w-q " + wf})
+    test::expect_refused("attention " + mine + " --w-k " + wf + " --w-v " + wf +
+                             " --device cpu -q --force --out " + d.file("io"),
+                         1, {"--out", "is the input", "choose another folder"});
+  EXPECT_EQ(test::read_file(xq), before);
+  EXPECT_FALSE(std::filesystem::exists(d.file("io/out.npy")));
+}
+
 // A destination that cannot be written (a read-only or full file system, /proc) is refused
 // before anything is computed or printed: it printed the results, then failed.
 TEST(AttentionCommand, OutThatCannotBeWrittenIsRefusedBeforeAnyOutput) {
