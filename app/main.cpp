@@ -198,7 +198,7 @@ int run(const Options& o, CreatedFolders& created_out_dir) {
 }
 
 // `demo merge DIR...`: the parts' own command, parsed again with merge's output options.
-Cli merge_command(const Cli& merge, bool speaks) {
+Cli merge_command(const Cli& merge) {
   std::vector<std::string> words = load_parts(merge.merge_dirs);
   const Options& m = merge.options;
   if (!m.out_dir.empty()) words.insert(words.end(), {"--out", m.out_dir});
@@ -208,7 +208,9 @@ Cli merge_command(const Cli& merge, bool speaks) {
   if (!m.plots) words.push_back("--no-plots");
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
-  Cli cli = parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), speaks);
+  // Parsed silently: words that do not make the parts' command are the part's fault, named so.
+  Cli cli = parse_command_line(static_cast<int>(argv.size()), argv.data(), experiments(), false);
+  check_merged_command(cli.action == Cli::Action::run ? &cli.options : nullptr);
   cli.options.merged_parts = merge.merge_dirs.size();
   return cli;
 }
@@ -404,7 +406,7 @@ int main_checked(int argc, char** argv) {
   }
   if (cli.action == Cli::Action::merge) {
     try {
-      cli = merge_command(cli, speaks);
+      cli = merge_command(cli);
     } catch (const Interrupted&) {
       const int sig = stop_signal() != 0 ? stop_signal() : SIGINT;
       if (!speaks) return 0;
@@ -415,7 +417,6 @@ int main_checked(int argc, char** argv) {
       print_error(e.what(), "demo merge");
       return 2;
     }
-    if (cli.action == Cli::Action::done) return speaks ? cli.exit_code : 0;
   }
   // A merge runs its parts' command: its errors and interruptions are merge's.
   const std::string program = cli.options.merged_parts > 0 ? "demo merge" : "demo";

@@ -573,8 +573,10 @@ NpyArray npy_array(const std::string& label, const std::string& path, std::strin
   if (word == 0) word = int_word(h.descr);
   if (word == 0)
     fail(label, path,
-         "dtype " + dtype_name(h.descr) +
-             " is refused (demo's arrays are little-endian float32, float64, bool or integers)");
+         (h.descr.size() > 1 && h.descr[0] == '>' ? "big-endian " : "dtype ") +
+             dtype_name(h.descr) +
+             " is refused (demo's arrays are little-endian float32, float64, bool or integers; "
+             "numpy: a.astype(a.dtype.newbyteorder('<')))");
   if (h.shape.size() > 32)
     fail(label, path, "shape " + shape_text(h.shape) + ": more than 32 axes");
   check_npy_size(label, path, bytes, h, word);

@@ -58,8 +58,9 @@ std::string identity_difference(const json& a, const json& b, const std::string&
   const auto both = [&](const json& x, const json& y) {
     return shown(x) + " " + here + ", " + shown(y) + " " + there;
   };
-  if (a.value("version", json()) != b.value("version", json()) ||
-      a.value("git_commit", json()) != b.value("git_commit", json()))
+  if (a.value("version", json()) != b.value("version", json()))
+    return "another version (" + both(a.value("version", json()), b.value("version", json())) + ")";
+  if (a.value("git_commit", json()) != b.value("git_commit", json()))
     return "another build (" + both(a.value("git_commit", json()), b.value("git_commit", json())) +
            ")";
   if (a.value("shard", json("none")) != b.value("shard", json("none")))
@@ -288,6 +289,8 @@ struct Driver {
   Checkpoint checkpoint;
   bool merging = false;                     // demo merge: states come from the parts
   std::map<std::string, PartStates> parts;  // table -> its parts' states
+  std::string first_part;                   // demo merge: the part whose words it runs,
+  json first_identity;                      // and that part's command (without its shard)
   int jobs = 0;                             // jobs run_chunks began
 };
 
@@ -447,10 +450,27 @@ std::vector<std::string> load_parts(const std::vector<std::string>& dirs) {
     Driver& d = driver();
     d.parts = std::move(states);
     d.merging = true;
+    d.first_part = parts.front().path;
+    d.first_identity = parts.front().j.at("identity");
+    d.first_identity.erase("shard");
     return words;
   } catch (const json::exception& e) {
     throw std::invalid_argument("a part file is damaged (" + json_error_text(e) + ")");
   }
+}
+
+void check_merged_command(const Options* o) {
+  const Driver& d = driver();
+  const std::string redo = "; the part was edited: run its shard again";
+  if (o == nullptr)
+    throw std::invalid_argument(d.first_part + ": its words (argv) are not a run of demo" + redo);
+  // The build is the parts' (checked among them), not necessarily this one's.
+  json mine = identity(*o), theirs = d.first_identity;
+  for (const char* build : {"version", "git_commit"}) mine.erase(build), theirs.erase(build);
+  if (mine != theirs)
+    throw std::invalid_argument(
+        d.first_part + ": its words (argv) are not the command its identity records (" +
+        identity_difference(theirs, mine, "in its identity", "in its words") + ")" + redo);
 }
 
 namespace {

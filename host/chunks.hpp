@@ -154,5 +154,9 @@ void prepare_chunks(const Options& o);
 // command's words without --shard/--out/--checkpoint (to be parsed again with merge's own --out,
 // --format, --force, --quiet). Throws std::invalid_argument.
 std::vector<std::string> load_parts(const std::vector<std::string>& dirs);
+// After load_parts: the parts' words, parsed (o; nullptr when they did not parse as a run), must
+// make the command the parts' identity records; else the first part was edited after it was
+// written (its checksum made again): std::invalid_argument naming it.
+void check_merged_command(const Options* o);
 
 }  // namespace attn

@@ -460,6 +460,15 @@ TEST(Refusals, BadShardsAndCheckpoints) {
   test::expect_refused(kBulk[0] + " -q --checkpoint " + ck.string(), 2,
                        {"made by another command: other tables ([\"dk-std\"] here, "
                         "[\"training-sweep\"] in the file)"});
+  {  // Another version, the build the same: the version is what is named.
+    auto j = nlohmann::json::parse(test::read_file(ck));
+    j["identity"]["version"] = "0.0.1";
+    j.erase("checksum");
+    j["checksum"] = content_checksum(j);
+    test::write_file(ck, j.dump());
+  }
+  test::expect_refused(sweep + " --checkpoint " + ck.string(), 2,
+                       {"made by another command: another version (", "0.0.1 in the file)"});
   const fs::path junk = scratch("junk.json");
   test::write_file(junk, "{\"format\": 1}");
   test::expect_refused(sweep + " --checkpoint " + junk.string(), 2, {"not an attnlab checkpoint"});
@@ -951,6 +960,31 @@ TEST(DamagedPart, EditedStatesAreRefusedNamingThePart) {
          j["range"] = json::array({0, 99});
        },
        {"range's end 99 is more than 6"}},
+      // Its words (argv, what merge runs) edited away from its identity's command.
+      {&kSweep,
+       "words that ask for help",
+       [](json& j) {
+         j["argv"] = json::array({"demo", "--help"});
+       },
+       {"its words (argv) are not a run of demo", "run its shard again"}},
+      {&kSweep,
+       "words that do not parse",
+       [](json& j) { j["argv"].push_back("csv"); },
+       {"its words (argv) are not a run of demo"}},
+      {&kSweep,
+       "words of another command",
+       [](json& j) {
+         for (auto& w : j["argv"])
+           if (w == "200") w = "201";
+       },
+       {"its words (argv) are not the command its identity records (--steps: 200 in its "
+        "identity, 201 in its words"}},
+      {&kSweep,
+       "words of a merge",
+       [](json& j) {
+         j["argv"] = json::array({"demo", "merge", "a", "b"});
+       },
+       {"its words (argv) are not a run of demo"}},
   };
   for (const Damage& d : damages) {
     SCOPED_TRACE(d.what);

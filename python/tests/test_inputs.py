@@ -381,7 +381,7 @@ NOT_DEMOS = [
      "malformed .npy: 8 bytes after the data"),
     ("x.npy", npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8), "dtype '|O' is refused"),
     ("x.npy", npy("{'descr': '<c16', 'fortran_order': False, 'shape': (1,), }", b"\0" * 16), "dtype complex128 is refused"),
-    ("x.npy", npy("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8), "dtype float64 is refused"),
+    ("x.npy", npy("{'descr': '>f8', 'fortran_order': False, 'shape': (1,), }", b"\0" * 8), "big-endian float64 is refused"),
     ("x.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (-3,), }"), "has a negative dimension"),
     ("x.npy", npy("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", b"\x01\x07"),
      "booleans that are neither 0 nor 1"),
