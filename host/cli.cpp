@@ -314,6 +314,13 @@ std::vector<std::string> no_effect_notices(
     if (!file)
       notes.push_back("--force has no effect without --out or an output file (--per-seed)");
   }
+  // A shard's output files go into its part: merge writes them, where its own folder puts them.
+  if (o.shards > 0)
+    for (const auto& [flag, f] : flags)
+      if (o.given.count(flag) && f.first->output_file)
+        notes.push_back(flag + " " + o.given.at(flag) +
+                        ": a shard writes no such file (its part holds the rows); demo merge "
+                        "writes it, relative to the folder merge runs in");
   // --checkpoint saves the chunk driver's state: experiments without chunks have none to save.
   if (checkpoint || checkpoint_every) {
     std::string bulk;

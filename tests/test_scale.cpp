@@ -186,6 +186,11 @@ TEST(Shards, PerSeedRowsOfMergedPartsAreThoseOfOneRun) {
                                   std::to_string(i) + "/2 --out " + part.string());
     ASSERT_EQ(s.exit_code, 0) << s.err;
     EXPECT_FALSE(fs::exists(rows)) << "a shard writes its rows into its part only";
+    EXPECT_NE(s.err.find("warning: --per-seed " + rows.string() +
+                         ": a shard writes no such file (its part holds the rows); demo merge "
+                         "writes it"),
+              std::string::npos)
+        << s.err;
     dirs += " " + part.string();
   }
   const auto m = test::run_demo("merge" + dirs + " -q");
