@@ -41,6 +41,7 @@ std::vector<Table> run(const RunContext& ctx) {
       t.add_row({step, p.w[0][1][0], f.a[0], tiny::loss_of(f), g[1][0]});
       ++next;
     }
+    if (step == last) break;  // the steps the table spans, no more
     p.w[0][1][0] -= lr * g[1][0];
     const double step_size = p.w[0][1][0] - previous_c;
     growing_slower = growing_slower && step_size > 0 && step_size <= previous_step_size;
@@ -48,8 +49,10 @@ std::vector<Table> run(const RunContext& ctx) {
     previous_c = p.w[0][1][0];
   }
   t.notes = {"at c = 0 sweet's weight on apple is " + fixed(weight_at_zero, 3),
-             std::string("c grows at every step, each step smaller than the last: ") +
-                 (growing_slower ? "yes" : "no") + " (softmax reaches 1 only at infinity)"};
+             last == 0
+                 ? std::string("no step taken (--knob-steps reports step 0 only)")
+                 : std::string("c grows at every step, each step smaller than the last: ") +
+                       (growing_slower ? "yes" : "no") + " (softmax reaches 1 only at infinity)"};
   t.run = {{"lr", lr}};
   return {t};
 }

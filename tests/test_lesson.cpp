@@ -151,6 +151,13 @@ TEST(LessonKnob, GradientDescentOnC) {
   }
   EXPECT_NEAR(std::get<double>(t.rows[1][1]), 1.0 / (2 * std::sqrt(2.0)),
               1e-15);  // 4 * .5 * .25 / sqrt2
+  EXPECT_EQ(t.notes.at(1),
+            "c grows at every step, each step smaller than the last: yes (softmax reaches 1 only "
+            "at infinity)");
+  // Step 0 alone: no step was taken, so nothing is said of the steps.
+  const Table none = run_table("knob", {{"--knob-steps", "0"}});
+  ASSERT_EQ(none.rows.size(), 1u);
+  EXPECT_EQ(none.notes.at(1), "no step taken (--knob-steps reports step 0 only)");
 }
 
 TEST(LessonDkStd, TheLessonsStreamDigitForDigit) {
