@@ -335,7 +335,37 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
         "kernel_seconds": info["kernel_seconds"],
         "kernel_cpu_seconds": info["kernel_cpu_seconds"],
     }
+    _warn_non_finite(arrays, results.get("scores"), causal, mask4, dtype)
     return AttentionResult(results, provenance)
+
+
+def _warn_non_finite(arrays, scores, causal, mask4, dtype):
+    """demo attention's warnings, as RuntimeWarnings: the first input holding a value that is not
+    finite (where), and the visible scores beyond the dtype's range (when scores are returned)."""
+    for name, a in arrays.items():
+        if a.size == 0 or _np.isfinite(a.max()) and _np.isfinite(a.min()):
+            continue  # (max and min: NaN and inf reach them, without an array the size of a)
+        bad = ~_np.isfinite(a)
+        if bad.any():
+            at = _np.unravel_index(int(_np.argmax(bad)), a.shape)
+            _warnings.warn(f"{name} holds {float(a[at])} at {list(map(int, at))} (the first "
+                           f"non-finite input); the outputs that depend on it are non-finite, "
+                           f"masked keys excepted", RuntimeWarning, stacklevel=3)
+            break
+    if scores is None or scores.size == 0 or _np.isfinite(scores.max()) and _np.isfinite(
+            scores.min()):
+        return
+    visible = _np.isinf(scores)
+    n = scores.shape[-1]
+    if causal:
+        visible &= _np.tril(_np.ones((n, n), dtype=bool))
+    if mask4 is not None:
+        visible &= mask4.reshape(visible.shape) != 0
+    count = int(visible.sum())
+    if count:
+        _warnings.warn(f"{count} visible score{'s' if count != 1 else ''} beyond {dtype.name}'s "
+                       f"range (+-inf); tied infinite scores share the weight equally",
+                       RuntimeWarning, stacklevel=3)
 
 
 def _attention_shapes(arrays):

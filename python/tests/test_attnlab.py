@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -116,6 +117,34 @@ def test_attention_refusals():
         with pytest.raises(ValueError) as e:
             attnlab.attention(**args)
         assert str(e.value) == message
+
+
+def test_non_finite_inputs_and_infinite_scores_are_warned_of_as_demo_does(tmp_path):
+    # demo attention's warnings, as RuntimeWarnings: the first non-finite input and where, and
+    # the visible scores beyond the dtype's range; finite inputs say nothing.
+    x, w = np.array([[2.0, 0], [1, 1], [0, 2], [1, 0]]), np.eye(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        attnlab.attention(x, w, w, w, causal=True)
+    x[3, 0] = np.nan
+    with pytest.warns(RuntimeWarning) as caught:
+        r = attnlab.attention(x, w, w, w, causal=True)
+    said = [str(c.message) for c in caught]
+    assert said == ["x holds nan at [3, 0] (the first non-finite input); the outputs that "
+                    "depend on it are non-finite, masked keys excepted"]
+    assert np.isnan(r.out[3]).all() and np.isfinite(r.out[:3]).all()
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    d = demo("attention", "--x", tmp_path / "x.npy", "--w-q", tmp_path / "w.npy", "--w-k",
+             tmp_path / "w.npy", "--w-v", tmp_path / "w.npy", "--causal", "--format", "csv")
+    assert "holds nan at [3, 0] (the first non-finite input)" in d.stderr
+    big = np.full((2, 1), 1e30, dtype=np.float32)
+    with pytest.warns(RuntimeWarning, match=r"^4 visible scores beyond float32's range"):
+        attnlab.attention(big, np.ones((1, 1), np.float32), np.ones((1, 1), np.float32),
+                          np.ones((1, 1), np.float32))
+    with pytest.warns(RuntimeWarning, match=r"^3 visible scores beyond float32's range"):
+        attnlab.attention(big, np.ones((1, 1), np.float32), np.ones((1, 1), np.float32),
+                          np.ones((1, 1), np.float32), causal=True)
 
 
 @pytest.mark.skipif(attnlab._core.built_with_cuda, reason="a CUDA build may have a GPU")
