@@ -34,8 +34,26 @@ bool process_alive(long pid) {
 }  // namespace
 
 void print_error(std::string_view message, std::string_view program) {
-  std::fprintf(stderr, "%.*s: error: %.*s\n", static_cast<int>(program.size()), program.data(),
-               static_cast<int>(message.size()), message.data());
+  // One line whatever the message names (a path or a value may hold a newline): a control
+  // character is shown as '?', as quote_input shows it. Built on the stack and written at once
+  // (one write for a line of up to 4 kB, so that the ranks of a job never interleave theirs).
+  char line[4096];
+  std::size_t n = 0;
+  const auto put = [&](std::string_view text, bool escape) {
+    for (const char c : text) {
+      if (n == sizeof line) {
+        std::fwrite(line, 1, n, stderr);
+        n = 0;
+      }
+      const auto u = static_cast<unsigned char>(c);
+      line[n++] = escape && (u < 0x20 || u == 0x7f) ? '?' : c;
+    }
+  };
+  put(program, true);
+  put(": error: ", false);
+  put(message, true);
+  put("\n", false);
+  std::fwrite(line, 1, n, stderr);
 }
 
 void print_interrupted(int signal, std::string_view program) {

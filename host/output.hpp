@@ -27,7 +27,8 @@
 
 namespace attn {
 
-// "PROGRAM: error: MESSAGE" as one line on stderr, in one write. Allocates nothing, so that an
+// "PROGRAM: error: MESSAGE" as one line on stderr (a control character in MESSAGE, a newline in
+// a path it names, shown as '?'), in one write. Allocates nothing, so that an
 // out-of-memory handler can call it with a literal. program: "demo", or "demo COMMAND".
 void print_error(std::string_view message, std::string_view program = "demo");
 // "PROGRAM: interrupted (SIGINT); no results written" (or SIGTERM) on stderr, the same way; on a

@@ -34,15 +34,16 @@ std::string text(const Cell& c) {
   return "";
 }
 namespace {
-// c inside a gnuplot double-quoted string, as itself: '"' and '\\' escaped, and every control
-// character (a newline would end the string and start a command: a table's text, a file name)
-// as its octal escape, which gnuplot reads back as that character.
+// c inside a gnuplot double-quoted string, as itself: '"' and '\\' escaped, and as its octal
+// escape, which gnuplot reads back as that character, every control character (a newline would
+// end the string and start a command: a table's text, a file name) and '`' (gnuplot runs the
+// text between two backquotes as a shell command, inside double quotes too).
 void append_escaped(std::string& out, char c) {
   const auto u = static_cast<unsigned char>(c);
   if (c == '"' || c == '\\') {
     out += '\\';
     out += c;
-  } else if (u < 0x20 || u == 0x7f) {
+  } else if (u < 0x20 || u == 0x7f || c == '`') {
     const char octal[5] = {'\\', static_cast<char>('0' + (u >> 6)),
                            static_cast<char>('0' + ((u >> 3) & 7)),
                            static_cast<char>('0' + (u & 7)), 0};

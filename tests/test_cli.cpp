@@ -670,6 +670,9 @@ TEST(CliSubcommands, AnOptionItDoesNotTakeIsRefused) {
                        {"demo compare: error: --threads is not an option of compare"});
   test::expect_refused("compare " + a + " " + a + " " + a, 2,
                        {"demo compare: error: unexpected argument"});
+  // A name with a newline in a message stays one line: the control character shown as '?'.
+  test::expect_refused("compare " + a + " '" + d.file("a\nb.json") + "'", 2,
+                       {"SECOND: no such file " + d.file("a?b.json")});
   test::expect_refused(
       "replot " + a + " --out " + d.file("r") + " --no-plots", 2,
       {"demo replot: error: --no-plots is not an option of replot", "(see demo replot --help)"},

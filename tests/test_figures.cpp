@@ -1029,6 +1029,9 @@ TEST(Figures, TextInAScriptIsEscapedNeverRunAsACommand) {
   EXPECT_EQ(plot::quote("x\nsystem 'id' #\t\x7f"), "\"x\\012system 'id' #\\011\\177\"");
   const std::string title = plot::title_lines({"one\rtwo", "three\nsystem 'id'"});
   EXPECT_EQ(title, "\"one\\015two\\nthree\\012system 'id'\"");
+  // gnuplot substitutes a shell command's output for `command` inside double quotes.
+  EXPECT_EQ(plot::quote("a `id` b"), "\"a \\140id\\140 b\"");
+  EXPECT_EQ(plot::title_lines({"`id`"}), "\"\\140id\\140\"");
   for (const std::string& s : {plot::quote("x\ny"), title})
     EXPECT_EQ(s.find('\n'), std::string::npos) << s;
   if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
@@ -1036,7 +1039,7 @@ TEST(Figures, TextInAScriptIsEscapedNeverRunAsACommand) {
   // demo attention's input whose name does, draw their figures and run nothing.
   TempDir dir;
   const std::string marker = dir.file("ran");
-  const std::string evil = "\nsystem 'touch " + marker + "' #";
+  const std::string evil = " `touch " + marker + "`\nsystem 'touch " + marker + "' #";
   const auto r = test::run_demo("--table training-sweep --seeds 0:20 --steps 5 -q --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -1051,7 +1054,8 @@ TEST(Figures, TextInAScriptIsEscapedNeverRunAsACommand) {
                     w = dir.write("w.json", "[[1, 0], [0, 1]]");
   // A file name holds no '/': its command touches a file in demo's folder (this test's).
   const std::string touched = "attn-ran-" + std::to_string(getpid());
-  const std::string named = dir.file("x\nsystem \"touch " + touched + "\" #.json");
+  const std::string named =
+      dir.file("x `touch " + touched + "` \nsystem \"touch " + touched + "\" #.json");
   std::filesystem::copy_file(x, named);
   const auto att = test::run_demo("attention --x '" + named + "' --w-q " + w + " --w-k " + w +
                                   " --w-v " + w + " -q --out " + dir.file("a"));
