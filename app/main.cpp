@@ -8,7 +8,6 @@
 // (a flock on DIR itself), before any work; files are written under temporary names and renamed
 // into place together after stdout was written; any failure or signal before that leaves nothing.
 #include <fcntl.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -41,8 +40,7 @@ using namespace attn;
 namespace fs = std::filesystem;
 
 void setup_logging(const Options& o) {
-  auto logger = spdlog::stderr_color_mt("demo");
-  logger->set_pattern("demo: %^%v%$");
+  auto logger = one_line_stderr_logger("demo", "demo: %^%*%$");
   logger->set_level(o.quiet     ? spdlog::level::warn
                     : o.verbose ? spdlog::level::debug
                                 : spdlog::level::info);

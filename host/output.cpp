@@ -14,6 +14,10 @@
 #include <iostream>
 #include <stdexcept>
 
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include "host/input.hpp"
 #include "host/progress.hpp"
 
@@ -31,7 +35,34 @@ bool process_alive(long pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+// c as one line shows it: a control character as '?'.
+char one_line(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f ? '?' : c;
+}
+
+// spdlog's "%*": the message with one_line's characters.
+class OneLineMessage final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    for (const char c : msg.payload) dest.push_back(one_line(c));
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<OneLineMessage>();
+  }
+};
+
 }  // namespace
+
+std::shared_ptr<spdlog::logger> one_line_stderr_logger(const std::string& name,
+                                                       const std::string& pattern) {
+  auto logger = spdlog::stderr_color_mt(name);
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<OneLineMessage>('*').set_pattern(pattern);
+  logger->set_formatter(std::move(formatter));
+  return logger;
+}
 
 void print_error(std::string_view message, std::string_view program) {
   // One line whatever the message names (a path or a value may hold a newline): a control
@@ -45,8 +76,7 @@ void print_error(std::string_view message, std::string_view program) {
         std::fwrite(line, 1, n, stderr);
         n = 0;
       }
-      const auto u = static_cast<unsigned char>(c);
-      line[n++] = escape && (u < 0x20 || u == 0x7f) ? '?' : c;
+      line[n++] = escape ? one_line(c) : c;
     }
   };
   put(program, true);

@@ -25,6 +25,10 @@
 #include <utility>
 #include <vector>
 
+namespace spdlog {
+class logger;
+}
+
 namespace attn {
 
 // "PROGRAM: error: MESSAGE" as one line on stderr (a control character in MESSAGE, a newline in
@@ -34,6 +38,12 @@ void print_error(std::string_view message, std::string_view program = "demo");
 // "PROGRAM: interrupted (SIGINT); no results written" (or SIGTERM) on stderr, the same way; on a
 // terminal after a newline (ending a progress line).
 void print_interrupted(int signal, std::string_view program = "demo");
+
+// A logger named name on stderr whose lines follow pattern (spdlog's flags), where "%*" is the
+// message on one line: a control character in it (a newline in a path it names) shown as '?',
+// as print_error shows it. Registered under name; throws spdlog::spdlog_ex if one is already.
+std::shared_ptr<spdlog::logger> one_line_stderr_logger(const std::string& name,
+                                                       const std::string& pattern);
 
 // Writes text to stdout and flushes it. Throws std::runtime_error("cannot write to stdout: ...")
 // when any byte could not be written.

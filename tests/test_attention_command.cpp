@@ -489,6 +489,20 @@ TEST(AttentionCommand, MaskedNaNNeverReachesAVisibleOutputAndIsNamed) {
   }
 }
 
+// A warning is one line whatever the file it names: a newline in the name shown as '?', as
+// error lines show it.
+TEST(AttentionCommand, AWarningNamingAFileWithANewlineIsOneLine) {
+  TempDir d;
+  const std::string one = d.write("one.csv", "1\n");
+  const std::string x = d.write("x\nwarning: forged.csv", "1\nnan\n");
+  const auto r = run_demo("attention --x '" + x + "' --w-q " + one + " --w-k " + one +
+                          " --w-v " + one + " --device cpu --no-plots -q --out " + d.file("o"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "demo: warning: --x " + d.file("x?warning: forged.csv") +
+                       " holds nan at [1, 0] (the first non-finite input); the outputs that "
+                       "depend on it are non-finite, masked keys excepted\n");
+}
+
 TEST(AttentionCommand, FloatScoreOverflowGivesWeightOne) {
   TempDir d;
   const std::string x = save<float>(d, "x.npy", {2e19f}, {1, 1});

@@ -56,7 +56,6 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -551,8 +550,7 @@ std::string read_json(const std::string& path) {
 }  // namespace
 
 NB_MODULE(_core, m) {
-  auto logger = spdlog::stderr_color_mt("attnlab");
-  logger->set_pattern("attnlab: %v");
+  auto logger = one_line_stderr_logger("attnlab", "attnlab: %*");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
 
