@@ -228,11 +228,13 @@ Cell cell_of(const nlohmann::json& v) {
 // alone (each table's rows, notes, extra data and run, as --format json writes them), without
 // recomputing anything. Refused with one line before anything is drawn: a file that cannot be
 // read, is not JSON or not a result, a table demo does not know, or no table with figures
-// (status 2: a table without figures beside others is passed over, and named); a destination
+// (status 2: a table without figures beside others is passed over, and named), data a figure
+// cannot read (status 2); a destination
 // that may not be written, as a run's (status 1). gnuplot's failure: 1.
 int run_replot(const std::string& path, const Options& o) {
   std::vector<std::pair<Table, const Experiment*>> todo;
-  std::vector<std::string> without;  // tables that have no figures
+  std::vector<std::string> without;                // tables that have no figures
+  std::vector<std::vector<FigureScript>> scripts;  // todo's figures
   try {
     nlohmann::json j;
     const std::string text = read_regular_file(path);
@@ -289,6 +291,24 @@ int run_replot(const std::string& path, const Options& o) {
       throw std::runtime_error(std::string(without.size() == 1 ? "table " : "tables ") +
                                joined(without, ", ") + (without.size() == 1 ? " has" : " have") +
                                " no figures (nothing to replot)");
+    // The figures' scripts, made before any destination is touched: a table whose data a
+    // figure cannot read (a value of another type, a list cut short) is refused here.
+    for (const auto& [t, e] : todo) {
+      try {
+        scripts.push_back(figure_scripts(t, e->figures));
+      } catch (const nlohmann::json::exception& x) {
+        throw std::runtime_error("table " + t.name + ": its data is not what demo writes (" +
+                                 json_error_text(x) + ")");
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const std::exception& x) {  // a missing column or field, a cell of another type
+        throw std::runtime_error("table " + t.name + ": its data is not what demo writes (" +
+                                 x.what() + ")");
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    print_error(path + ": not a result demo wrote (" + json_error_text(e) + ")", "demo replot");
+    return 2;
   } catch (const std::exception& e) {
     print_error(path + ": " + e.what(), "demo replot");
     return 2;
@@ -310,8 +330,8 @@ int run_replot(const std::string& path, const Options& o) {
     OutputSet figures;  // every figure renamed into place together, or none
     std::size_t written = 0;
     std::vector<std::vector<std::string>> drawn;
-    for (const auto& [t, e] : todo) {
-      drawn.push_back(write_figures(t, e->figures, o.out_dir, o.force));
+    for (const auto& figure : scripts) {
+      drawn.push_back(write_figure_scripts(figure, o.out_dir, o.force));
       written += drawn.back().size();
     }
     if (written == 0) {

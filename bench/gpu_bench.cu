@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <nlohmann/json.hpp>
+#include "host/json.hpp"
 #include <random>
 #include <string>
 #include <vector>

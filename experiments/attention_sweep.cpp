@@ -536,7 +536,8 @@ using plot::title_lines;
 // figure shows them).
 std::string configuration_line(const Table& t) {
   std::set<std::string> varies;  // t.run's keys of the grid's axes that take several values
-  if (t.run.contains("configurations") && t.run["configurations"].is_array()) {
+  if (t.run.contains("configurations") && t.run["configurations"].is_array() &&
+      !t.run["configurations"].empty()) {
     const auto& list = t.run["configurations"];
     for (const auto& [key, value] : list[0].items())
       for (const auto& c : list)
@@ -783,7 +784,7 @@ std::string jsd_histogram_script(const Table& t) {
   if (!t.extra.contains("jsd_histogram")) return "";
   const auto& h = t.extra["jsd_histogram"];
   const auto& counts = h["counts"];
-  const double hi = h["range"][1].get<double>();
+  const double hi = h.at("range").at(1).get<double>();
   double total = 0;
   for (const auto& c : counts) total += c.get<double>();
   if (total == 0) return "";
@@ -840,7 +841,7 @@ std::string scatter_script(const Table& t) {
     }
     lo = std::min(lo, l);
     hi = std::max(hi, l);
-    s << round_trip(l) << " " << round_trip(jsd_values[i].get<double>()) << "\n";
+    s << round_trip(l) << " " << round_trip(jsd_values.at(i).get<double>()) << "\n";
   }
   s << "EOD\n";
   std::string cover = "the first " +
@@ -946,7 +947,9 @@ std::string grid_script(const Table& t) {
   const auto value = [](const nlohmann::json& point, const std::string& key,
                         int at = -1) -> double {
     if (!point.contains(key)) return NAN;
-    const nlohmann::json& v = at < 0 ? point[key] : point[key].is_array() ? point[key][at] : point;
+    const nlohmann::json& v = at < 0                  ? point[key]
+                              : point[key].is_array() ? point[key].at(at)
+                                                      : point;
     return v.is_number() ? v.get<double>() : NAN;
   };
   // Groups: the name without its d_k (when d_k varies), in the grid's order; by_dk: every name

@@ -22,10 +22,10 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+#include "host/json.hpp"
 
 #include "experiments/quantile_sketch.hpp"
 

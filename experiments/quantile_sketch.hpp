@@ -25,10 +25,10 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "host/backend.hpp"
 #include "host/exact_state.hpp"

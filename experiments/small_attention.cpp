@@ -67,15 +67,18 @@ std::string weight_heatmaps_script(const Table& t) {
   using plot::text;
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>> mats;
   std::vector<std::string> cases;  // each panel's case
+  const std::size_t c_case = t.column("case"), c_quantity = t.column("quantity"),
+                    c_values = t.column("values");
   for (const auto& r : t.rows) {
-    const std::string quantity = text(r[1]);
+    const std::string quantity = text(r[c_quantity]);
     if (quantity.rfind("weights", 0) != 0) continue;
-    const std::string label = text(r[0]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
+    const std::string label =
+        text(r[c_case]) + (quantity == "weights" ? "" : ", " + quantity.substr(9));
     if (mats.empty() || mats.back().first != label) {
       mats.push_back({label, {}});
-      cases.push_back(text(r[0]));
+      cases.push_back(text(r[c_case]));
     }
-    mats.back().second.push_back(std::get<std::vector<double>>(r[3]));
+    mats.back().second.push_back(std::get<std::vector<double>>(r[c_values]));
   }
   if (mats.empty()) return "";
   const auto case_text = [&t](const std::string& name) -> std::string {

@@ -20,10 +20,10 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "host/backend.hpp"
 #include "host/exact_state.hpp"

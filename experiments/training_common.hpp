@@ -4,9 +4,9 @@
 #pragma once
 
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "host/backend.hpp"
 #include "host/settings.hpp"

@@ -52,7 +52,7 @@ std::string histogram_script(const Table& t) {
       const auto& counts = h["counts"][name];
       double total = 0;
       for (const auto& c : counts) total += c.get<double>();
-      s << " " << (total > 0 ? counts[b].get<double>() / total : 0.0);
+      s << " " << (total > 0 ? counts.at(b).get<double>() / total : 0.0);
     }
     s << "\n";
   }

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <xtensor/xnpy.hpp>
+#include "host/json.hpp"
 
 #include "host/input.hpp"
 #include "host/parse.hpp"
@@ -553,6 +553,7 @@ Integers load_npy_integers(const std::string& label, const std::string& path,
   Integers a;
   a.shape = h.shape;
   a.data.resize(data.size() / word);
+  if (!is_signed && word == 8) a.u64.reserve(a.data.size());
   StopMeter stops("converting " + label + " " + path, "values", double(1 << 22));
   for (std::size_t i = 0; i < a.data.size(); ++i) {
     if ((i & 0xFFFF) == 0) stops.add(double(std::min<std::size_t>(0x10000, a.data.size() - i)));
@@ -560,6 +561,7 @@ Integers load_npy_integers(const std::string& label, const std::string& path,
     for (std::size_t b = 0; b < word; ++b)
       u |= std::uint64_t(static_cast<unsigned char>(data[i * word + b])) << (8 * b);
     if (is_signed && word < 8 && (u >> (8 * word - 1)) != 0) u |= ~std::uint64_t(0) << (8 * word);
+    if (!is_signed && word == 8) a.u64.push_back(u);
     // uint64 beyond int64's range: kept as the largest int64, out of any caller's range too.
     if (!is_signed && u > std::uint64_t(INT64_MAX)) u = std::uint64_t(INT64_MAX);
     a.data[i] = static_cast<std::int64_t>(u);

@@ -52,6 +52,11 @@ struct Bools {
 struct Integers {
   std::vector<std::size_t> shape;
   std::vector<std::int64_t> data;  // uint64 beyond int64's range reads as INT64_MAX
+  std::vector<std::uint64_t> u64;  // a uint64 file's values as they are (for messages)
+  // Entry i's value as the file holds it, in decimal.
+  std::string text(std::size_t i) const {
+    return u64.empty() ? std::to_string(data[i]) : std::to_string(u64[i]);
+  }
 };
 
 // Reads a .npy of booleans (a mask) or of integers (lengths); LABEL prefixes every error, and

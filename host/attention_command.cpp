@@ -125,7 +125,7 @@ void plan_mask(const AttentionRequest& r, Plan& p, std::size_t budget) {
     for (std::size_t b = 0; b < len.data.size(); ++b)
       if (len.data[b] < 0 || std::size_t(len.data[b]) > n)
         throw BadInput("--lengths " + r.lengths + ": entry " + std::to_string(b) + " is " +
-                       std::to_string(len.data[b]) + ", outside 0 to n = " + std::to_string(n));
+                       len.text(b) + ", outside 0 to n = " + std::to_string(n));
     p.lengths_shape = len.shape;
   }
   // Expanded to (B, H, n, n): the mask's element for each index (stride 0 along an axis of 1).
@@ -157,12 +157,14 @@ void plan_mask(const AttentionRequest& r, Plan& p, std::size_t budget) {
   }
 }
 
-// The first non-finite entry of an input, for the warning.
-bool first_non_finite(const Array& a, std::string& where, double& value) {
+// The first entry of a (C order) for which bad(value) holds: its index ("[i, j]") in where and
+// its value in value; false when there is none.
+template <class Bad>
+bool first_entry(const Array& a, Bad bad, std::string& where, double& value) {
   StopEvery stops(double(1 << 24));
   for (std::size_t i = 0; i < a.data.size(); ++i) {
     stops.add(1);
-    if (std::isfinite(a.data[i])) continue;
+    if (!bad(a.data[i])) continue;
     std::vector<std::size_t> idx(a.shape.size());
     std::size_t r = i;
     for (std::size_t d = a.shape.size(); d-- > 0;) {
@@ -176,6 +178,38 @@ bool first_non_finite(const Array& a, std::string& where, double& value) {
     return true;
   }
   return false;
+}
+
+// The first non-finite entry of an input, for the warning.
+bool first_non_finite(const Array& a, std::string& where, double& value) {
+  return first_entry(
+      a, [](double v) { return !std::isfinite(v); }, where, value);
+}
+
+// Under --dtype f32, a finite input or scale that float32 cannot hold (it would become +-inf, or
+// the scale 0) is refused: the outputs would be NaN or uniform with nothing said.
+void refuse_beyond_float32(const Plan& p, const AttentionRequest& r) {
+  if (!p.f32) return;
+  const std::pair<const char*, std::pair<const Array*, const std::string*>> inputs[] = {
+      {"--x", {&p.x, &r.x}},
+      {"--w-q", {&p.wq, &r.w_q}},
+      {"--w-k", {&p.wk, &r.w_k}},
+      {"--w-v", {&p.wv, &r.w_v}}};
+  for (const auto& [label, a] : inputs) {
+    std::string where;
+    double value;
+    if (!a.first->float32 &&
+        first_entry(
+            *a.first,
+            [](double v) { return std::isfinite(v) && std::isinf(static_cast<float>(v)); }, where,
+            value))
+      throw BadInput(std::string(label) + " " + *a.second + ": " + round_trip(value) + " at " +
+                     where + " is beyond float32's range (--dtype f32; f64 holds it)");
+  }
+  const auto scale = static_cast<float>(p.scale);
+  if (scale == 0 || std::isinf(scale))
+    throw BadInput("--scale " + r.scale + " is " + (scale == 0 ? "0" : "inf") +
+                   " in float32 (--dtype f32; f64 holds it)");
 }
 
 Plan plan_request(const AttentionRequest& r) {
@@ -238,6 +272,7 @@ Plan plan_request(const AttentionRequest& r) {
   p.f32 = r.dtype.empty() ? (p.x.float32 && p.wq.float32 && p.wk.float32 && p.wv.float32)
                           : r.dtype == "f32";
   if (p.scale == 0) p.scale = 1.0 / std::sqrt(double(p.d_k / p.heads));
+  refuse_beyond_float32(p, r);
 
   // Memory: inputs as loaded (double) and converted, outputs, and one head's working set.
   const double word = p.f32 ? 4 : 8, B = double(p.batch), n = double(p.n);

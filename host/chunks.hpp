@@ -34,10 +34,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "host/exact_state.hpp"
 #include "host/options.hpp"

@@ -20,11 +20,11 @@
 #pragma once
 
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 namespace attn {
 

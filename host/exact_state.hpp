@@ -47,10 +47,10 @@
 
 #include <cstdint>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+#include "host/json.hpp"
 
 #include "moments.hpp"
 

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "host/table.hpp"
 

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
+#include "host/json.hpp"
 
 namespace attn {
 

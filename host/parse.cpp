@@ -46,8 +46,12 @@ namespace {
 
 // The whole number text writes exactly, plainly or in exponent form: digits [. digits]
 // [e [+] digits]; "1e9" and "2.5e6" are whole numbers, "1.5" and "1.0000000000000001" are not
-// (no rounding through a double). -1: not such a number; -2: one above 2^53.
-std::int64_t exact_whole(const std::string& text) {
+// (no rounding through a double).
+struct Whole {
+  enum { kNotWhole, kBeyond, kExact } kind = kNotWhole;  // kBeyond: above 2^64 - 1
+  std::uint64_t value = 0;
+};
+Whole exact_whole(const std::string& text) {
   std::size_t i = 0;
   std::string digits;
   int fraction = 0;
@@ -66,31 +70,35 @@ std::int64_t exact_whole(const std::string& text) {
     const std::size_t start = i;
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && i - start < 4)
       exponent = exponent * 10 + (text[i++] - '0');
-    if (i == start) return -1;
+    if (i == start) return {};
   }
-  if (digits.empty() || i != text.size()) return -1;
+  if (digits.empty() || i != text.size()) return {};
   int shift = exponent - fraction;
   while (shift < 0) {  // digits past the decimal point must be zeros
-    if (digits.back() != '0') return -1;
+    if (digits.back() != '0') return {};
     digits.pop_back();
     ++shift;
     if (digits.empty()) digits = "0";
   }
   digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-  if (digits.size() + shift > 16) return -2;
-  digits.append(static_cast<std::size_t>(shift), '0');
-  const std::uint64_t v = std::stoull(digits);
-  return v > (std::uint64_t{1} << 53) ? -2 : static_cast<std::int64_t>(v);
+  if (digits != "0" && digits.size() + static_cast<std::size_t>(shift) > 20)
+    return {Whole::kBeyond};
+  if (digits != "0") digits.append(static_cast<std::size_t>(shift), '0');
+  Whole w{Whole::kExact};
+  const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), w.value);
+  if (r.ec != std::errc()) return {Whole::kBeyond};
+  return w;
 }
 
 }  // namespace
 
 std::uint64_t parse_count(const std::string& option, const std::string& text) {
   const std::string want = "a positive whole number such as 10000 or 1e9";
-  const std::int64_t v = exact_whole(text);
-  if (v == -2) bad(option, text, "at most 2^53 (about 9e15)");
-  if (v < 1) bad(option, text, want);
-  return static_cast<std::uint64_t>(v);
+  const Whole w = exact_whole(text);
+  if (w.kind == Whole::kBeyond || (w.kind == Whole::kExact && w.value > (std::uint64_t{1} << 53)))
+    bad(option, text, "at most 2^53 (about 9e15)");
+  if (w.kind != Whole::kExact || w.value < 1) bad(option, text, want);
+  return w.value;
 }
 
 std::uint64_t parse_u64(const std::string& option, const std::string& text) {
@@ -98,10 +106,10 @@ std::uint64_t parse_u64(const std::string& option, const std::string& text) {
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
   if (!text.empty() && r.ec == std::errc() && r.ptr == end) return v;
-  // As a count is written ("1e6", "1000.0"), up to 2^53; beyond, plain digits.
-  const std::int64_t w = exact_whole(text);
-  if (w < 0) bad(option, text, "a whole number from 0 to 18446744073709551615");
-  return static_cast<std::uint64_t>(w);
+  // As a count is written ("1e6", "1000.0"): the same whole number.
+  const Whole w = exact_whole(text);
+  if (w.kind != Whole::kExact) bad(option, text, "a whole number from 0 to 18446744073709551615");
+  return w.value;
 }
 
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo,
@@ -109,11 +117,15 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
-  // Written plainly, or as --samples takes it ("1e3", "1000.0"): the same whole number.
-  if (text.empty() || r.ec != std::errc() || r.ptr != end) v = exact_whole(text);
   const std::string want =
       "a whole number from " + std::to_string(lo) + " to " + std::to_string(hi);
-  if (v < lo || v > hi || (v < 0 && (r.ec != std::errc() || r.ptr != end))) bad(option, text, want);
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) {
+    // Written as --samples takes it ("1e3", "1000.0"): the same whole number.
+    const Whole w = exact_whole(text);
+    if (w.kind != Whole::kExact || w.value > std::uint64_t(hi) || hi < 0) bad(option, text, want);
+    v = static_cast<std::int64_t>(w.value);
+  }
+  if (v < lo || v > hi) bad(option, text, want);
   return v;
 }
 
@@ -122,7 +134,12 @@ int parse_threads(const std::string& option, const std::string& text) {
   std::int64_t v = 0;
   const char* end = text.data() + text.size();
   const auto r = std::from_chars(text.data(), end, v);
-  if (text.empty() || r.ec != std::errc() || r.ptr != end) v = exact_whole(text);  // "1e0", "2.0"
+  if (text.empty() || r.ec != std::errc() || r.ptr != end) {  // "1e0", "2.0"
+    const Whole w = exact_whole(text);
+    v = w.kind == Whole::kExact && w.value <= std::uint64_t(4 * cores)
+            ? static_cast<std::int64_t>(w.value)
+            : -1;
+  }
   if (v < 1 || v > 4 * cores)
     bad(option, text,
         "a whole number from 1 to " + std::to_string(4 * cores) +

@@ -224,23 +224,33 @@ void write_gnuplot_figure(const std::string& body, const std::string& path, cons
   commit_file(tmp, path, overwrite);
 }
 
-std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
-                                       const std::string& dir, bool overwrite) {
-  std::vector<std::string> written;
+std::vector<FigureScript> figure_scripts(const Table& t, const std::vector<Figure>& figures) {
+  std::vector<FigureScript> scripts;
   for (const Figure& fig : figures) {
-    const std::string body = fig.script(t);
-    if (body.empty()) continue;
+    FigureScript f{fig.stem, fig.script(t), ""};
+    if (!f.body.empty()) f.size = fig.size ? fig.size(t) : fig.wide ? "1500,500" : "800,560";
+    scripts.push_back(std::move(f));
+  }
+  return scripts;
+}
+
+std::vector<std::string> write_figure_scripts(const std::vector<FigureScript>& scripts,
+                                              const std::string& dir, bool overwrite) {
+  std::vector<std::string> written;
+  for (const FigureScript& fig : scripts) {
+    if (fig.body.empty()) continue;
     for (const char* ext : {".png", ".svg"}) {
       const std::string path = dir + "/" + fig.stem + ext;
-      write_gnuplot_figure(body, path,
-                           fig.size   ? fig.size(t)
-                           : fig.wide ? "1500,500"
-                                      : "800,560",
-                           overwrite);
+      write_gnuplot_figure(fig.body, path, fig.size, overwrite);
       written.push_back(path);
     }
   }
   return written;
+}
+
+std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
+                                       const std::string& dir, bool overwrite) {
+  return write_figure_scripts(figure_scripts(t, figures), dir, overwrite);
 }
 
 void retire_undrawn_figures(const std::vector<Figure>& figures, const std::string& dir,

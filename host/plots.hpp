@@ -34,6 +34,16 @@ std::vector<std::string> figure_names(const std::vector<Figure>& figures);
 std::vector<std::string> write_figures(const Table& t, const std::vector<Figure>& figures,
                                        const std::string& dir, bool overwrite);
 
+// write_figures in two steps: the figures' gnuplot scripts and canvases made from t (throws
+// what a figure's script throws on a table it cannot read: a result file edited by hand), then
+// the files drawn from them, as write_figures draws them.
+struct FigureScript {
+  std::string stem, body, size;  // body "": nothing to draw
+};
+std::vector<FigureScript> figure_scripts(const Table& t, const std::vector<Figure>& figures);
+std::vector<std::string> write_figure_scripts(const std::vector<FigureScript>& scripts,
+                                              const std::string& dir, bool overwrite);
+
 // The files of `figures` in dir that this run does not draw (not among `drawn`, write_figures'
 // answer, empty when nothing was drawn) are retired (output.hpp's retire_file): an earlier
 // run's figure never lies beside new data. Throws as retire_file.

@@ -1,8 +1,8 @@
 // provenance.hpp: what every result file says about how it was made.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
+#include "host/json.hpp"
 
 namespace attn {
 

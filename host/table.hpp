@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
+#include "host/json.hpp"
 
 namespace attn {
 

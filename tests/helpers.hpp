@@ -20,11 +20,11 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
+#include "host/json.hpp"
 
 namespace attn::test {
 

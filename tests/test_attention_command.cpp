@@ -495,8 +495,8 @@ TEST(AttentionCommand, AWarningNamingAFileWithANewlineIsOneLine) {
   TempDir d;
   const std::string one = d.write("one.csv", "1\n");
   const std::string x = d.write("x\nwarning: forged.csv", "1\nnan\n");
-  const auto r = run_demo("attention --x '" + x + "' --w-q " + one + " --w-k " + one +
-                          " --w-v " + one + " --device cpu --no-plots -q --out " + d.file("o"));
+  const auto r = run_demo("attention --x '" + x + "' --w-q " + one + " --w-k " + one + " --w-v " +
+                          one + " --device cpu --no-plots -q --out " + d.file("o"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "demo: warning: --x " + d.file("x?warning: forged.csv") +
                        " holds nan at [1, 0] (the first non-finite input); the outputs that "
@@ -621,6 +621,13 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(x, w, w, w, " --format ''"), "--format", "an empty value"},
       {run(x, w, w, w, " --device ''"), "--device", "an empty value"},
       {run(x, w, w, w, " --scale -1"), "--scale", "--scale"},
+      // --dtype f32: a value float32 cannot hold is refused, not made +-inf (NaN outputs).
+      {run(d.write("big39.csv", "1e39,0\n1,1\n0,2\n"), w, w, w, " --dtype f32"), "big39.csv",
+       "1e+39 at [0, 0] is beyond float32's range (--dtype f32; f64 holds it)"},
+      {run(x, w, d.write("wk39.json", "[[1, 0], [0, -1e39]]"), w, " --dtype f32"), "--w-k",
+       "-1e+39 at [1, 1] is beyond float32's range"},
+      {run(x, w, w, w, " --dtype f32 --scale 1e-300"), "--scale 1e-300", "is 0 in float32"},
+      {run(x, w, w, w, " --dtype f32 --scale 1e39"), "--scale 1e39", "is inf in float32"},
       {run(x, w, w, w, " --dtype f16"), "--dtype", "--dtype"},
       {run(x, w, w, w, " --threads 0"), "--threads", "from 1 to " + cores + " "},
       {run(x, w, w, w, " --threads 100000"), "--threads", "from 1 to " + cores + " "},
@@ -636,7 +643,8 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
       {run(x, w, w, w, " --mask " + bige), "--mask", "big-endian float64 is refused"},
       {run(xb, w, w, w, " --lengths " + len_big), "len4.npy", "entry 1 is 4, outside 0 to n = 3"},
       {run(xb, w, w, w, " --lengths " + len_neg), "lenneg.npy", "entry 0 is -1, outside 0 to n"},
-      {run(xb, w, w, w, " --lengths " + len_u64), "lenu8.npy", "outside 0 to n = 3"},
+      {run(xb, w, w, w, " --lengths " + len_u64), "lenu8.npy",
+       "entry 0 is 18446744073709551615, outside 0 to n = 3"},
       {run(xb, w, w, w, " --lengths " + len3), "len3.npy", "shape (3,), expected x's batch"},
       {run(x, w, w, w, " --lengths " + len3), "len3.npy", "expected x's batch shape () or (1,)"},
       {run(xb, w, w, w, " --lengths " + m23), "--lengths", "dtype bool is refused"},

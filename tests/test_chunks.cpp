@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include "host/json.hpp"
 
 #include "helpers.hpp"
 #include "host/chunks.hpp"

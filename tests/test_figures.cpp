@@ -17,9 +17,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "experiments/map_measures.hpp"
@@ -1109,10 +1111,10 @@ TEST(Replot, AllFiguresOrNoneAndOneTableOfEachName) {
                 .exit_code,
             0);
   nlohmann::json j = test::read_json(run + "/attention-sweep.json");
-  // The loss-JSD scatter's data made unreadable: the map and the histogram are drawn before it.
+  // The histogram's range reversed, which gnuplot cannot draw: the map is drawn before it.
   nlohmann::json broken = j;
-  ASSERT_TRUE(broken["tables"][0].contains("scatter"));
-  broken["tables"][0]["scatter"] = "not a scatter";
+  ASSERT_TRUE(broken["tables"][0].contains("jsd_histogram"));
+  broken["tables"][0]["jsd_histogram"]["range"] = {1, 0};
   const std::string out = dir.file("out");
   fs::create_directories(out);
   const auto r =
@@ -1141,6 +1143,43 @@ TEST(Replot, ATableWithoutFiguresBesideOthersIsPassedOver) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(out + "/dk-std.png"));
   EXPECT_NE(r.err.find("knob has no figures"), std::string::npos) << r.err;
+}
+
+// A result edited by hand whose data a figure cannot read (a field removed, a list cut short, a
+// value of another type, a column removed) is refused in one line, exit 2, before any file is
+// drawn: never read past a list's end.
+TEST(Replot, DataAFigureCannotReadIsRefusedBeforeAnyFigure) {
+  TempDir dir;
+  const auto sweep =
+      test::run_demo("--table attention-sweep --seeds 0:20 --steps 5 -q --format json");
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const auto lesson = test::run_demo("--table qkv -q --format json");
+  ASSERT_EQ(lesson.exit_code, 0) << lesson.err;
+  const nlohmann::json s = nlohmann::json::parse(sweep.out), q = nlohmann::json::parse(lesson.out);
+  ASSERT_TRUE(s["tables"][0].contains("scatter") && s["tables"][0].contains("first_loss_row"));
+  using Damage = std::function<void(nlohmann::json&)>;
+  const std::vector<std::tuple<std::string, nlohmann::json, Damage, std::string>> cases = {
+      {"short-scatter", s, [](auto& t) { t["scatter"]["jsd"].erase(0); }, "is out of range"},
+      {"short-range", s, [](auto& t) { t["jsd_histogram"]["range"] = {0}; }, "is out of range"},
+      {"text-in-map", s, [](auto& t) { t["mean_map"][0][0] = "x"; }, "type must be number"},
+      {"text-scatter", s, [](auto& t) { t["scatter"] = "not a scatter"; }, "cannot use"},
+      {"no-first-row", s, [](auto& t) { t.erase("first_loss_row"); },
+       "a JSON field that is not there"},
+      {"no-values", q,
+       [](auto& t) {
+         t["columns"].erase(3);
+         for (auto& r : t["rows"]) r.erase("values");
+       },
+       "has no column values"}};
+  const std::string out = dir.file("out");
+  for (const auto& [name, result, damage, says] : cases) {
+    SCOPED_TRACE(name);
+    nlohmann::json j = result;
+    damage(j["tables"][0]);
+    test::expect_refused("replot " + dir.write(name + ".json", j.dump()) + " --out " + out, 2,
+                         {name + ".json: table ", "its data is not what demo writes", says},
+                         test::Refusal().leaves_no(out));
+  }
 }
 
 TEST(Replot, RefusesBadInputWithOneLine) {

@@ -75,16 +75,22 @@ TEST(ParseU64, WholeRange) {
   EXPECT_EQ(parse_u64("--seed", "0"), 0u);
   EXPECT_EQ(parse_u64("--seed", "42"), 42u);
   EXPECT_EQ(parse_u64("--seed", "18446744073709551615"), UINT64_MAX);
-  // As a count is written, up to 2^53 (--seeds 0:1e6).
+  // As a count is written (--seeds 0:1e6), exactly, over the whole range.
   EXPECT_EQ(parse_u64("--seed", "1e3"), 1000u);
   EXPECT_EQ(parse_u64("--seed", "1.0"), 1u);
   EXPECT_EQ(parse_u64("--seed", "9.007199254740992e15"), 9007199254740992u);
+  EXPECT_EQ(parse_u64("--seed", "1e16"), 10000000000000000u);
+  EXPECT_EQ(parse_u64("--seed", "9007199254740993.0"), 9007199254740993u);  // 2^53 + 1
+  EXPECT_EQ(parse_u64("--seed", "1.8446744073709551615e19"), UINT64_MAX);
+  EXPECT_EQ(parse_u64("--seed", "0e9999"), 0u);
   EXPECT_EQ(parse_seed_set("--seeds", "0:1e6").end, 1000000u);
 }
 
 TEST(ParseU64, RejectsSignsFractionsAndOverflow) {
-  for (const std::string bad : {"-1", "1.5", "", "+1", "abc", " 1", "1 ", "0x10", "1e16",
-                                "18446744073709551616", "99999999999999999999"}) {
+  for (const std::string bad :
+       {"-1", "1.5", "", "+1", "abc", " 1", "1 ", "0x10", "1e20", "18446744073709551616",
+        "99999999999999999999", "1.8446744073709551616e19", "2e19", "1e9999",
+        "1.00000000000000000001e19"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--seed", bad, [&] { parse_u64("--seed", bad); });
   }
@@ -103,6 +109,7 @@ TEST(ParseInt, InclusiveRange) {
   EXPECT_EQ(parse_int("--keys", "1.0", 1, 65536), 1);
   EXPECT_EQ(parse_int("--keys", "1e3", 1, 65536), 1000);
   EXPECT_EQ(parse_int("--keys", "6.5536e4", 1, 65536), 65536);
+  EXPECT_EQ(parse_int("--x", "1e18", 0, INT64_MAX), 1000000000000000000);
 }
 
 TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
@@ -110,6 +117,10 @@ TEST(ParseInt, RejectsOutOfRangeAndNonIntegers) {
                                 "9223372036854775808", "0.5e1x"}) {
     SCOPED_TRACE("'" + bad + "'");
     expect_rejected("--keys", bad, [&] { parse_int("--keys", bad, 1, 65536); });
+  }
+  for (const std::string bad : {"9.223372036854775808e18", "1e19", "2e19"}) {
+    SCOPED_TRACE("'" + bad + "'");
+    expect_rejected("--x", bad, [&] { parse_int("--x", bad, 0, INT64_MAX); });
   }
   // The message says the allowed range.
   const std::string msg = error_of([] { parse_int("--keys", "0", 1, 65536); });

@@ -57,6 +57,12 @@ BAD_ATTENTION = [
     (dict(scale=True), "scale: expected a finite number > 0 and <= 1e+300, got 'True'"),
     (dict(scale=float("nan")), "scale: expected a finite number > 0 and <= 1e+300, got 'nan'"),
     (dict(scale=10**400), "scale: expected a finite number > 0 and <= 1e+300"),
+    # float32 inputs compute in float32: a scale it cannot hold is refused, not rounded to 0 or inf.
+    (dict(x=X.astype(np.float32), w_q=W.astype(np.float32), w_k=W.astype(np.float32),
+          w_v=W.astype(np.float32), scale=1e-300),
+     "scale: 1e-300 is 0 in float32 (every input is float32; float64 inputs hold it)"),
+    (dict(x=X.astype(np.float32), w_q=W.astype(np.float32), w_k=W.astype(np.float32),
+          w_v=W.astype(np.float32), scale=1e39), "scale: 1e+39 is inf in float32"),
     (dict(device=5), "device: expected one of auto, cpu, cuda, got '5'"),
     (dict(threads=2.5), "threads: expected a whole number from 1 to"),
     (dict(threads="2"), "threads: expected a whole number (an int), got the text '2'"),
