@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include "host/json.hpp"
 #include <random>
 #include <string>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "cuda_device.hpp"
 #include "device_buffer.hpp"
 #include "gpu_cases.hpp"
+#include "host/json.hpp"
 #include "kernels/dk_std.hpp"
 #include "saturation.hpp"
 #include "tiny_model.hpp"

@@ -25,9 +25,9 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include "host/json.hpp"
 
 #include "experiments/quantile_sketch.hpp"
+#include "host/json.hpp"
 
 namespace attn {
 

@@ -28,10 +28,10 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include "host/json.hpp"
 
 #include "host/backend.hpp"
 #include "host/exact_state.hpp"
+#include "host/json.hpp"
 #include "moments.hpp"
 
 namespace attn {

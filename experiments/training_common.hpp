@@ -6,9 +6,9 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include "host/json.hpp"
 
 #include "host/backend.hpp"
+#include "host/json.hpp"
 #include "host/settings.hpp"
 #include "tiny_model.hpp"
 

@@ -4,16 +4,18 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <xtensor/xnpy.hpp>
-#include "host/json.hpp"
 
 #include "host/input.hpp"
+#include "host/json.hpp"
 #include "host/parse.hpp"
 #include "host/progress.hpp"
 
@@ -55,6 +57,20 @@ std::string dtype_name(const std::string& descr) {
   return "'" + quote_input(descr) + "'";
 }
 
+// descr with numpy's byte-order marks read as numpy reads them on this (little-endian) machine:
+// '=' is the machine's order and '|' "not applicable", so both are '<' on a type of several
+// bytes ('=f8', '|f8': float64); a one-byte type takes '|' whatever its mark ('<u1': uint8).
+std::string native_order(std::string descr) {
+  static_assert(std::endian::native == std::endian::little, "demo reads .npy data in place");
+  if (descr.size() < 3 || std::string_view("<>=|").find(descr[0]) == std::string_view::npos)
+    return descr;
+  if (descr.substr(2) == "1")
+    descr[0] = '|';
+  else if (descr[0] == '=' || descr[0] == '|')
+    descr[0] = '<';
+  return descr;
+}
+
 // The parts of a .npy file's header, checked: magic, version, header length, the header's
 // dtype, order and shape.
 struct NpyHeader {
@@ -89,7 +105,7 @@ class NpyDictReader {
         once(descr, key);
         if (peek() == '[')
           fail("dtype " + quote_input(rest(), 40) + " is a structured dtype (refused)");
-        h_.descr = string_literal("descr's value");
+        h_.descr = native_order(string_literal("descr's value"));
       } else if (key == "fortran_order") {
         once(order, key);
         h_.fortran = boolean();

@@ -37,9 +37,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-#include "host/json.hpp"
 
 #include "host/exact_state.hpp"
+#include "host/json.hpp"
 #include "host/options.hpp"
 
 namespace attn {

@@ -24,6 +24,7 @@
 #include <set>
 #include <string>
 #include <vector>
+
 #include "host/json.hpp"
 
 namespace attn {

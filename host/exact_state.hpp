@@ -50,8 +50,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
-#include "host/json.hpp"
 
+#include "host/json.hpp"
 #include "moments.hpp"
 
 namespace attn {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "host/json.hpp"
 
+#include "host/json.hpp"
 #include "host/table.hpp"
 
 namespace attn {

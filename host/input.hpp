@@ -15,6 +15,7 @@
 #include <exception>
 #include <limits>
 #include <string>
+
 #include "host/json.hpp"
 
 namespace attn {

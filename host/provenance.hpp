@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+
 #include "host/json.hpp"
 
 namespace attn {

@@ -24,6 +24,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
 #include "host/json.hpp"
 
 namespace attn::test {

@@ -316,6 +316,27 @@ void expect_same_files(const std::string& a, const std::string& b) {
         << name;
 }
 
+// numpy's byte-order marks as numpy reads them on a little-endian machine: '=' (native) and '|'
+// on float64 are '<f8'; a one-byte type takes any mark ('<u1' lengths).
+TEST(AttentionCommand, NumpyByteOrderMarksAreReadAsNumpyReadsThem) {
+  TempDir d;
+  const std::vector<double> values = {2, 0, 1, 1, 0, 2};
+  const std::string data(reinterpret_cast<const char*>(values.data()), 8 * values.size());
+  const std::string w = save<double>(d, "w.npy", {1, 0, 0, 1}, {2, 2});
+  const std::string lengths = int_npy(d, "len.npy", {2}, "<u1", "()");
+  for (const std::string mark : {"<", "=", "|"}) {
+    const std::string x =
+        raw_npy(d, "x" + std::to_string(mark[0]) + ".npy",
+                "{'descr': '" + mark + "f8', 'fortran_order': False, 'shape': (3, 2), }", data);
+    const auto r = run_demo("attention --x " + x + " --w-q " + w + " --w-k " + w + " --w-v " + w +
+                            " --lengths " + lengths + " --device cpu --no-plots -q --out " +
+                            d.file("o" + std::to_string(mark[0])));
+    ASSERT_EQ(r.exit_code, 0) << mark << ": " << r.err;
+  }
+  expect_same_files(d.file("o" + std::to_string('<')), d.file("o" + std::to_string('=')));
+  expect_same_files(d.file("o" + std::to_string('<')), d.file("o" + std::to_string('|')));
+}
+
 // The figure's title names the input, the sizes, heads, scale, mask and dtype; with more heads
 // than the 8 panels drawn, which heads are drawn.
 TEST(AttentionCommand, FigureTitleNamesTheConfiguration) {

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string>
 #include <vector>
-#include "host/json.hpp"
 
 #include "helpers.hpp"
 #include "host/chunks.hpp"
+#include "host/json.hpp"
 
 namespace attn {
 namespace {
