@@ -154,6 +154,10 @@ void refuse_unusable_name(const std::string& option, const std::string& path) {
     throw std::runtime_error(option + " " + quote_input(path) +
                              ": the path holds a control character (a newline, a tab, ...); "
                              "choose a name without one");
+  // "--out --force" gives --out the value "--force": an option mistaken for a name.
+  if (!path.empty() && path[0] == '-')
+    throw std::runtime_error(option + " " + path + ": a name that starts with '-' (an option " +
+                             option + " took as its value?); for such a name write ./" + path);
 }
 
 void refuse_existing(const std::string& path, bool overwrite) {

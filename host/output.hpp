@@ -55,7 +55,8 @@ void flush_stdout();
 bool is_valid_utf8(const std::string& text);
 // Throws std::runtime_error naming option unless path is a name demo can record and report:
 // valid UTF-8 (result files record it in JSON) without control characters (a newline would split
-// the one-line messages that name it).
+// the one-line messages that name it), not starting with '-' ("--out --force" would otherwise
+// write into a folder named --force).
 void refuse_unusable_name(const std::string& option, const std::string& path);
 
 // Throws std::runtime_error, before any work, unless path can be written: nothing is there, or

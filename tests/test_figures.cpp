@@ -1079,6 +1079,19 @@ TEST(Figures, AnOutputNameWithAControlCharacterIsRefused) {
   test::expect_refused(args + " --out " + tab, 1, {"--out", "holds a control character"});
   test::expect_refused(args + " --per-seed " + bad, 1, {"--per-seed", "control character"});
   test::expect_refused(args + " --checkpoint " + bad, 1, {"--checkpoint", "control character"});
+  // An option taken as the name: refused, no folder or file named after it.
+  test::expect_refused(args + " --out --force", 1,
+                       {"--out --force: a name that starts with '-'", "write ./--force"},
+                       test::Refusal().leaves_no("--force"));
+  test::expect_refused(args + " --per-seed -q", 1, {"--per-seed -q: a name that starts with '-'"},
+                       test::Refusal().leaves_no("-q"));
+  test::expect_refused(args + " --checkpoint -v", 1, {"--checkpoint -v"},
+                       test::Refusal().leaves_no("-v"));
+  TempDir att;
+  const std::string x = att.write("x.json", "[[1, 0], [0, 1]]");
+  test::expect_refused(
+      "attention --x " + x + " --w-q " + x + " --w-k " + x + " --w-v " + x + " --out -q", 1,
+      {"--out -q: a name that starts with '-'"}, test::Refusal().leaves_no("-q"));
 }
 
 // A run whose every seed diverges (no finite value to draw) still writes its table and its
