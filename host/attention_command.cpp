@@ -779,8 +779,8 @@ void add_attention_command(CLI::App& app, AttentionRequest& r) {
       ->type_name("DIR");
   sub->add_flag("--force", r.force, "Replace existing files under --out");
   sub->add_flag("--no-plots", r.no_plots, "With --out: no figure");
-  sub->add_flag("--quiet,-q", r.quiet, "No notices on stderr");
-  sub->add_flag("--verbose,-v", r.verbose, "More log lines on stderr");
+  sub->add_flag("--quiet,-q", r.quiet, "No notices on stderr")
+      ->excludes(sub->add_flag("--verbose,-v", r.verbose, "More log lines on stderr"));
   // An empty value is refused by every option alike (else --scale '' would mean the default).
   const CLI::Validator non_empty(
       [](const std::string& v) {

@@ -391,8 +391,8 @@ void add_run_options(CLI::App& app, CheckedOptions& checked, Options& o, bool& n
       .add(&app, "--gpu", "GPU to use, by CUDA ordinal (default: the first usable one)", o.gpu,
            [](Text name, Text text) { return static_cast<int>(parse_int(name, text, 0, 1023)); })
       ->type_name("N");
-  app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr");
-  app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr");
+  app.add_flag("--quiet,-q", o.quiet, "No progress and no notices on stderr")
+      ->excludes(app.add_flag("--verbose,-v", o.verbose, "More log lines on stderr"));
   checked
       .add(&app, "--out", "Also write NAME.csv, NAME.json and figures into DIR", o.out_dir,
            read_out_dir)

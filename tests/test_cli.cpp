@@ -690,6 +690,10 @@ TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
                        {"--d-k is given 3 times; give it once"});
   test::expect_refused("attention" + kAttentionInputs + " --x x.json", 2,
                        {"--x is given 2 times; give it once"});
+  // -q and -v ask for opposite things.
+  test::expect_refused("--table rnn-decay -q -v", 2, {"demo: error: --quiet excludes --verbose"});
+  test::expect_refused("attention" + kAttentionInputs + " -v", 2,
+                       {"demo attention: error: --quiet excludes --verbose"});
 }
 
 // A whole-number option takes the forms a count does ("1e3", "1000.0"), in its own range.
