@@ -52,11 +52,6 @@ struct OutputPlan {
   std::vector<std::unique_ptr<DirLock>> locks;
 };
 
-void note_stale(const std::vector<std::string>& removed) {
-  for (const auto& f : removed)
-    spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
-}
-
 // Every file this run would write: refused up front when it exists (unless --force, and then
 // only regular files), when two outputs name the same file, or when a folder cannot be
 // written; each folder is locked against a second run. Fills plan. The --out folder is made
@@ -67,7 +62,7 @@ void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_o
   std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
   if (!o.out_dir.empty()) {
     plan.locks.push_back(lock_out_dir("--out", o.out_dir, created_out_dir));
-    note_stale(remove_stale_temporaries(o.out_dir));
+    note_removed_temporaries(remove_stale_temporaries(o.out_dir));
   }
   // The experiments' output files (param::output_file flags the user gave).
   for (const std::string& name : o.experiments)
@@ -107,7 +102,7 @@ void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_o
     bool locked = !o.out_dir.empty() && fs::equivalent(dir, o.out_dir, ec);
     for (const auto& lock : plan.locks) locked = locked || fs::equivalent(dir, lock->dir(), ec);
     if (!locked) plan.locks.push_back(std::make_unique<DirLock>(dir));
-    note_stale(remove_stale_temporaries(dir, name));
+    note_removed_temporaries(remove_stale_temporaries(dir, name));
   }
   // The chunk driver's files: a shard's parts and the checkpoint (prepare_chunks checks where
   // they go; an existing checkpoint is the run's input, so it is not refused as existing).

@@ -632,8 +632,7 @@ int run_typed(const AttentionRequest& r, const Plan& p, const std::string& comma
   if (!r.out_dir.empty()) {
     lock = lock_out_dir("--out", r.out_dir, cleanup.created);
     // A killed run's temporaries go first, whether or not this run is refused below.
-    for (const auto& f : remove_stale_temporaries(r.out_dir))
-      spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
+    note_removed_temporaries(remove_stale_temporaries(r.out_dir));
     std::vector<std::string> files;
     for (const char* name : kOutputs) files.push_back(r.out_dir + "/" + name + ".npy");
     files.push_back(r.out_dir + "/attention.json");

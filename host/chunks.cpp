@@ -381,9 +381,8 @@ void prepare_chunks(const Options& o) {
   }
   // A save a killed run left half-made (its temporary, its PID gone) goes, as --out's do.
   const std::filesystem::path at(o.checkpoint);
-  for (const auto& f : remove_stale_temporaries(
-           at.parent_path().empty() ? "." : at.parent_path().string(), at.filename().string()))
-    spdlog::warn("removed {}: a temporary file left by an earlier run that was killed", f);
+  note_removed_temporaries(remove_stale_temporaries(
+      at.parent_path().empty() ? "." : at.parent_path().string(), at.filename().string()));
   struct stat st {};
   if (lstat(o.checkpoint.c_str(), &st) != 0) return;  // none yet: the first save makes it
   json j = read_json_file(o.checkpoint, "--checkpoint", /*follow_links=*/false);

@@ -142,6 +142,15 @@ bool is_valid_utf8(const std::string& s) {
   return true;
 }
 
+void note_removed_temporaries(const std::vector<std::string>& removed) {
+  if (removed.empty()) return;
+  if (removed.size() == 1)
+    spdlog::info("removed {}: a temporary file left by an earlier run that was killed", removed[0]);
+  else
+    spdlog::info("removed {} temporary files left by an earlier run that was killed ({}, ...)",
+                 removed.size(), removed[0]);
+}
+
 void refuse_unusable_name(const std::string& option, const std::string& path) {
   if (!is_valid_utf8(path))
     throw std::runtime_error(option +

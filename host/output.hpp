@@ -176,5 +176,8 @@ std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::stri
 // only is non-empty, exactly the temporaries of the file named only. Returns the paths removed.
 std::vector<std::string> remove_stale_temporaries(const std::string& dir,
                                                   const std::string& only = "");
+// The notice of what remove_stale_temporaries removed: one line (the count and the first name),
+// none when nothing was.
+void note_removed_temporaries(const std::vector<std::string>& removed);
 
 }  // namespace attn

@@ -778,6 +778,19 @@ TEST(AttentionCommand, FullStdoutLeavesNoOutFolderAndNoFiles) {
   for (const char* f :
        {"q.npy", "k.npy", "v.npy", "scores.npy", "weights.npy", "out.npy", "attention.json"})
     EXPECT_TRUE(std::filesystem::exists(there + "/" + f)) << f;
+  // Several: one line, a notice (-q silences it).
+  for (const char* f : {"q.npy", "k.npy", "v.npy"})
+    test::write_file(there + "/" + f + ".tmp-" + std::to_string(test::dead_pid()), "half");
+  const auto many = run_demo(args + " --out '" + there + "' --no-plots --force");
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_NE(many.err.find("removed 3 temporary files left by an earlier run that was killed"),
+            std::string::npos)
+      << many.err;
+  EXPECT_EQ(many.err.find("removed " + there + "/k.npy"), std::string::npos) << many.err;
+  test::write_file(there + "/out.npy.tmp-" + std::to_string(test::dead_pid()), "half");
+  const auto quiet = run_demo(args + " --out '" + there + "' --no-plots --force -q");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("removed"), std::string::npos) << quiet.err;
 }
 
 }  // namespace
