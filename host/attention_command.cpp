@@ -806,6 +806,11 @@ int run_attention_command(const AttentionRequest& r, const std::string& command_
   if (r.verbose) spdlog::set_level(spdlog::level::debug);
   try {
     const Plan p = plan_request(r);
+    // Flags that write nothing without --out, said as a run's are (cli.cpp's notices).
+    if (r.out_dir.empty()) {
+      if (r.no_plots) spdlog::warn("warning: --no-plots has no effect without --out");
+      if (r.force) spdlog::warn("warning: --force has no effect without --out");
+    }
     return p.f32 ? run_typed<float>(r, p, command_line) : run_typed<double>(r, p, command_line);
   } catch (const BadInput& e) {
     print_error(e.what(), "demo attention");

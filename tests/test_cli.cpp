@@ -696,6 +696,19 @@ TEST(CliRefuses, AnOptionGivenTwiceIsNamedWithItsCount) {
                        {"demo attention: error: --quiet excludes --verbose"});
 }
 
+// demo attention says of its flags that write nothing without --out what a run says of them.
+TEST(CliWarnings, AttentionFlagsWithoutOutAreNamed) {
+  // demo attention says the same of its flags that write nothing without --out.
+  const auto attention = test::run_demo("attention" + kAttentionInputs + " --force --no-plots");
+  EXPECT_EQ(attention.exit_code, 0) << attention.err;
+  EXPECT_NE(attention.err.find("demo: warning: --no-plots has no effect without --out"),
+            std::string::npos)
+      << attention.err;
+  EXPECT_NE(attention.err.find("demo: warning: --force has no effect without --out"),
+            std::string::npos)
+      << attention.err;
+}
+
 // A whole-number option takes the forms a count does ("1e3", "1000.0"), in its own range.
 TEST(CliParse, WholeNumbersInExponentFormAreTheirValue) {
   const auto steps = [](const std::string& text) {
