@@ -345,6 +345,12 @@ Shape check_shape(const RunContext& ctx, const Config& cfg) {
       if (s.test_inputs > 0)
         refuse("--test-inputs " + std::to_string(s.test_inputs) + " with --task " + task +
                " and no --vocab: a held-out input would be X = I_n, the training input");
+    } else if (s.vocab == 1 && (s.inputs > 1 || s.test_inputs > 0)) {
+      refuse("--vocab 1 with --task " + task + " and " +
+             (s.inputs > 1 ? "--inputs " + std::to_string(s.inputs)
+                           : "--test-inputs " + std::to_string(s.test_inputs)) +
+             ": every input would be one sequence (token 0 at every position); give --vocab 2 "
+             "or more");
     } else if (s.d_model != s.vocab + s.n) {
       refuse("--task " + task + " --vocab " + std::to_string(s.vocab) +
              ": --d-model must be the vocabulary plus the positions, " +
