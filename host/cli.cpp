@@ -549,10 +549,22 @@ void record_command_line(int argc, char** argv, Options& o) {
 // required but received 2") said as the user did it.
 std::string parse_error_text(const CLI::ParseError& e) {
   static const std::regex twice(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  static const std::regex empty(R"(^(\S+): 1 required \S+ missing$)");  // --samples=
+  static const std::regex extras(R"(^The following arguments? (?:was|were) not expected: (.*)$)");
   std::smatch m;
   const std::string what = e.what();
   if (std::regex_match(what, m, twice))
     return m[1].str() + " is given " + m[2].str() + " times; give it once";
+  if (std::regex_match(what, m, empty)) return m[1].str() + ": an empty value";
+  if (std::regex_match(what, m, extras)) {
+    // CLI11 lists the words it did not take last first.
+    std::vector<std::string> words = split_list(m[1].str(), ' ');
+    std::reverse(words.begin(), words.end());
+    if (words.size() == 1 && words[0].size() > 1 && words[0][0] == '-')
+      return words[0] + " is not an option";
+    return std::string(words.size() == 1 ? "unexpected argument " : "unexpected arguments ") +
+           joined(words, " ");
+  }
   return what;
 }
 
@@ -642,10 +654,14 @@ Cli parse_command_line(int argc, char** given_argv, const std::vector<Experiment
                     "demo merge");
     return refuse(refusal, "demo " + sub->get_name());
   }
+  // A value refused: under the subcommand's name when it is one's (compare --tolerance -1).
+  if (!checked.refusal.empty()) {
+    const auto subs = app.get_subcommands();
+    return refuse(checked.refusal, subs.empty() ? "demo" : "demo " + subs.front()->get_name());
+  }
   if (*cmp)
     if (const std::string refusal = compare_files_refusal(cli.compare); !refusal.empty())
       return refuse(refusal + " (see demo compare --help)", "demo compare");
-  if (!checked.refusal.empty()) return refuse(checked.refusal);
   if (const std::string refusal = unread_flag_refusal(all, o); !refusal.empty())
     return refuse(refusal);
   if (*replot && o.out_dir.empty()) return refuse("--out DIR is required", "demo replot");

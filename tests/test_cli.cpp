@@ -740,9 +740,16 @@ TEST(CliRefuses, ASubcommandsParseErrorNamesItAndItsHelp) {
   test::expect_refused("compare", 2,
                        {"demo compare: error: FIRST is required", "(see demo compare --help)"});
   test::expect_refused("merge", 2, {"demo merge: error: PARTS is required"});
-  test::expect_refused(
-      "--table dk-std --bogus", 2,
-      {"error: The following argument was not expected: --bogus", "(see demo --help)"});
+  test::expect_refused("--table dk-std --bogus", 2,
+                       {"demo: error: --bogus is not an option (see demo --help)"});
+  test::expect_refused("foo", 2, {"demo: error: unexpected argument foo (see demo --help)"});
+  test::expect_refused("--table dk-std -- --out x", 2,
+                       {"demo: error: unexpected arguments -- --out x (see demo --help)"});
+  test::expect_refused("--table dk-std --samples=", 2, {"demo: error: --samples: an empty value"});
+  test::expect_refused("attention --x=", 2, {"demo attention: error: --x: an empty value"});
+  // A subcommand's value refused under its name, before its files are looked at.
+  test::expect_refused("compare a.json b.json --tolerance -1", 2,
+                       {"demo compare: error: --tolerance"});
 }
 
 // An experiment flag's value is checked where no chosen experiment reads it too (each flag by its
