@@ -19,6 +19,7 @@
 #include <memory>
 #include <new>
 #include <thread>
+#include <tuple>
 
 #include "experiments/registry.hpp"
 #include "host/backend.hpp"
@@ -58,8 +59,9 @@ struct OutputPlan {
 // first (created_out_dir: by this run, set before any later refusal), so that another output
 // may name a file in it.
 void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_out_dir) {
-  std::vector<std::pair<std::string, std::string>> files;      // (path, which option)
-  std::vector<std::pair<std::string, std::string>> file_dirs;  // (folder, file name) of each
+  std::vector<std::pair<std::string, std::string>> files;  // (path, which option)
+  // (folder, file name, option) of each output file
+  std::vector<std::tuple<std::string, std::string, std::string>> file_dirs;
   if (!o.out_dir.empty()) {
     plan.locks.push_back(lock_out_dir("--out", o.out_dir, created_out_dir));
     note_removed_temporaries(remove_stale_temporaries(o.out_dir));
@@ -85,7 +87,7 @@ void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_o
       if (!fs::is_directory(dir))
         throw std::runtime_error(param.flag + " " + path + ": no folder " + dir);
       files.push_back({path, param.flag});
-      file_dirs.push_back({dir, p.filename().string()});
+      file_dirs.push_back({dir, p.filename().string(), param.flag});
     }
   if (!o.out_dir.empty()) {
     for (const std::string& name : o.experiments) {
@@ -97,11 +99,11 @@ void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_o
         files.push_back({o.out_dir + "/" + f, "--out"});
     }
   }
-  for (const auto& [dir, name] : file_dirs) {
+  for (const auto& [dir, name, flag] : file_dirs) {
     std::error_code ec;
     bool locked = !o.out_dir.empty() && fs::equivalent(dir, o.out_dir, ec);
     for (const auto& lock : plan.locks) locked = locked || fs::equivalent(dir, lock->dir(), ec);
-    if (!locked) plan.locks.push_back(std::make_unique<DirLock>(dir));
+    if (!locked) plan.locks.push_back(std::make_unique<DirLock>(dir, flag + "'s folder " + dir));
     note_removed_temporaries(remove_stale_temporaries(dir, name));
   }
   // The chunk driver's files: a shard's parts and the checkpoint (prepare_chunks checks where
@@ -122,7 +124,11 @@ void check_outputs(const Options& o, OutputPlan& plan, CreatedFolders& created_o
         throw std::runtime_error(option + " and " + other_option + " both write " + path +
                                  "; give them different names");
     seen.push_back({canonical, option});
-    if (i < results) refuse_existing(path, o.force);
+    if (i < results) try {
+        refuse_existing(path, o.force);
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(option + " " + e.what());  // "--per-seed runs.csv exists; ..."
+      }
   }
   if (!o.out_dir.empty() && o.plots && !gnuplot_available())
     spdlog::warn("warning: gnuplot not found: no figures (apt-get install gnuplot-nox)");

@@ -283,17 +283,18 @@ void OutputSet::commit_all() {
   retired_.clear();
 }
 
-DirLock::DirLock(const std::string& dir) : dir_(dir) {
+DirLock::DirLock(const std::string& dir, const std::string& what) : dir_(dir) {
+  const std::string named = what.empty() ? dir : what;
   // The lock is on the folder itself (flock on its descriptor): no lock file exists, so a run
   // killed at any moment, SIGKILL included, leaves nothing behind, and the kernel releases the
   // lock with the process.
   fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd_ < 0) throw errno_error(dir + ": cannot open it", errno);
+  if (fd_ < 0) throw errno_error(named + ": cannot open it", errno);
   if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int e = errno;
     close(fd_);
     fd_ = -1;
-    if (e != EWOULDBLOCK) throw errno_error(dir + ": cannot lock it", e);
+    if (e != EWOULDBLOCK) throw errno_error(named + ": cannot lock it", e);
     throw std::runtime_error("another demo run is writing into " + dir +
                              "; wait for it to finish or choose another folder");
   }
@@ -305,7 +306,7 @@ DirLock::DirLock(const std::string& dir) : dir_(dir) {
     const int e = errno;
     close(fd_);
     fd_ = -1;
-    throw errno_error(dir + ": cannot write there", e);
+    throw errno_error(named + ": cannot write there", e);
   }
   close(p);
   unlink(probe.c_str());
@@ -343,7 +344,7 @@ std::unique_ptr<DirLock> lock_out_dir(const std::string& option, const std::stri
   created.made.assign(missing.rbegin(), missing.rend());
   try {
     if (!fs::is_directory(dir)) throw std::runtime_error(option + " " + dir + ": not a folder");
-    return std::make_unique<DirLock>(dir);
+    return std::make_unique<DirLock>(dir, option + " " + dir);
   } catch (...) {
     created.remove_if_empty();  // empty: nothing was written there
     created.made.clear();

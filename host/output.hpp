@@ -140,10 +140,11 @@ class OutputSet {
 // by the kernel when the process ends, however it ends: no lock file is ever left behind.
 // Throws std::runtime_error when another process holds it ("another demo run is writing into
 // DIR") or when no file can be made in DIR (read-only file system, /proc, no permission): both
-// before any work.
+// before any work. what names the folder in those messages ("--out results", "--per-seed's
+// folder results"); "": the folder's path alone.
 class DirLock {
  public:
-  explicit DirLock(const std::string& dir);
+  explicit DirLock(const std::string& dir, const std::string& what = "");
   ~DirLock();
   DirLock(const DirLock&) = delete;
   DirLock& operator=(const DirLock&) = delete;
