@@ -395,7 +395,8 @@ int main_checked(int argc, char** argv) {
   const bool speaks = !cluster::launched_as_several() || cluster::launched_rank() == 0;
   const bool stdout_open = standard_descriptors_ok();
   Cli cli = parse_command_line(argc, argv, experiments(), speaks);  // opens no file
-  if (!stdout_open && cli.action != Cli::Action::done) {
+  // replot alone writes nothing to stdout (its note goes to stderr).
+  if (!stdout_open && cli.action != Cli::Action::done && cli.action != Cli::Action::replot) {
     if (!speaks) return 0;
     print_error("stdout is closed; results go to stdout");
     return cli.action == Cli::Action::compare ? 2 : 1;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <string_view>
 #include <xtensor/xnpy.hpp>
 
+#include "host/format.hpp"
 #include "host/input.hpp"
 #include "host/json.hpp"
 #include "host/parse.hpp"
@@ -55,6 +57,13 @@ std::string dtype_name(const std::string& descr) {
   for (const auto& [c, name] : names)
     if (code == c) return name;
   return "'" + quote_input(descr) + "'";
+}
+
+// path's extension in lower case (".NPY" is ".npy", as --per-seed's are read in any case).
+std::string extension_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
 }
 
 // descr with numpy's byte-order marks read as numpy reads them on this (little-endian) machine:
@@ -337,7 +346,7 @@ std::string fortran_to_c(const std::string& label, const std::string& path, cons
 std::string small_npy_data(const std::string& label, const std::string& path, std::size_t max_bytes,
                            const std::string& what, NpyHeader& h,
                            std::size_t (*word_of)(const std::string&), const std::string& refusal) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+  const std::string ext = extension_of(path);
   if (ext != ".npy")
     fail(label, path, "unknown extension '" + ext + "' (expected a .npy file of " + what + ")");
   const std::string bytes = read_file(label, path, max_bytes);
@@ -476,9 +485,9 @@ void json_walk(const std::string& label, const std::string& path, const nlohmann
     fail(label, path,
          "not a rectangular array: " + (where.empty() ? std::string("the top level") : where) +
              " has " +
-             (v.is_array() ? std::to_string(v.size()) + " entries"
+             (v.is_array() ? human_count(v.size(), "entry", "entries")
                            : std::string("a ") + v.type_name()) +
-             ", expected " + std::to_string(a.shape[depth]) + " entries");
+             ", expected " + human_count(a.shape[depth], "entry", "entries"));
   for (std::size_t i = 0; i < v.size(); ++i)
     json_walk(label, path, v[i], depth + 1, where + "[" + std::to_string(i) + "]", a, stops);
 }
@@ -527,7 +536,7 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 std::string Array::shape_text() const { return attn::shape_text(shape); }
 
 Array load_array(const std::string& label, const std::string& path, std::size_t max_bytes) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+  const std::string ext = extension_of(path);
   if (ext != ".npy" && ext != ".csv" && ext != ".json")
     fail(label, path, "unknown extension '" + ext + "' (expected .npy, .csv or .json)");
   const std::string bytes = read_file(label, path, max_bytes);

@@ -337,6 +337,24 @@ TEST(AttentionCommand, NumpyByteOrderMarksAreReadAsNumpyReadsThem) {
   expect_same_files(d.file("o" + std::to_string('<')), d.file("o" + std::to_string('|')));
 }
 
+// An input's extension is read in any case (X.NPY, W.CSV, M.JSON), as --per-seed's is.
+TEST(AttentionCommand, ExtensionsAreReadInAnyCase) {
+  TempDir d;
+  const std::string x = save<double>(d, "x.npy", {2, 0, 1, 1, 0, 2}, {3, 2});
+  const std::string w = d.write("w.csv", "1,0\n0,1\n"), k = d.write("k.json", "[[0, 1], [1, 0]]");
+  std::filesystem::copy_file(x, d.file("X.NPY"));
+  std::filesystem::copy_file(w, d.file("W.Csv"));
+  std::filesystem::copy_file(k, d.file("K.JSON"));
+  const auto lower = run_demo("attention --x " + x + " --w-q " + w + " --w-k " + k + " --w-v " + w +
+                              " --device cpu --no-plots -q --out " + d.file("lower"));
+  ASSERT_EQ(lower.exit_code, 0) << lower.err;
+  const auto upper = run_demo("attention --x " + d.file("X.NPY") + " --w-q " + d.file("W.Csv") +
+                              " --w-k " + d.file("K.JSON") + " --w-v " + d.file("W.Csv") +
+                              " --device cpu --no-plots -q --out " + d.file("upper"));
+  ASSERT_EQ(upper.exit_code, 0) << upper.err;
+  expect_same_files(d.file("lower"), d.file("upper"));
+}
+
 // The figure's title names the input, the sizes, heads, scale, mask and dtype; with more heads
 // than the 8 panels drawn, which heads are drawn.
 TEST(AttentionCommand, FigureTitleNamesTheConfiguration) {
@@ -607,7 +625,8 @@ TEST(AttentionCommand, EveryBadInputIsRefusedBeforeWorkWithOneLine) {
        "line 1, column 2: '1e999' is outside float64's range"},
       {run(d.write("tiny.csv", "1,2\n3,-1e-400\n"), w, w, w), "tiny.csv",
        "'-1e-400' is outside float64's range"},
-      {run(d.write("r.json", "[[1,2],[3]]"), w, w, w), "r.json", "not a rectangular array"},
+      {run(d.write("r.json", "[[1,2],[3]]"), w, w, w), "r.json",
+       "not a rectangular array: [1] has 1 entry, expected 2 entries"},
       {run(d.write("m.json", "[[1,2],[3,4]"), w, w, w), "m.json", "malformed JSON"},
       {run(d.write("s.json", "[[1,\"a\"],[3,4]]"), w, w, w), "s.json", "is not a number"},
       {run(int64, w, w, w), "i8.npy", "dtype int64 is refused"},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "host/plots.hpp"
 
 namespace attn {
 namespace {
@@ -536,6 +537,16 @@ TEST(CliStdout, ClosedStdoutFails) {
   for (const char* args : {"--table knob", "--version", "--list"}) {
     test::expect_refused(std::string(args) + " -q >&-", 1, {"stdout"});
   }
+  // replot writes nothing to stdout: a closed one is no reason to refuse it.
+  if (!gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  test::TempDir dir;
+  ASSERT_EQ(
+      run_demo("--table dk-std --samples 1000 -q --no-plots --out " + dir.file("run")).exit_code,
+      0);
+  const auto r =
+      run_demo("replot " + dir.file("run/dk-std.json") + " --out " + dir.file("o") + " -q >&-");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("o/dk-std.png")));
 }
 
 // --out "" and --per-seed "" are refused, never silently ignored.
