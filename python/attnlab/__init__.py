@@ -269,9 +269,12 @@ def attention(x, w_q, w_k, w_v, *, heads=1, causal=False, mask=None, lengths=Non
         device = "cpu"
     dtype = _np.dtype(_np.float32 if all(a.dtype == _np.float32 for a in arrays.values())
                       else _np.float64)
-    if dtype == _np.float32 and not 0 < _np.float32(scale) < _np.inf:
-        raise ValueError(f"scale: {_show(scale)} is {'0' if _np.float32(scale) == 0 else 'inf'} "
-                         "in float32 (every input is float32; float64 inputs hold it)")
+    if dtype == _np.float32:
+        with _np.errstate(over="ignore"):  # the overflow is what is checked
+            scale32 = _np.float32(scale)
+        if not 0 < scale32 < _np.inf:
+            raise ValueError(f"scale: {_show(scale)} is {'0' if scale32 == 0 else 'inf'} in "
+                             "float32 (every input is float32; float64 inputs hold it)")
     per_entry = any(arrays[w].ndim != 2 for w in ("w_q", "w_k", "w_v"))
     shapes = {"q": batch_shape + (n, d_k), "k": batch_shape + (n, d_k), "v": batch_shape + (n, d_v),
               "scores": square, "weights": square, "out": batch_shape + (n, d_v)}
