@@ -297,14 +297,11 @@ int run_replot(const std::string& path, const Options& o) {
     for (const auto& [t, e] : todo) {
       try {
         scripts.push_back(figure_scripts(t, e->figures));
-      } catch (const nlohmann::json::exception& x) {
-        throw std::runtime_error("table " + t.name + ": its data is not what demo writes (" +
-                                 json_error_text(x) + ")");
       } catch (const Interrupted&) {
         throw;
-      } catch (const std::exception& x) {  // a missing column or field, a cell of another type
+      } catch (const std::exception& x) {  // a missing field or column, a value of another type
         throw std::runtime_error("table " + t.name + ": its data is not what demo writes (" +
-                                 x.what() + ")");
+                                 json_error_text(x) + ")");
       }
     }
   } catch (const nlohmann::json::exception& e) {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -186,25 +187,33 @@ bool first_non_finite(const Array& a, std::string& where, double& value) {
       a, [](double v) { return !std::isfinite(v); }, where, value);
 }
 
+// The four inputs as messages name them: the option, the array read, its file.
+struct NamedInput {
+  const char* option;
+  const Array* array;
+  const std::string* path;
+};
+std::array<NamedInput, 4> named_inputs(const Plan& p, const AttentionRequest& r) {
+  return {{{"--x", &p.x, &r.x},
+           {"--w-q", &p.wq, &r.w_q},
+           {"--w-k", &p.wk, &r.w_k},
+           {"--w-v", &p.wv, &r.w_v}}};
+}
+
 // Under --dtype f32, a finite input or scale that float32 cannot hold (it would become +-inf, or
 // the scale 0) is refused: the outputs would be NaN or uniform with nothing said.
 void refuse_beyond_float32(const Plan& p, const AttentionRequest& r) {
   if (!p.f32) return;
-  const std::pair<const char*, std::pair<const Array*, const std::string*>> inputs[] = {
-      {"--x", {&p.x, &r.x}},
-      {"--w-q", {&p.wq, &r.w_q}},
-      {"--w-k", {&p.wk, &r.w_k}},
-      {"--w-v", {&p.wv, &r.w_v}}};
-  for (const auto& [label, a] : inputs) {
+  const auto inputs = named_inputs(p, r);
+  for (const auto& [label, array, path] : inputs) {
     std::string where;
     double value;
-    if (!a.first->float32 &&
+    if (!array->float32 &&
         first_entry(
-            *a.first,
-            [](double v) { return std::isfinite(v) && std::isinf(static_cast<float>(v)); }, where,
-            value))
-      throw BadInput(std::string(label) + " " + *a.second + ": " + round_trip(value) + " at " +
-                     where + " is beyond float32's range (--dtype f32; f64 holds it)");
+            *array, [](double v) { return std::isfinite(v) && std::isinf(static_cast<float>(v)); },
+            where, value))
+      throw BadInput(std::string(label) + " " + *path + ": " + round_trip(value) + " at " + where +
+                     " is beyond float32's range (--dtype f32; f64 holds it)");
   }
   const auto scale = static_cast<float>(p.scale);
   if (scale == 0 || std::isinf(scale))
@@ -575,19 +584,15 @@ std::vector<std::size_t> square_shape(const Plan& p) {
 // Warnings: the first non-finite input, and scores that are +-inf.
 template <class T>
 void warn_non_finite(const Plan& p, const AttentionRequest& r, const Result<T>& res) {
-  const std::pair<const char*, std::pair<const Array*, const std::string*>> inputs[] = {
-      {"--x", {&p.x, &r.x}},
-      {"--w-q", {&p.wq, &r.w_q}},
-      {"--w-k", {&p.wk, &r.w_k}},
-      {"--w-v", {&p.wv, &r.w_v}}};
-  for (const auto& [label, a] : inputs) {
+  const auto inputs = named_inputs(p, r);
+  for (const auto& [label, array, path] : inputs) {
     std::string where;
     double value;
-    if (first_non_finite(*a.first, where, value)) {
+    if (first_non_finite(*array, where, value)) {
       spdlog::warn(
           "warning: {} {} holds {} at {} (the first non-finite input); the outputs that "
           "depend on it are non-finite, masked keys excepted",
-          label, *a.second, round_trip(value), where);
+          label, *path, round_trip(value), where);
       break;
     }
   }

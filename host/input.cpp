@@ -81,8 +81,7 @@ std::string read_regular_file(const std::string& path, std::size_t max_bytes, bo
 std::string quote_input(const std::string& text, std::size_t max) {
   const bool cut = text.size() > max;
   std::string s = text.substr(0, cut ? (max > 3 ? max - 3 : 0) : max);
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  for (char& c : s) c = one_line_char(c);
   // A cut may split a UTF-8 sequence: drop its leading bytes, so the quote stays valid UTF-8.
   if (cut) {
     std::size_t end = s.size();

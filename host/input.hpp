@@ -39,6 +39,11 @@ std::string read_regular_file(const std::string& path,
 // text cut to at most max characters ("..." marks a cut), control characters shown as '?': a
 // piece of input fit to be quoted in a one-line message.
 std::string quote_input(const std::string& text, std::size_t max = kQuoteMax);
+// c as a one-line message shows it: a control character (a newline, a tab, DEL) as '?'.
+inline char one_line_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f ? '?' : c;
+}
 
 // A JSON parser's error on one short line: nlohmann-json's text without its
 // "[json.exception...] " tag, the input it quotes cut with quote_input, the whole at most 160

@@ -35,18 +35,12 @@ bool process_alive(long pid) {
   return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-// c as one line shows it: a control character as '?'.
-char one_line(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u < 0x20 || u == 0x7f ? '?' : c;
-}
-
-// spdlog's "%*": the message with one_line's characters.
+// spdlog's "%*": the message with one_line_char's characters.
 class OneLineMessage final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    for (const char c : msg.payload) dest.push_back(one_line(c));
+    for (const char c : msg.payload) dest.push_back(one_line_char(c));
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<OneLineMessage>();
@@ -76,7 +70,7 @@ void print_error(std::string_view message, std::string_view program) {
         std::fwrite(line, 1, n, stderr);
         n = 0;
       }
-      line[n++] = escape ? one_line(c) : c;
+      line[n++] = escape ? one_line_char(c) : c;
     }
   };
   put(program, true);
@@ -156,10 +150,7 @@ void refuse_unusable_name(const std::string& option, const std::string& path) {
     throw std::runtime_error(option +
                              ": the path is not valid UTF-8 (result files record it in JSON); "
                              "choose a UTF-8 name");
-  if (std::any_of(path.begin(), path.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u < 0x20 || u == 0x7f;
-      }))
+  if (std::any_of(path.begin(), path.end(), [](char c) { return one_line_char(c) != c; }))
     throw std::runtime_error(option + " " + quote_input(path) +
                              ": the path holds a control character (a newline, a tab, ...); "
                              "choose a name without one");
